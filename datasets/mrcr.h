@@ -1,0 +1,71 @@
+/*
+ * MRCR rows (openai/mrcr, HF schema) read as a stream: memory holds one row at a time.
+ *
+ * Inputs: JSONL with one HF row per line (prompt = JSON text of the message list, answer,
+ * random_string_to_prepend, n_needles, desired_msg_index, total_messages, n_chars,
+ * date_added?), or saved datasets-server /rows pages ({"rows":[{"row_idx","row":{...}}]}),
+ * one page per file or one page per line. Synthetic or foreign files carry their bin
+ * explicitly: "bin" (a label "8k"/"≤8K" or an upper edge in tokens) or "context_tokens".
+ *
+ * Ids: (n_needles, r) where r is the row's index among rows with that needle count in file
+ * order (0..799 for the official data: {N}needle_0 rows then {N}needle_1 rows), printed
+ * "n8/r0123". Official bins: BLOCK_TO_BIN[r/100] = {5,2,6,3,0,7,4,1} (specs/mrcr.md §8),
+ * with the load-time sanity check; bin k has upper edge 8192 << k tokens, label "≤8K".
+ *
+ * Ownership: a row filled by dsa_mrcr_next() owns its strings and json until
+ * dsa_mrcr_row_release() (or the next dsa_mrcr_next() on the same row, which releases it).
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#ifndef DSA_DATASETS_MRCR_H
+#define DSA_DATASETS_MRCR_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define DSA_MRCR_NBINS 8
+#define DSA_MRCR_DEFAULT_REVISION "f4c69fae7cf81f7ca26b9fee34b392a50f6b8a1d"
+
+struct dsa_mrcr_row {
+    char id[32];           /* "n8/r0123" */
+    int n_needles;         /* 2, 4 or 8 */
+    long r;                /* row index within its needle count */
+    int bin;               /* 0..7: upper edge 8192 << bin */
+    long bin_tokens;       /* 8192 << bin */
+    const char *bin_label; /* "≤8K" … "≤1M" (static storage) */
+    bool bin_explicit;     /* bin came from the file ("bin"/"context_tokens"), not the map */
+    long context_tokens;   /* from the file when given, else -1 */
+    json_t *messages;      /* parsed prompt: array of {"role","content"} (owned) */
+    char *answer;          /* UTF-8, starts with prefix */
+    size_t answer_len;
+    char prefix[64];       /* random_string_to_prepend */
+    long desired_msg_index, total_messages, n_chars;
+};
+
+struct dsa_mrcr_filter {
+    unsigned needles_mask; /* bit n set = keep n-needle rows (1<<2 | 1<<4 | 1<<8); 0 = all */
+    unsigned bins_mask;    /* bit k set = keep bin k; 0 = all */
+    long limit;            /* stop after this many kept rows per (needles, bin); 0 = none */
+};
+
+typedef struct dsa_mrcr_reader dsa_mrcr_reader;
+
+/* Opens a JSONL or /rows-page file. Runs the official-bin sanity check (a first streaming
+   pass) unless every row carries an explicit bin. Prints the error and returns NULL on
+   failure (caller exits DSA_EXIT_DATA). */
+dsa_mrcr_reader *dsa_mrcr_open(const char *path, const struct dsa_mrcr_filter *filter);
+/* 1 = a row that passed the filter, 0 = end, -1 = error (printed, names the line) */
+int dsa_mrcr_next(dsa_mrcr_reader *rd, struct dsa_mrcr_row *row);
+void dsa_mrcr_row_release(struct dsa_mrcr_row *row);
+/* sha256 of the file (computed during open), and the revision if the file says so */
+const char *dsa_mrcr_sha256(const dsa_mrcr_reader *rd);
+void dsa_mrcr_free(dsa_mrcr_reader **rd);
+
+/* Bins: parse "--bins 8k,16k,32k" into a mask of official bin indices (edges must be
+   8k·2^k); returns -1 with a printed error on a bad list. --max-bin K keeps bins ≤ K. */
+int dsa_mrcr_parse_bins(const char *list, unsigned *mask);
+int dsa_mrcr_parse_needles(const char *list, unsigned *mask);
+/* "≤8K" for bin 0 … "≤1M" for bin 7 */
+const char *dsa_mrcr_bin_label(int bin);
+
+#endif

@@ -1,0 +1,95 @@
+/*
+ * dsa-eval: the dispatcher. Finds the subcommand in commands[], prepares what its flags ask
+ * for, runs it, and checks once that stdout was flushed and closed cleanly.
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "util/exitcode.h"
+#include "util/msg.h"
+
+volatile int dsa_interrupted;
+
+const struct dsa_command dsa_commands[] = {
+    {"version", cmd_version, 0, "print version, build and library information"},
+    {NULL, NULL, 0, NULL},
+};
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    dsa_interrupted = 1;
+}
+
+static void print_help(FILE *out)
+{
+    fprintf(out, "usage: dsa-eval <command> [options]   (dsa-eval <command> --help for more)\n\n"
+                 "Accuracy evidence for DeepSeek-Sparse-Attention serving stacks: MRCR and\n"
+                 "GSM8K+MTP runs, paired comparisons with bootstrap CIs, PR-ready reports.\n\n"
+                 "commands:\n");
+    for (const struct dsa_command *c = dsa_commands; c->name; c++)
+        fprintf(out, "    %-10s %s\n", c->name, c->summary);
+}
+
+static const struct dsa_command *find_command(const char *name)
+{
+    for (const struct dsa_command *c = dsa_commands; c->name; c++)
+        if (!strcmp(c->name, name))
+            return c;
+    return NULL;
+}
+
+static int run_command(const struct dsa_command *c, int argc, char **argv)
+{
+    if (c->flags & DSA_CMD_INTERRUPTIBLE) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+    }
+    /* a closed pipe (dsa-eval report | head) is reported as a write error, not a signal */
+    signal(SIGPIPE, SIG_IGN);
+    int ret = c->fn(argc, argv);
+
+    /* one place checks that everything reached stdout (git's run_builtin) */
+    if (fflush(stdout) || ferror(stdout)) {
+        dsa_errorf("cannot write to standard output: %s", strerror(errno));
+        return ret ? ret : DSA_EXIT_IO;
+    }
+    if (fclose(stdout) && ret == DSA_EXIT_OK) {
+        dsa_errorf("cannot close standard output: %s", strerror(errno));
+        return DSA_EXIT_IO;
+    }
+    return ret;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_help(stderr);
+        return DSA_EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (!strcmp(name, "--version") || !strcmp(name, "-V"))
+        name = "version";
+    if (!strcmp(name, "help") || !strcmp(name, "--help") || !strcmp(name, "-h")) {
+        if (argc > 2 && find_command(argv[2])) {
+            char *hargv[] = {argv[2], "--help", NULL};
+            return run_command(find_command(argv[2]), 2, hargv);
+        }
+        print_help(stdout);
+        return DSA_EXIT_OK;
+    }
+    const struct dsa_command *c = find_command(name);
+    if (!c) {
+        dsa_errorf("'%s' is not a dsa-eval command (see 'dsa-eval --help')", name);
+        return DSA_EXIT_USAGE;
+    }
+    return run_command(c, argc - 1, argv + 1);
+}

@@ -1,0 +1,90 @@
+/*
+ * Run files: one append-only JSONL file per run (DESIGN.md "Run file").
+ *
+ * Line 1 is the header, a JSON object:
+ *   {"dsa_eval_run": 1,                     format version
+ *    "tool": {"version", "git"},
+ *    "command": [argv...],                  the command line (never an API key: callers pass
+ *                                           the argv with secrets already removed)
+ *    "eval": "mrcr" | "gsm8k",
+ *    "run": 1,                              1-based run index within --runs N
+ *    "created": "2026-11-30T12:00:00Z",
+ *    "match": {...},                        everything that must be equal for a resume to be
+ *                                           valid: dataset name/revision/sha256, model,
+ *                                           backend kind, request parameters, seed, filters
+ *    "dataset": {...}, "backend": {...}, "params": {...}}   free-form identity for reports
+ *
+ * Every further line is one finished sample's record, a JSON object with at least
+ *   "id":     string, stable across runs and builds ("n8/r0123" for MRCR (needles, row);
+ *             "q0017" for GSM8K test index 17)
+ *   "bin":    string label ("≤8K" … "≤1M"; "all" when an eval has no bins)
+ *   "bin_tokens": integer upper edge of the bin in tokens (8192 …), when binned
+ *   "status": "ok" | "failed" | "excluded"
+ *   "score":  number, or null unless status is "ok"
+ *   "error":  null, or a one-line message (status "failed"), or the exclusion reason
+ *             ("over_context: 270000 prompt tokens + 4096 > 262144")
+ * plus eval-specific keys (prefix_hit, exact, output, finish_reason, usage, latency_ms, …).
+ * Other tools can read runs knowing only these keys.
+ *
+ * Crash safety: each record is written with one write(2) of the whole line including its
+ * '\n', and flushed before dsa_run_append() returns; nothing finished is lost. On open, a
+ * torn last line (no '\n', or not a JSON object) is dropped by truncating the file to the
+ * end of the last complete line, so a rerun rewrites that sample. A record whose id was
+ * already written is never written twice.
+ *
+ * Ownership: dsa_run borrows nothing after dsa_run_open() returns (it copies the header);
+ * json_t * arguments are borrowed; records returned by dsa_run_get() are borrowed from the
+ * run and live until dsa_run_free().
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#ifndef DSA_STORE_STORE_H
+#define DSA_STORE_STORE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct dsa_run dsa_run;
+
+enum dsa_run_flags {
+    DSA_RUN_FORCE_NEW = (1 << 0), /* existing file with another header: start it anew */
+};
+
+/*
+ * Opens `path` for appending, creating it (and its directory) with `header` as line 1 if
+ * it does not exist or is empty. If it exists, its header's "match" object must equal
+ * header's "match" (compared as canonical JSON), else the call fails with
+ * "run file 'P' was made by another command (different KEY: A vs B); use --force-new",
+ * unless DSA_RUN_FORCE_NEW, which renames the old file to P.old-N and starts anew.
+ * Returns 0, -1 (I/O error, printed; exit DSA_EXIT_IO), -2 (header mismatch, printed; exit
+ * DSA_EXIT_MISMATCH) or -3 (unreadable file, printed; exit DSA_EXIT_DATA).
+ */
+int dsa_run_open(dsa_run **out, const char *path, json_t *header, unsigned flags);
+/* true if a record with this id is already in the file (finished in an earlier attempt) */
+bool dsa_run_has(const dsa_run *r, const char *id);
+/* the finished record with this id, or NULL (borrowed) */
+json_t *dsa_run_get(const dsa_run *r, const char *id);
+/* Appends one record (must have a string "id" not yet present). Returns 0, or -1 on a write
+   error (printed). Thread-safe. */
+int dsa_run_append(dsa_run *r, json_t *record);
+/* number of records (resumed + appended) */
+size_t dsa_run_count(const dsa_run *r);
+/* iterate over all records in file order: i in [0, count) */
+json_t *dsa_run_record(const dsa_run *r, size_t i);
+const char *dsa_run_path(const dsa_run *r);
+/* number of records found on disk at open time (i.e. resumed) */
+size_t dsa_run_resumed(const dsa_run *r);
+void dsa_run_free(dsa_run **r);
+
+/*
+ * Read-only loading for compare/report: the header (new reference) and all records (new
+ * reference, a JSON array, file order). A torn last line is ignored with a warning. Plain
+ * score files — lines {"id", "bin", "score"} with no header — load too: *header is then an
+ * empty object. Returns 0 or -1 with a one-line error printed ("cannot parse line N of 'P'").
+ */
+int dsa_run_load(const char *path, json_t **header, json_t **records);
+
+/* "DIR/run-001.jsonl" for run index 1; caller frees */
+char *dsa_run_file_name(const char *dir, int run_index);
+
+#endif

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include "util/json.h"
+
+#include <string.h>
+
+#include "util/msg.h"
+
+static void where_prefix(char *out, size_t n, const struct dsa_json_where *w)
+{
+    if (w && w->lineno > 0)
+        snprintf(out, n, "line %ld of '%s'", w->lineno, w->path ? w->path : "<input>");
+    else
+        snprintf(out, n, "'%s'", w && w->path ? w->path : "<input>");
+}
+
+json_t *dsa_json_parse_object(const char *text, size_t len, const struct dsa_json_where *w)
+{
+    char where[512];
+    json_error_t err;
+    /* JSON_REJECT_DUPLICATES: a duplicated key in outside data is ambiguous, refuse it */
+    json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
+    where_prefix(where, sizeof where, w);
+    if (!v) {
+        dsa_errorf("cannot parse %s: %s", where, err.text);
+        return NULL;
+    }
+    if (!json_is_object(v)) {
+        dsa_errorf("cannot parse %s: expected a JSON object", where);
+        json_decref(v);
+        return NULL;
+    }
+    return v;
+}
+
+static json_t *get(json_t *obj, const char *key, bool optional, bool *missing,
+                   const struct dsa_json_where *w)
+{
+    json_t *v = json_object_get(obj, key);
+    *missing = !v || json_is_null(v);
+    if (*missing && !optional) {
+        char where[512];
+        where_prefix(where, sizeof where, w);
+        dsa_errorf("%s: missing \"%s\"", where, key);
+    }
+    return v;
+}
+
+static bool type_error(const char *key, const char *type, const struct dsa_json_where *w)
+{
+    char where[512];
+    where_prefix(where, sizeof where, w);
+    dsa_errorf("%s: \"%s\" must be %s", where, key, type);
+    return false;
+}
+
+bool dsa_json_get_str(json_t *obj, const char *key, bool optional, const char **out,
+                      size_t *len, const struct dsa_json_where *w)
+{
+    bool missing;
+    json_t *v = get(obj, key, optional, &missing, w);
+    if (missing) {
+        *out = NULL;
+        if (len)
+            *len = 0;
+        return optional;
+    }
+    if (!json_is_string(v))
+        return type_error(key, "a string", w);
+    *out = json_string_value(v);
+    if (len)
+        *len = json_string_length(v);
+    return true;
+}
+
+bool dsa_json_get_int(json_t *obj, const char *key, bool optional, long long *out,
+                      const struct dsa_json_where *w)
+{
+    bool missing;
+    json_t *v = get(obj, key, optional, &missing, w);
+    if (missing)
+        return optional;
+    if (!json_is_integer(v))
+        return type_error(key, "an integer", w);
+    *out = json_integer_value(v);
+    return true;
+}
+
+bool dsa_json_get_num(json_t *obj, const char *key, bool optional, double *out,
+                      const struct dsa_json_where *w)
+{
+    bool missing;
+    json_t *v = get(obj, key, optional, &missing, w);
+    if (missing)
+        return optional;
+    if (!json_is_number(v))
+        return type_error(key, "a number", w);
+    *out = json_number_value(v);
+    return true;
+}
+
+char *dsa_json_dumps_line(const json_t *v)
+{
+    /* JSON_REAL_PRECISION(17): doubles round-trip exactly */
+    return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17) |
+                             JSON_ENCODE_ANY);
+}

@@ -1,0 +1,41 @@
+/*
+ * jansson helpers for outside data: every failure becomes one clear line naming the file,
+ * the line and what is wrong, e.g.
+ *     dsa-eval: cannot parse line 17 of 'x.jsonl': '[' or '{' expected near 'x'
+ *     dsa-eval: line 3 of 'pairs.jsonl': "answer" must be a string
+ * Ownership follows jansson: functions named *_new or returning json_t * give the caller a
+ * reference (json_decref it); getters borrow.
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#ifndef DSA_UTIL_JSON_H
+#define DSA_UTIL_JSON_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Where a JSON value came from, for error messages. */
+struct dsa_json_where {
+    const char *path; /* file name as the user gave it */
+    long lineno;      /* 0 if not line-based */
+};
+
+/* Parses one JSON text (a JSONL line) that must be an object. On failure prints
+   "cannot parse line N of 'PATH': REASON" (or "cannot parse 'PATH': ...") and returns NULL.
+   Rejects invalid UTF-8 (jansson does) and NUL bytes. */
+json_t *dsa_json_parse_object(const char *text, size_t len, const struct dsa_json_where *w);
+
+/* Typed getters: on a missing key or wrong type they print "line N of 'PATH': \"KEY\" must
+   be a string" and return false, unless `optional` and the key is absent/null. */
+bool dsa_json_get_str(json_t *obj, const char *key, bool optional, const char **out,
+                      size_t *len, const struct dsa_json_where *w);
+bool dsa_json_get_int(json_t *obj, const char *key, bool optional, long long *out,
+                      const struct dsa_json_where *w);
+bool dsa_json_get_num(json_t *obj, const char *key, bool optional, double *out,
+                      const struct dsa_json_where *w);
+
+/* Compact single-line dump with sorted keys and round-trippable reals (%.17g), as used in
+   every JSONL file we write. Caller frees. */
+char *dsa_json_dumps_line(const json_t *v);
+
+#endif

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include "util/opt.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/buf.h"
+#include "util/exitcode.h"
+#include "util/msg.h"
+
+const char *dsa_opt_strerror(int err)
+{
+    switch (err) {
+    case DSA_OPT_OK:
+        return "ok";
+    case DSA_OPT_HELP:
+        return "help requested";
+    case DSA_OPT_ERR_UNKNOWN:
+        return "unknown option";
+    case DSA_OPT_ERR_MISSING:
+        return "option requires an argument";
+    case DSA_OPT_ERR_NUMBER:
+        return "expected a number";
+    case DSA_OPT_ERR_RANGE:
+        return "number out of range";
+    case DSA_OPT_ERR_BAD_VALUE:
+        return "invalid value";
+    case DSA_OPT_ERR_NO_ARG:
+        return "option takes no argument";
+    }
+    return "unknown error";
+}
+
+int dsa_opt_exit(int err)
+{
+    return err == DSA_OPT_HELP ? DSA_EXIT_OK : DSA_EXIT_USAGE;
+}
+
+void dsa_strlist_push(struct dsa_strlist *l, const char *s)
+{
+    l->v = dsa_xrealloc(l->v, (l->n + 1) * sizeof *l->v);
+    l->v[l->n++] = s;
+}
+
+void dsa_strlist_release(struct dsa_strlist *l)
+{
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+void dsa_strlist_free_items(struct dsa_strlist *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free((char *)l->v[i]);
+    dsa_strlist_release(l);
+}
+
+void dsa_split_commas(const char *s, struct dsa_strlist *out)
+{
+    while (s && *s) {
+        const char *end = strchr(s, ',');
+        size_t n = end ? (size_t)(end - s) : strlen(s);
+        const char *a = s, *b = s + n;
+        while (a < b && isspace((unsigned char)*a))
+            a++;
+        while (b > a && isspace((unsigned char)b[-1]))
+            b--;
+        if (b > a)
+            dsa_strlist_push(out, dsa_xstrndup(a, (size_t)(b - a)));
+        s = end ? end + 1 : NULL;
+    }
+}
+
+long dsa_parse_tokens(const char *s)
+{
+    if (!s || !*s)
+        return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || v < 0)
+        return -1;
+    long mult = 1;
+    if (*end == 'k' || *end == 'K')
+        mult = 1024, end++;
+    else if (*end == 'm' || *end == 'M')
+        mult = 1024L * 1024, end++;
+    if (*end)
+        return -1;
+    if (v > LONG_MAX / mult)
+        return -1;
+    return v * mult;
+}
+
+static const struct dsa_option *find_long(const struct dsa_option *opts, const char *name,
+                                          size_t len, bool *negated)
+{
+    *negated = false;
+    for (const struct dsa_option *o = opts; o->type != DSA_OPT_TYPE_END; o++)
+        if (o->long_name && strlen(o->long_name) == len && !strncmp(o->long_name, name, len))
+            return o;
+    /* --no-<flag> */
+    if (len > 3 && !strncmp(name, "no-", 3)) {
+        for (const struct dsa_option *o = opts; o->type != DSA_OPT_TYPE_END; o++)
+            if (o->type == DSA_OPT_TYPE_BOOL && o->long_name &&
+                strlen(o->long_name) == len - 3 && !strncmp(o->long_name, name + 3, len - 3)) {
+                *negated = true;
+                return o;
+            }
+    }
+    return NULL;
+}
+
+static const struct dsa_option *find_short(const struct dsa_option *opts, char c)
+{
+    for (const struct dsa_option *o = opts; o->type != DSA_OPT_TYPE_END; o++)
+        if (o->short_name == c)
+            return o;
+    return NULL;
+}
+
+static bool takes_arg(const struct dsa_option *o)
+{
+    return o->type != DSA_OPT_TYPE_BOOL && o->type != DSA_OPT_TYPE_COUNT;
+}
+
+static int store(const struct dsa_option *o, const char *arg, bool negated)
+{
+    char *end;
+    switch (o->type) {
+    case DSA_OPT_TYPE_BOOL:
+        *(bool *)o->value = !negated;
+        break;
+    case DSA_OPT_TYPE_COUNT:
+        (*(int *)o->value)++;
+        break;
+    case DSA_OPT_TYPE_INT:
+    case DSA_OPT_TYPE_LONG: {
+        errno = 0;
+        long v = strtol(arg, &end, 10);
+        if (end == arg || *end)
+            return DSA_OPT_ERR_NUMBER;
+        if (errno || (o->type == DSA_OPT_TYPE_INT && (v < INT_MIN || v > INT_MAX)))
+            return DSA_OPT_ERR_RANGE;
+        if (o->type == DSA_OPT_TYPE_INT)
+            *(int *)o->value = (int)v;
+        else
+            *(long *)o->value = v;
+        break;
+    }
+    case DSA_OPT_TYPE_DOUBLE: {
+        errno = 0;
+        double v = strtod(arg, &end);
+        if (end == arg || *end)
+            return DSA_OPT_ERR_NUMBER;
+        if (errno)
+            return DSA_OPT_ERR_RANGE;
+        *(double *)o->value = v;
+        break;
+    }
+    case DSA_OPT_TYPE_STRING:
+        *(const char **)o->value = arg;
+        break;
+    case DSA_OPT_TYPE_STRLIST:
+        dsa_strlist_push(o->value, arg);
+        break;
+    case DSA_OPT_TYPE_END:
+        break;
+    }
+    if (o->cb)
+        return o->cb(o, arg);
+    return DSA_OPT_OK;
+}
+
+void dsa_opt_print_usage(void *outp, const char *const *usage, const struct dsa_option *opts)
+{
+    FILE *out = outp;
+    for (size_t i = 0; usage && usage[i]; i++)
+        fprintf(out, "%s %s\n", i ? "   or:" : "usage:", usage[i]);
+    fputc('\n', out);
+    for (const struct dsa_option *o = opts; o->type != DSA_OPT_TYPE_END; o++) {
+        struct dsa_buf left = DSA_BUF_INIT;
+        dsa_buf_adds(&left, "    ");
+        if (o->short_name)
+            dsa_buf_addf(&left, "-%c%s", o->short_name, o->long_name ? ", " : "");
+        if (o->long_name)
+            dsa_buf_addf(&left, "--%s", o->long_name);
+        if (takes_arg(o))
+            dsa_buf_addf(&left, " %s", o->argh ? o->argh : "ARG");
+        if (left.len < 30)
+            fprintf(out, "%-30s%s\n", left.data, o->help ? o->help : "");
+        else
+            fprintf(out, "%s\n%30s%s\n", left.data, "", o->help ? o->help : "");
+        dsa_buf_release(&left);
+    }
+    fprintf(out, "    %-26s%s\n", "-h, --help", "show this help");
+}
+
+static int fail(int err, const char *what, const char *const *usage)
+{
+    dsa_errorf("%s: '%s'", dsa_opt_strerror(err), what);
+    if (usage && usage[0])
+        fprintf(stderr, "usage: %s\n", usage[0]);
+    return err;
+}
+
+int dsa_opt_parse(int *argc, char **argv, const struct dsa_option *opts,
+                  const char *const *usage)
+{
+    int npos = 0;
+    int n = *argc;
+    bool only_pos = false;
+    for (int i = 1; i < n; i++) {
+        char *a = argv[i];
+        if (only_pos || a[0] != '-' || a[1] == '\0') {
+            argv[npos++] = a;
+            continue;
+        }
+        if (!strcmp(a, "--")) {
+            only_pos = true;
+            continue;
+        }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            dsa_opt_print_usage(stdout, usage, opts);
+            return DSA_OPT_HELP;
+        }
+        if (a[1] == '-') {
+            const char *name = a + 2;
+            const char *eq = strchr(name, '=');
+            size_t len = eq ? (size_t)(eq - name) : strlen(name);
+            bool neg;
+            const struct dsa_option *o = find_long(opts, name, len, &neg);
+            if (!o)
+                return fail(DSA_OPT_ERR_UNKNOWN, a, usage);
+            const char *arg = NULL;
+            if (takes_arg(o)) {
+                if (eq)
+                    arg = eq + 1;
+                else if (i + 1 < n)
+                    arg = argv[++i];
+                else
+                    return fail(DSA_OPT_ERR_MISSING, a, usage);
+            } else if (eq) {
+                return fail(DSA_OPT_ERR_NO_ARG, a, usage);
+            }
+            int r = store(o, arg, neg);
+            if (r)
+                return fail(r, arg ? arg : a, usage);
+            continue;
+        }
+        /* short options, possibly bundled: -qv, -o FILE, -oFILE */
+        for (const char *p = a + 1; *p; p++) {
+            const struct dsa_option *o = find_short(opts, *p);
+            if (!o) {
+                char s[3] = {'-', *p, 0};
+                return fail(DSA_OPT_ERR_UNKNOWN, s, usage);
+            }
+            if (takes_arg(o)) {
+                const char *arg;
+                if (p[1])
+                    arg = p + 1;
+                else if (i + 1 < n)
+                    arg = argv[++i];
+                else
+                    return fail(DSA_OPT_ERR_MISSING, a, usage);
+                int r = store(o, arg, false);
+                if (r)
+                    return fail(r, arg, usage);
+                break;
+            }
+            int r = store(o, NULL, false);
+            if (r)
+                return fail(r, a, usage);
+        }
+    }
+    argv[npos] = NULL;
+    *argc = npos;
+    return npos;
+}

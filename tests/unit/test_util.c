@@ -1,0 +1,157 @@
+/* Unit tests of src/util: option parsing, buffers, hashing vectors, line reader.
+ * SPDX-License-Identifier: GPL-3.0-or-later */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "util/buf.h"
+#include "util/hash.h"
+#include "util/lines.h"
+#include "util/opt.h"
+
+static void test_sha256_vectors(void **state)
+{
+    (void)state;
+    char hex[65];
+    /* FIPS 180-2 appendix B.1 and the empty string */
+    dsa_sha256_hex("abc", 3, hex);
+    assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    dsa_sha256_hex("", 0, hex);
+    assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+static uint32_t stream_seed(uint64_t s, const char *label)
+{
+    uint32_t v = (uint32_t)dsa_splitmix64(s ^ dsa_fnv1a64(label, strlen(label)));
+    return v ? v : 1;
+}
+
+static void test_seed_derivation_vectors(void **state)
+{
+    (void)state;
+    /* specs/stats.md §7, "Stream-seed derivation" vectors */
+    assert_int_equal(stream_seed(1, "main..cand/<=8K"), 3811829139u);
+    assert_int_equal(stream_seed(1, "main..cand/256K"), 2007255372u);
+    assert_int_equal(stream_seed(42, "main..cand/<=8K"), 2280725362u);
+}
+
+static void test_opt_parse(void **state)
+{
+    (void)state;
+    bool quiet = false, stream = true;
+    int runs = 1;
+    double t = 0.5;
+    const char *out = NULL;
+    struct dsa_strlist eps = {0};
+    struct dsa_option opts[] = {
+        DSA_OPT_BOOL('q', "quiet", &quiet, "quiet"),
+        DSA_OPT_BOOL(0, "stream", &stream, "stream"),
+        DSA_OPT_INT(0, "runs", &runs, "N", "runs"),
+        DSA_OPT_DOUBLE(0, "temperature", &t, "T", "t"),
+        DSA_OPT_STRING('o', "out", &out, "DIR", "out"),
+        DSA_OPT_STRLIST(0, "endpoint", &eps, "URL", "endpoint"),
+        DSA_OPT_END(),
+    };
+    char *argv[] = {"mrcr", "--runs=3", "pos1", "-q", "--no-stream", "--endpoint", "http://a",
+                    "--endpoint=http://b", "-oDIR", "--temperature", "0.25", "--", "--pos2", NULL};
+    int argc = 13;
+    int n = dsa_opt_parse(&argc, argv, opts, NULL);
+    assert_int_equal(n, 2);
+    assert_string_equal(argv[0], "pos1");
+    assert_string_equal(argv[1], "--pos2");
+    assert_true(quiet);
+    assert_false(stream);
+    assert_int_equal(runs, 3);
+    assert_string_equal(out, "DIR");
+    assert_true(t == 0.25);
+    assert_int_equal(eps.n, 2);
+    assert_string_equal(eps.v[1], "http://b");
+    dsa_strlist_release(&eps);
+
+    char *bad[] = {"mrcr", "--runs", "x3", NULL};
+    argc = 3;
+    assert_int_equal(dsa_opt_parse(&argc, bad, opts, NULL), DSA_OPT_ERR_NUMBER);
+    char *unk[] = {"mrcr", "--nope", NULL};
+    argc = 2;
+    assert_int_equal(dsa_opt_parse(&argc, unk, opts, NULL), DSA_OPT_ERR_UNKNOWN);
+    char *miss[] = {"mrcr", "--out", NULL};
+    argc = 2;
+    assert_int_equal(dsa_opt_parse(&argc, miss, opts, NULL), DSA_OPT_ERR_MISSING);
+}
+
+static void test_parse_tokens(void **state)
+{
+    (void)state;
+    assert_int_equal(dsa_parse_tokens("8k"), 8192);
+    assert_int_equal(dsa_parse_tokens("256K"), 262144);
+    assert_int_equal(dsa_parse_tokens("1M"), 1048576);
+    assert_int_equal(dsa_parse_tokens("4096"), 4096);
+    assert_int_equal(dsa_parse_tokens("8kb"), -1);
+    assert_int_equal(dsa_parse_tokens(""), -1);
+    assert_int_equal(dsa_parse_tokens("-8k"), -1);
+    struct dsa_strlist l = {0};
+    dsa_split_commas(" 8k, 16k,,32k ", &l);
+    assert_int_equal(l.n, 3);
+    assert_string_equal(l.v[2], "32k");
+    dsa_strlist_free_items(&l);
+}
+
+static void test_buf(void **state)
+{
+    (void)state;
+    struct dsa_buf b = DSA_BUF_INIT;
+    for (int i = 0; i < 1000; i++)
+        dsa_buf_addf(&b, "%d,", i);
+    assert_int_equal(b.len, strlen(b.data));
+    assert_memory_equal(b.data, "0,1,2,", 6);
+    size_t len;
+    char *s = dsa_buf_detach(&b, &len);
+    assert_int_equal(len, strlen(s));
+    assert_int_equal(b.len, 0);
+    free(s);
+    dsa_buf_release(&b);
+}
+
+static void test_lines_torn_tail(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/dsa-test-lines-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char text[] = "{\"a\":1}\r\n{\"b\":2}\n{\"c\":";
+    assert_int_equal(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    dsa_lines *r = dsa_lines_open(path);
+    const char *line;
+    size_t len;
+    assert_int_equal(dsa_lines_next(r, &line, &len), 1);
+    assert_string_equal(line, "{\"a\":1}");
+    assert_false(dsa_lines_unterminated(r));
+    assert_int_equal(dsa_lines_next(r, &line, &len), 1);
+    assert_int_equal(dsa_lines_offset(r), 9);
+    assert_int_equal(dsa_lines_next(r, &line, &len), 1);
+    assert_true(dsa_lines_unterminated(r));
+    assert_int_equal(dsa_lines_lineno(r), 3);
+    assert_string_equal(line, "{\"c\":");
+    assert_int_equal(dsa_lines_next(r, &line, &len), 0);
+    dsa_lines_free(&r);
+    assert_null(r);
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_seed_derivation_vectors),
+        cmocka_unit_test(test_opt_parse),      cmocka_unit_test(test_parse_tokens),
+        cmocka_unit_test(test_buf),            cmocka_unit_test(test_lines_torn_tail),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
