@@ -76,6 +76,8 @@ struct dsa_result {
     long http_code;      /* last HTTP status, 0 if no response came */
     int endpoint;        /* index of the endpoint that answered last */
     int retries;         /* attempts made beyond the first */
+    bool unreachable;    /* FAILED because the last attempt could not connect at all (server
+                            down): callers stop rather than record the sample */
     const char *error;   /* one line ("HTTP 500: engine dead", "timeout after 1800 s");
                             NULL when status is OK */
     const char *content; /* graded text (see above), NULL when none; may hold NUL bytes

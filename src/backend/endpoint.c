@@ -167,7 +167,7 @@ static void release_easy(struct ep *ep, struct xfer *x)
 
 /* Builds the borrowed result view of x and runs the callback, then frees x. */
 static void deliver(struct ep *ep, struct xfer *x, enum dsa_res_status st, const char *error,
-                    long http_code)
+                    long http_code, bool unreachable)
 {
     struct dsa_result res;
     memset(&res, 0, sizeof res);
@@ -176,6 +176,7 @@ static void deliver(struct ep *ep, struct xfer *x, enum dsa_res_status st, const
     res.http_code = http_code;
     res.endpoint = x->endpoint;
     res.retries = x->attempt;
+    res.unreachable = unreachable;
     res.error = st == DSA_RES_OK ? NULL : error;
     struct dsa_resp *a = &x->acc;
     if (a->has_content) {
@@ -387,7 +388,7 @@ static int fill(struct ep *ep)
         struct xfer *x = ready_pop(ep);
         if (start_xfer(ep, x) < 0) {
             x->t_end = now_s();
-            deliver(ep, x, DSA_RES_FAILED, "cannot start the request", 0);
+            deliver(ep, x, DSA_RES_FAILED, "cannot start the request", 0, false);
             return -1;
         }
     }
@@ -526,7 +527,9 @@ static void finish_xfer(struct ep *ep, struct xfer *x, CURLcode cc)
         size_t n = strlen(err);
         snprintf(err + n, sizeof err - n, " (gave up after %d retries)", x->attempt);
     }
-    deliver(ep, x, st, err, code);
+    deliver(ep, x, st, err, code,
+            cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
+                cc == CURLE_COULDNT_RESOLVE_PROXY);
 }
 
 static void drain_messages(struct ep *ep)
@@ -555,7 +558,7 @@ static void deliver_finished(struct ep *ep)
         struct xfer *x = ep->finished;
         ep->finished = x->next;
         ep->n_finished--;
-        deliver(ep, x, DSA_RES_UNSUPPORTED, "the endpoint has no token-counting API", 0);
+        deliver(ep, x, DSA_RES_UNSUPPORTED, "the endpoint has no token-counting API", 0, false);
     }
 }
 
@@ -681,7 +684,7 @@ static void cancel_list(struct ep *ep, struct xfer *x)
     while (x) {
         struct xfer *next = x->next;
         x->t_end = now_s();
-        deliver(ep, x, DSA_RES_CANCELLED, "cancelled", 0);
+        deliver(ep, x, DSA_RES_CANCELLED, "cancelled", 0, false);
         x = next;
     }
 }
@@ -695,7 +698,7 @@ static void ep_cancel(dsa_backend *b)
             struct xfer *x = ep->inflight;
             release_easy(ep, x);
             x->t_end = now_s();
-            deliver(ep, x, DSA_RES_CANCELLED, "cancelled", 0);
+            deliver(ep, x, DSA_RES_CANCELLED, "cancelled", 0, false);
         }
         struct xfer *r = ep->ready_head, *d = ep->delayed, *f = ep->finished;
         ep->ready_head = ep->ready_tail = NULL;
