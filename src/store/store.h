@@ -48,6 +48,9 @@ typedef struct dsa_run dsa_run;
 
 enum dsa_run_flags {
     DSA_RUN_FORCE_NEW = (1 << 0), /* existing file with another header: start it anew */
+    /* skip the fdatasync after each line (fuzzing, scratch runs): a crash of the process
+       still loses nothing, as the line is in the kernel; a power cut may */
+    DSA_RUN_NO_SYNC = (1 << 1),
 };
 
 /*
@@ -72,6 +75,9 @@ size_t dsa_run_count(const dsa_run *r);
 /* iterate over all records in file order: i in [0, count) */
 json_t *dsa_run_record(const dsa_run *r, size_t i);
 const char *dsa_run_path(const dsa_run *r);
+/* the header on disk: the earlier one when resumed, else the caller's completed with
+   "dsa_eval_run", "tool" and "created" when it left them out (borrowed) */
+json_t *dsa_run_header(const dsa_run *r);
 /* number of records found on disk at open time (i.e. resumed) */
 size_t dsa_run_resumed(const dsa_run *r);
 void dsa_run_free(dsa_run **r);
@@ -83,6 +89,15 @@ void dsa_run_free(dsa_run **r);
  * empty object. Returns 0 or -1 with a one-line error printed ("cannot parse line N of 'P'").
  */
 int dsa_run_load(const char *path, json_t **header, json_t **records);
+
+/*
+ * The header's "command" array built from argv (new reference), with secrets replaced by
+ * DSA_RUN_REDACTED: the values of --api-key, --api-key-file, --password and --token (both
+ * "--opt V" and "--opt=V"), credential headers given with --header/-H ("Authorization: ...",
+ * "X-Api-Key: ...", "Cookie: ..."), and user:password@ in URLs. Keys and header names stay.
+ */
+#define DSA_RUN_REDACTED "<redacted>"
+json_t *dsa_run_command_json(int argc, char **argv);
 
 /* "DIR/run-001.jsonl" for run index 1; caller frees */
 char *dsa_run_file_name(const char *dir, int run_index);
