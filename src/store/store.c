@@ -115,8 +115,10 @@ static int scan_file(const char *path, bool plain_ok, struct scan *s)
     s->records = json_array();
     s->index = json_object();
     dsa_lines *lr = dsa_lines_open(path);
-    if (!lr)
+    if (!lr) {
+        scan_release(s);
         return -1;
+    }
     int ret = -3, rc;
     const char *line;
     size_t len;

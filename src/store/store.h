@@ -67,8 +67,12 @@ int dsa_run_open(dsa_run **out, const char *path, json_t *header, unsigned flags
 bool dsa_run_has(const dsa_run *r, const char *id);
 /* the finished record with this id, or NULL (borrowed) */
 json_t *dsa_run_get(const dsa_run *r, const char *id);
-/* Appends one record (must have a string "id" not yet present). Returns 0, or -1 on a write
-   error (printed). Thread-safe. */
+/* Appends one record (must have a string "id" not yet present, a string "bin" and a
+   "score" that is a number or null; a missing "error" is set to null and a missing "status"
+   to "ok"/"failed" from the score, in the caller's object). The run keeps a reference: do
+   not modify the record afterwards. Returns 0, or -1 on a write error or a bad record
+   (printed; after a failed write the file is cut back to its last whole line and further
+   appends fail). Thread-safe, like every dsa_run_* call on an open run. */
 int dsa_run_append(dsa_run *r, json_t *record);
 /* number of records (resumed + appended) */
 size_t dsa_run_count(const dsa_run *r);
