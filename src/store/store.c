@@ -264,7 +264,6 @@ static bool first_diff(json_t *a, json_t *b, struct dsa_buf *key, json_t **da, j
             if (!best || strcmp(kk, best) < 0)
                 best = kk;
         }
-        size_t mark = key->len;
         if (key->len)
             dsa_buf_addch(key, '.');
         dsa_buf_adds(key, best);
@@ -277,7 +276,6 @@ static bool first_diff(json_t *a, json_t *b, struct dsa_buf *key, json_t **da, j
         *da = va;
         *db = vb;
         json_decref(keys);
-        (void)mark;
         return true;
     }
     *da = a;
@@ -285,18 +283,28 @@ static bool first_diff(json_t *a, json_t *b, struct dsa_buf *key, json_t **da, j
     return true;
 }
 
-static int refuse_mismatch(const char *path, json_t *old, json_t *new)
+char *dsa_run_match_diff(json_t *a, json_t *b)
 {
+    if (json_equal(a, b))
+        return NULL;
     struct dsa_buf key = DSA_BUF_INIT;
     json_t *da = NULL, *db = NULL;
-    first_diff(old, new, &key, &da, &db);
+    first_diff(a, b, &key, &da, &db);
     char *sa = short_json(da), *sb = short_json(db);
-    dsa_errorf("run file '%s' was made by another command (different %s: %s vs %s); use "
-               "--force-new",
-               path, key.len ? key.data : "match", sa, sb);
+    struct dsa_buf out = DSA_BUF_INIT;
+    dsa_buf_addf(&out, "%s: %s vs %s", key.len ? key.data : "match", sa, sb);
     free(sa);
     free(sb);
     dsa_buf_release(&key);
+    return dsa_buf_detach(&out, NULL);
+}
+
+static int refuse_mismatch(const char *path, json_t *old, json_t *new)
+{
+    char *d = dsa_run_match_diff(old, new);
+    dsa_errorf("run file '%s' was made by another command (different %s); use --force-new", path,
+               d);
+    free(d);
     return -2;
 }
 

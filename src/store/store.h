@@ -103,6 +103,11 @@ int dsa_run_load(const char *path, json_t **header, json_t **records);
 #define DSA_RUN_REDACTED "<redacted>"
 json_t *dsa_run_command_json(int argc, char **argv);
 
+/* NULL if the two "match" objects are equal, else the first difference (keys in sorted order,
+   nested keys dotted) as "KEY: A vs B" with A and B compact JSON, "(absent)" for a missing
+   key; caller frees. */
+char *dsa_run_match_diff(json_t *a, json_t *b);
+
 /* "DIR/run-001.jsonl" for run index 1; caller frees */
 char *dsa_run_file_name(const char *dir, int run_index);
 
