@@ -741,3 +741,14 @@ json_t *dsa_run_command_json(int argc, char **argv)
     }
     return a;
 }
+
+json_t *dsa_run_header_new(const char *eval, int run_index, int argc, char **argv)
+{
+    char *now = iso_now();
+    json_t *h = json_pack("{s:i,s:{s:s,s:s},s:o,s:s,s:i,s:s,s:{},s:{},s:{},s:{}}", "dsa_eval_run",
+                          1, "tool", "version", DSA_VERSION, "git", DSA_GIT_HASH, "command",
+                          dsa_run_command_json(argc, argv), "eval", eval, "run", run_index,
+                          "created", now, "match", "dataset", "backend", "params");
+    free(now);
+    return h;
+}

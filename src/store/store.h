@@ -108,6 +108,11 @@ json_t *dsa_run_command_json(int argc, char **argv);
    key; caller frees. */
 char *dsa_run_match_diff(json_t *a, json_t *b);
 
+/* A header to fill (new reference): "dsa_eval_run": 1, "tool", "command" (from argv through
+   dsa_run_command_json), "eval", "run", "created" (now, UTC), and empty "match", "dataset",
+   "backend" and "params" objects for the caller to fill before dsa_run_open(). */
+json_t *dsa_run_header_new(const char *eval, int run_index, int argc, char **argv);
+
 /* "DIR/run-001.jsonl" for run index 1; caller frees */
 char *dsa_run_file_name(const char *dir, int run_index);
 

@@ -390,6 +390,36 @@ static void test_command_redaction(void **state)
     check_command(5, a5, "[\"x\",\"--api-key-filex\",\"v\",\"--\",\"--api-key\"]");
 }
 
+static void test_header_new_and_diff(void **state)
+{
+    (void)state;
+    const char *argv[] = {"dsa-eval", "gsm8k", "--api-key-file", "k"};
+    json_t *h = dsa_run_header_new("gsm8k", 2, 4, (char **)argv);
+    assert_int_equal(json_integer_value(json_object_get(h, "dsa_eval_run")), 1);
+    assert_int_equal(json_integer_value(json_object_get(h, "run")), 2);
+    assert_string_equal(json_string_value(json_object_get(h, "eval")), "gsm8k");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(h, "command"), 3)),
+                        "<redacted>");
+    assert_true(json_is_object(json_object_get(h, "match")));
+    const char *created = json_string_value(json_object_get(h, "created"));
+    assert_int_equal(strlen(created), 20);
+    assert_int_equal(created[19], 'Z');
+    json_decref(h);
+
+    json_t *a = json_pack("{s:s,s:{s:i,s:s}}", "model", "m", "p", "k", 1, "z", "x");
+    json_t *b = json_pack("{s:s,s:{s:i,s:s}}", "model", "m", "p", "k", 2, "z", "y");
+    assert_null(dsa_run_match_diff(a, a));
+    char *d = dsa_run_match_diff(a, b);
+    assert_string_equal(d, "p.k: 1 vs 2");
+    free(d);
+    json_object_del(b, "model");
+    d = dsa_run_match_diff(a, b);
+    assert_string_equal(d, "model: \"m\" vs (absent)");
+    free(d);
+    json_decref(a);
+    json_decref(b);
+}
+
 /* ---- concurrency ---- */
 
 #define N_THREADS  4
@@ -626,7 +656,7 @@ int main(void)
         cmocka_unit_test(test_header_mismatch),   cmocka_unit_test(test_torn_lines),
         cmocka_unit_test(test_load_plain_scores), cmocka_unit_test(test_command_redaction),
         cmocka_unit_test(test_threads),           cmocka_unit_test(test_crash_hook_sweep),
-        cmocka_unit_test(test_fork_kill9),
+        cmocka_unit_test(test_fork_kill9),        cmocka_unit_test(test_header_new_and_diff),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
