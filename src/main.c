@@ -15,6 +15,7 @@
 volatile int dsa_interrupted;
 
 const struct dsa_command dsa_commands[] = {
+    {"merge", cmd_merge, 0, "merge shard run files (--shard i/n) into one run file"},
     {"version", cmd_version, 0, "print version, build and library information"},
     {NULL, NULL, 0, NULL},
 };
