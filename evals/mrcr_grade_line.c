@@ -6,9 +6,10 @@
  * Lone surrogates. Python's json.loads keeps a lone "\ud800" escape as the code point U+D800
  * and the official grader compares it like any other code point; jansson refuses such lines.
  * Before parsing, each lone surrogate escape U+D800+k (k < 2048) is rewritten as the escaped
- * pair of U+10F800+k, the last 2048 code points of plane 16 (private use), and mapped back
- * after UTF-8 decoding. The mapping is one-to-one unless the line also holds a real code
- * point in U+10F800..U+10FFFF; such a line is refused (it cannot be graded unambiguously).
+ * pair of BASE+k, where BASE starts a window of 2048 private-use code points of planes 15-16
+ * (U+F0000..U+10FFFF, 64 windows) that the line does not use anywhere, raw or escaped; after
+ * UTF-8 decoding, BASE+k is mapped back to U+D800+k. The mapping is therefore one-to-one.
+ * Only a line that uses all 64 windows and has a lone surrogate is refused, with a message.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include "evals/mrcr_grade.h"
@@ -21,7 +22,9 @@
 #include "util/buf.h"
 #include "util/utf8.h"
 
-#define LONE_BASE 0x10F800u /* U+10F800 + (s - 0xD800) stands for the lone surrogate s */
+/* planes 15-16 (private use), as 64 windows of 2048 code points, one per surrogate */
+#define PUA_FIRST  0xF0000u
+#define PUA_WINDOW 2048u
 
 static enum dsa_mrcr_line_status bad(struct dsa_mrcr_line *out, bool parse_error, const char *fmt,
                                      ...) DSA_PRINTF(3, 4);
@@ -76,58 +79,90 @@ static long escape_at(const char *s, size_t len, size_t i)
     return v;
 }
 
-/* Rewrites lone surrogate escapes (see the top of the file). Returns 0 and *out = NULL when
-   the line has none, 0 and a fresh copy when it had some, -1 when it is ambiguous. Escapes
-   are scanned pairwise ("\\\\" is one escape), so "\\\\ud800" is left alone; outside strings
-   a backslash makes the line invalid JSON with or without the rewrite. */
-static int remap_lone_surrogates(const char *s, size_t len, char **out, size_t *out_len)
+/* The code point of the 4-byte UTF-8 sequence at s[i], unchecked (an invalid one makes
+   jansson refuse the line anyway), or 0 if there is none. */
+static uint32_t raw4_at(const char *s, size_t len, size_t i)
 {
-    struct dsa_buf b = DSA_BUF_INIT;
-    bool lone = false, reserved = false;
-    size_t copied = 0; /* s[0..copied) is already in b */
+    const unsigned char *u = (const unsigned char *)s + i;
+    if (i + 3 >= len || u[0] < 0xF0 || u[0] > 0xF4)
+        return 0;
+    return ((uint32_t)(u[0] & 7) << 18) | ((uint32_t)(u[1] & 0x3F) << 12) |
+           ((uint32_t)(u[2] & 0x3F) << 6) | (u[3] & 0x3F);
+}
+
+/* Marks the window of planes 15–16 that holds cp (if it is there) as used. */
+static void mark_window(uint64_t *used, uint32_t cp)
+{
+    if (cp >= PUA_FIRST && cp <= 0x10FFFF)
+        *used |= UINT64_C(1) << ((cp - PUA_FIRST) / PUA_WINDOW);
+}
+
+/* Rewrites lone surrogate escapes (see the top of the file). Returns 0 and *out = NULL when
+   the line has none; 0, a fresh copy and the window base when it had some; -1 when every
+   window is in use. Escapes are scanned whole (the JSON escape \\\\ is
+   skipped as one, so \\ud800 is no \u escape); outside strings a backslash makes the line invalid
+   JSON with or without the rewrite. */
+static int remap_lone_surrogates(const char *s, size_t len, char **out, size_t *out_len,
+                                 uint32_t *base)
+{
+    /* pass 1: are there lone surrogates, and which windows does the line use? */
+    bool lone = false;
+    uint64_t used = 0;
     for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        /* raw UTF-8 of U+10F800..U+10FFFF: F4 8F A0..BF xx */
-        if (c == 0xF4 && i + 2 < len && (unsigned char)s[i + 1] == 0x8F &&
-            (unsigned char)s[i + 2] >= 0xA0)
-            reserved = true;
-        if (c != '\\' || i + 1 >= len)
+        if ((unsigned char)s[i] >= 0xF0) {
+            mark_window(&used, raw4_at(s, len, i));
+            continue;
+        }
+        if (s[i] != '\\' || i + 1 >= len)
             continue;
         long v = escape_at(s, len, i);
         if (v < 0) {
-            i++; /* a two-character escape such as "\\\\" or "\\n" */
+            i++; /* a two-character escape such as \\ or \n */
             continue;
         }
-        if (v >= 0xD800 && v <= 0xDBFF) {
-            long lo = escape_at(s, len, i + 6);
-            if (lo >= 0xDC00 && lo <= 0xDFFF) { /* a valid pair: one code point */
-                if (v >= 0xDBFE)                /* U+10F800 and above */
-                    reserved = true;
-                i += 11;
-                continue;
-            }
-        } else if (v < 0xDC00 || v > 0xDFFF) {
-            i += 5;
+        long lo = v >= 0xD800 && v <= 0xDBFF ? escape_at(s, len, i + 6) : -1;
+        if (lo >= 0xDC00 && lo <= 0xDFFF) { /* a valid pair: one code point */
+            mark_window(&used, 0x10000 + (((uint32_t)v - 0xD800) << 10) + ((uint32_t)lo - 0xDC00));
+            i += 11;
             continue;
         }
-        /* a lone surrogate v */
-        if (!lone)
-            dsa_buf_grow(&b, len + 64);
-        lone = true;
-        uint32_t cp = LONE_BASE + (uint32_t)(v - 0xD800) - 0x10000;
-        dsa_buf_add(&b, s + copied, i - copied);
-        dsa_buf_addf(&b, "\\u%04X\\u%04X", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+        lone = lone || (v >= 0xD800 && v <= 0xDFFF);
         i += 5;
-        copied = i + 1;
     }
-    if (!lone) {
-        dsa_buf_release(&b);
-        *out = NULL;
+    *out = NULL;
+    if (!lone)
         return 0;
-    }
-    if (reserved) {
-        dsa_buf_release(&b);
+    if (used == UINT64_MAX)
         return -1;
+    int w = 63; /* the last free window: U+10F800.. unless the line uses it */
+    while (used & (UINT64_C(1) << w))
+        w--;
+    *base = PUA_FIRST + (uint32_t)w * PUA_WINDOW;
+
+    /* pass 2: the same scan, rewriting each lone surrogate */
+    struct dsa_buf b = DSA_BUF_INIT;
+    dsa_buf_grow(&b, len + 64);
+    size_t copied = 0; /* s[0..copied) is already in b */
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] != '\\' || i + 1 >= len)
+            continue;
+        long v = escape_at(s, len, i);
+        if (v < 0) {
+            i++;
+            continue;
+        }
+        long lo = v >= 0xD800 && v <= 0xDBFF ? escape_at(s, len, i + 6) : -1;
+        if (lo >= 0xDC00 && lo <= 0xDFFF) {
+            i += 11;
+            continue;
+        }
+        if (v >= 0xD800 && v <= 0xDFFF) {
+            uint32_t u = *base + (uint32_t)(v - 0xD800) - 0x10000;
+            dsa_buf_add(&b, s + copied, i - copied);
+            dsa_buf_addf(&b, "\\u%04X\\u%04X", 0xD800 + (u >> 10), 0xDC00 + (u & 0x3FF));
+            copied = i + 6;
+        }
+        i += 5;
     }
     dsa_buf_add(&b, s + copied, len - copied);
     *out = dsa_buf_detach(&b, out_len);
@@ -178,13 +213,13 @@ static json_t *question_of(json_t *input)
 }
 
 /* UTF-8 (valid: jansson checked it) -> code points, undoing the lone surrogate mapping. */
-static uint32_t *code_points(const char *s, size_t len, bool remapped, size_t *n)
+static uint32_t *code_points(const char *s, size_t len, bool remapped, uint32_t base, size_t *n)
 {
     uint32_t *cp = dsa_utf8_decode_alloc(s, len, n, NULL);
     if (cp && remapped)
         for (size_t i = 0; i < *n; i++)
-            if (cp[i] >= LONE_BASE)
-                cp[i] = cp[i] - LONE_BASE + 0xD800;
+            if (cp[i] >= base && cp[i] < base + PUA_WINDOW)
+                cp[i] = cp[i] - base + 0xD800;
     return cp;
 }
 
@@ -203,10 +238,11 @@ enum dsa_mrcr_line_status dsa_mrcr_grade_line(const char *text, size_t len,
     json_t *root = NULL;
     uint32_t *r = NULL, *a = NULL, *p = NULL;
 
-    if (remap_lone_surrogates(text, len, &copy, &copy_len) < 0) {
+    uint32_t base = 0;
+    if (remap_lone_surrogates(text, len, &copy, &copy_len, &base) < 0) {
         st = bad(out, false,
-                 "lone UTF-16 surrogates together with code points U+10F800..U+10FFFF "
-                 "are not supported");
+                 "lone UTF-16 surrogates on a line that uses every 2048-code-point window of "
+                 "planes 15-16 are not supported");
         goto cleanup;
     }
     bool remapped = copy != NULL;
@@ -283,11 +319,11 @@ enum dsa_mrcr_line_status dsa_mrcr_grade_line(const char *text, size_t len,
 
     size_t nr = 0, na, np;
     if (json_is_string(resp))
-        r = code_points(json_string_value(resp), json_string_length(resp), remapped, &nr);
+        r = code_points(json_string_value(resp), json_string_length(resp), remapped, base, &nr);
     else
         r = dsa_xmalloc(sizeof *r); /* null: the empty response */
-    a = code_points(json_string_value(ans), json_string_length(ans), remapped, &na);
-    p = code_points(ps, plen, remapped, &np);
+    a = code_points(json_string_value(ans), json_string_length(ans), remapped, base, &na);
+    p = code_points(ps, plen, remapped, base, &np);
     if (!r || !a || !p) { /* cannot happen: jansson validated the UTF-8 */
         st = bad(out, false, "invalid UTF-8 in a string");
         goto cleanup;
