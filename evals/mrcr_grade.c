@@ -31,6 +31,7 @@ struct matcher {
     const uint32_t *a, *b;
     uint32_t la, lb;
     int32_t *akey;             /* a[i] -> group id, or -1 if absent from b or popular */
+    uint32_t *anext;           /* anext[i]: the first i2 >= i with akey[i2] >= 0, else la */
     uint32_t *pos;             /* positions of b, grouped by id, ascending within a group */
     uint32_t *start;           /* group g is pos[start[g] .. start[g+1]) */
     struct j2len_slot *row[2]; /* slot j+1 holds j2len[j]; slot 0 stands for j = -1 */
@@ -92,13 +93,21 @@ static void matcher_init(struct matcher *m, const uint32_t *a, uint32_t la, cons
     uint32_t *bid = dsa_xmalloc((lb ? lb : 1) * sizeof *bid);
     uint32_t *count = dsa_xcalloc((size_t)lb + 1, sizeof *count);
     uint32_t ngroups = 0;
+    int32_t ascii[128]; /* ASCII, most of every MRCR string, skips the hash table */
+    for (int c = 0; c < 128; c++)
+        ascii[c] = -1;
     for (uint32_t j = 0; j < lb; j++) {
-        uint32_t s = cpmap_slot(&map, b[j]);
-        if (map.ids[s] < 0) {
+        int32_t *id;
+        if (b[j] < 128) {
+            id = &ascii[b[j]];
+        } else {
+            uint32_t s = cpmap_slot(&map, b[j]);
             map.keys[s] = b[j];
-            map.ids[s] = (int32_t)ngroups++;
+            id = &map.ids[s];
         }
-        bid[j] = (uint32_t)map.ids[s];
+        if (*id < 0)
+            *id = (int32_t)ngroups++;
+        bid[j] = (uint32_t)*id;
         count[bid[j]]++;
     }
     /* autojunk: with len(b) >= 200, a code point seen more than len(b)//100 + 1 times is
@@ -123,9 +132,13 @@ static void matcher_init(struct matcher *m, const uint32_t *a, uint32_t la, cons
     }
     m->akey = dsa_xmalloc((la ? la : 1) * sizeof *m->akey);
     for (uint32_t i = 0; i < la; i++) {
-        int32_t g = map.ids[cpmap_slot(&map, a[i])];
+        int32_t g = a[i] < 128 ? ascii[a[i]] : map.ids[cpmap_slot(&map, a[i])];
         m->akey[i] = (g >= 0 && m->start[g + 1] > m->start[g]) ? g : -1;
     }
+    m->anext = dsa_xmalloc(((size_t)la + 1) * sizeof *m->anext);
+    m->anext[la] = la;
+    for (uint32_t i = la; i-- > 0;)
+        m->anext[i] = m->akey[i] >= 0 ? i : m->anext[i + 1];
     free(bid);
     free(count);
     cpmap_free(&map);
@@ -138,6 +151,7 @@ static void matcher_init(struct matcher *m, const uint32_t *a, uint32_t la, cons
 static void matcher_release(struct matcher *m)
 {
     free(m->akey);
+    free(m->anext);
     free(m->pos);
     free(m->start);
     free(m->row[0]);
@@ -167,19 +181,21 @@ static void find_longest_match(struct matcher *m, uint32_t alo, uint32_t ahi, ui
     const uint32_t *a = m->a, *b = m->b;
     uint32_t besti = alo, bestj = blo, bestsize = 0;
 
-    /* Generations used by this call: gen+1 (skipped: the "{}" CPython starts with) and one
-       per row. Renumber before the counter could wrap. */
+    /* Row i of this call has generation base + (i - alo), and row i reads the entries its
+       predecessor i-1 wrote, stamped base + (i - alo) - 1. Rows whose a[i] has no b2j entry
+       are skipped (anext) and write nothing, which empties j2len as CPython's loop does.
+       base - 1 is never written: the "{}" every call starts with. Renumber before the
+       counter could wrap. */
     if (m->gen > UINT32_MAX - (ahi - alo) - 4) {
         memset(m->row[0], 0, ((size_t)m->lb + 1) * sizeof *m->row[0]);
         memset(m->row[1], 0, ((size_t)m->lb + 1) * sizeof *m->row[1]);
         m->gen = 1;
     }
-    uint32_t gen = ++m->gen;
-    for (uint32_t i = alo; i < ahi; i++) {
-        gen++;
+    uint32_t base = m->gen + 2 - alo; /* row i: base + i (unsigned arithmetic wraps back) */
+    m->gen += 2 + (ahi - alo);
+    for (uint32_t i = m->anext[alo]; i < ahi; i = m->anext[i + 1]) {
+        uint32_t gen = base + i;
         int32_t g = m->akey[i];
-        if (g < 0)
-            continue; /* newj2len stays empty: nothing carries into row i+1 */
         const struct j2len_slot *prev = m->row[(gen - 1) & 1];
         struct j2len_slot *cur = m->row[gen & 1];
         const uint32_t *p = m->pos;
@@ -199,7 +215,6 @@ static void find_longest_match(struct matcher *m, uint32_t alo, uint32_t ahi, ui
             }
         }
     }
-    m->gen = gen;
 
     while (besti > alo && bestj > blo && a[besti - 1] == b[bestj - 1]) {
         besti--;
