@@ -15,6 +15,8 @@
 volatile int dsa_interrupted;
 
 const struct dsa_command dsa_commands[] = {
+    {"datasets", cmd_datasets, DSA_CMD_INTERRUPTIBLE,
+     "make, fetch and describe datasets (MRCR, GSM8K)"},
     {"version", cmd_version, 0, "print version, build and library information"},
     {NULL, NULL, 0, NULL},
 };
