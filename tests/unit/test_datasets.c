@@ -687,6 +687,11 @@ static char *child_synth(unsigned bins, int per_bin)
 static void test_streaming_memory(void **state)
 {
     (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+    /* ASan quarantines freed memory (256 MB by default), so peak RSS grows with the work
+       done, not with what is live: the measurement means nothing there */
+    skip();
+#endif
     /* the same rows, 6 vs 30 of them (~0.5 MB each): if memory grew with the file, the
        bigger file's peak would be ~12 MB higher */
     char *small = child_synth(1u << 4, 6), *big = child_synth(1u << 4, 30);
