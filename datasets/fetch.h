@@ -20,8 +20,28 @@ bool dsa_fetch_is_gsm8k(const char *path);
 /* Prints rows, sha256 and whether it is a pinned upstream file; returns an exit status. */
 int dsa_fetch_info_gsm8k(const char *path);
 
-/* `datasets fetch mrcr|gsm8k` with argv[0] = "mrcr"/"gsm8k"; return an exit status. */
-int dsa_fetch_mrcr_main(int argc, char **argv);
-int dsa_fetch_gsm8k_main(int argc, char **argv);
+/* Where to download from. The defaults are the public services; each can be overridden for
+   mirrors and for tests (file:// URLs; see docs/datasets.md for the file layout they map to). */
+#define DSA_FETCH_HF_BASE    "https://datasets-server.huggingface.co" /* env DSA_EVAL_HF_BASE */
+#define DSA_FETCH_HUB_BASE   "https://huggingface.co"                 /* env DSA_EVAL_HUB_BASE */
+#define DSA_FETCH_GSM8K_BASE "https://raw.githubusercontent.com/openai/grade-school-math"
+/* env DSA_EVAL_GSM8K_BASE */
+
+struct dsa_fetch_opts {
+    const char *base_url;      /* NULL: env, then the default above */
+    const char *hub_url;       /* MRCR only: the Hub API that names the current revision */
+    const char *revision;      /* MRCR: the revision the rows must come from (NULL: pinned) */
+    unsigned needles_mask;     /* MRCR: bit n = fetch the n-needle rows */
+    int page_rows;             /* MRCR: rows per /rows request, 1..100 */
+    const char *split;         /* GSM8K: "test", "train" or "all" */
+    volatile int *interrupted; /* polled during transfers; set by SIGINT (may be NULL) */
+};
+
+/* Download into the cache (resuming a .part file), verify, and print each cached file's
+   path on stdout. Return an enum dsa_exit: 0, 3 (checksum, revision or layout mismatch),
+   4 (network or server error), 5 (cannot write the cache), 130 (interrupted; the .part
+   file is kept and the next fetch resumes it). */
+int dsa_fetch_mrcr(const struct dsa_fetch_opts *o);
+int dsa_fetch_gsm8k(const struct dsa_fetch_opts *o);
 
 #endif

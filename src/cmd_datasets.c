@@ -185,20 +185,48 @@ static int info(int argc, char **argv)
 
 static int fetch(int argc, char **argv)
 {
-    if (argc < 2 || argv[1][0] == '-') {
-        if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-            printf("usage: %s\n   or: %s\n", datasets_usage[1], datasets_usage[2]);
-            return DSA_EXIT_OK;
-        }
-        return usage_error("%s: name the dataset: mrcr or gsm8k", "fetch");
+    static const char *const usage[] = {
+        "dsa-eval datasets fetch mrcr [--needles 2,4,8] [--revision SHA] [--base-url URL] "
+        "[--hub-url URL] [--page-rows L]",
+        "dsa-eval datasets fetch gsm8k [--split test|train|all] [--base-url URL]", NULL};
+    const char *needles = "8";
+    bool quiet = false;
+    struct dsa_fetch_opts o = {0};
+    o.page_rows = 4; /* rows are up to ~5 MB each: small pages keep each answer small */
+    o.split = "all";
+    o.interrupted = &dsa_interrupted;
+    struct dsa_option opts[] = {
+        DSA_OPT_STRING(0, "needles", &needles, "N,..", "mrcr: needle counts (default 8)"),
+        DSA_OPT_STRING(0, "revision", &o.revision, "SHA",
+                       "mrcr: revision the rows must come from (default " DSA_MRCR_DEFAULT_REVISION
+                       ")"),
+        DSA_OPT_STRING(0, "base-url", &o.base_url, "URL",
+                       "mirror of the rows API (mrcr; env DSA_EVAL_HF_BASE) or of the GSM8K "
+                       "repository (gsm8k; env DSA_EVAL_GSM8K_BASE); file:// works"),
+        DSA_OPT_STRING(0, "hub-url", &o.hub_url, "URL",
+                       "mrcr: the Hub API that names the current revision (env "
+                       "DSA_EVAL_HUB_BASE)"),
+        DSA_OPT_INT(0, "page-rows", &o.page_rows, "L",
+                    "mrcr: rows per request, 1..100 (default 4)"),
+        DSA_OPT_STRING(0, "split", &o.split, "S", "gsm8k: test, train or all (default all)"),
+        DSA_OPT_BOOL('q', "quiet", &quiet, "no progress on stderr"),
+        DSA_OPT_END(),
+    };
+    int n = dsa_opt_parse(&argc, argv, opts, usage);
+    if (n < 0)
+        return dsa_opt_exit(n);
+    if (n != 1)
+        return usage_error("%s: name one dataset: mrcr or gsm8k", "fetch");
+    if (quiet)
+        dsa_msg_quiet = true;
+    if (!strcmp(argv[0], "mrcr")) {
+        if (dsa_mrcr_parse_needles(needles, &o.needles_mask))
+            return DSA_EXIT_USAGE;
+        return dsa_fetch_mrcr(&o);
     }
-#ifdef DSA_FETCH_READY
-    if (!strcmp(argv[1], "mrcr"))
-        return dsa_fetch_mrcr_main(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "gsm8k"))
-        return dsa_fetch_gsm8k_main(argc - 1, argv + 1);
-#endif
-    return usage_error("'%s' is not a dataset dsa-eval fetches (mrcr, gsm8k)", argv[1]);
+    if (!strcmp(argv[0], "gsm8k"))
+        return dsa_fetch_gsm8k(&o);
+    return usage_error("'%s' is not a dataset dsa-eval fetches (mrcr, gsm8k)", argv[0]);
 }
 
 int cmd_datasets(int argc, char **argv)
