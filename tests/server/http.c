@@ -57,8 +57,8 @@ struct gen {
     long created;
     /* results */
     struct dsa_buf text;
-    const char *finish;        /* stop, length */
-    const char *stop_str;      /* matched stop string, or NULL for EOS */
+    const char *finish;   /* stop, length */
+    const char *stop_str; /* matched stop string, or NULL for EOS */
     long completion_tokens;
     struct srv_spec_result spec;
     struct srv_answer_info info;
@@ -127,8 +127,8 @@ static const char *error_type(int status)
 static json_t *error_body(int status, const char *message, bool flat)
 {
     if (flat)
-        return json_pack("{s:s, s:s, s:s, s:n, s:i}", "object", "error", "message", message,
-                         "type", error_type(status), "param", "code", status);
+        return json_pack("{s:s, s:s, s:s, s:n, s:i}", "object", "error", "message", message, "type",
+                         error_type(status), "param", "code", status);
     return json_pack("{s:{s:s, s:s, s:n, s:i}}", "error", "message", message, "type",
                      error_type(status), "param", "code", status);
 }
@@ -170,16 +170,17 @@ struct stream {
     struct dsa_buf data;
     size_t *ends; /* ends[i] = offset just past event i */
     size_t n, cap;
-    size_t next;  /* next event to send */
-    size_t off;   /* bytes of data already sent */
-    long cut_at;  /* -1 = send everything */
+    size_t next; /* next event to send */
+    size_t off;  /* bytes of data already sent */
+    long cut_at; /* -1 = send everything */
 };
 
 static void stream_event(struct stream *st, const char *payload)
 {
     dsa_buf_addf(&st->data, "data: %s\n\n", payload);
     if (st->n == st->cap)
-        st->ends = dsa_xrealloc(st->ends, (st->cap = st->cap ? 2 * st->cap : 64) * sizeof *st->ends);
+        st->ends =
+            dsa_xrealloc(st->ends, (st->cap = st->cap ? 2 * st->cap : 64) * sizeof *st->ends);
     st->ends[st->n++] = st->data.len;
 }
 
@@ -223,8 +224,8 @@ static void stream_free(void *cls)
 
 static MHD_RESULT send_stream(struct MHD_Connection *c, struct stream *st)
 {
-    struct MHD_Response *r =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read, st, stream_free);
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024,
+                                                               stream_read, st, stream_free);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream; charset=utf-8");
     MHD_RESULT ret = MHD_queue_response(c, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
@@ -258,7 +259,8 @@ static void log_request(struct MHD_Connection *c, const char *method, const char
     if (body)
         json_object_set_new(line, "body", body);
     else
-        json_object_set_new(line, "body_invalid_utf8_bytes", json_integer((json_int_t)rq->body.len));
+        json_object_set_new(line, "body_invalid_utf8_bytes",
+                            json_integer((json_int_t)rq->body.len));
     char *s = json_dumps(line, JSON_COMPACT);
     json_decref(line);
     pthread_mutex_lock(&log_lock);
@@ -284,15 +286,14 @@ static MHD_RESULT handle_models(struct MHD_Connection *c)
         snprintf(permid, sizeof permid, "modelperm-%016" PRIx64,
                  dsa_fnv1a64(cfg->model, strlen(cfg->model)));
         json_t *perm = json_pack(
-            "{s:s, s:s, s:I, s:b, s:b, s:b, s:b, s:b, s:b, s:s, s:n, s:b}", "id", permid,
-            "object", "model_permission", "created", (json_int_t)created_at,
-            "allow_create_engine", 0, "allow_sampling", 1, "allow_logprobs", 1,
-            "allow_search_indices", 0, "allow_view", 1, "allow_fine_tuning", 0, "organization",
-            "*", "group", "is_blocking", 0);
-        card = json_pack("{s:s, s:s, s:I, s:s, s:s, s:n, s:I, s:[o]}", "id", cfg->model,
-                         "object", "model", "created", (json_int_t)created_at, "owned_by", "vllm",
-                         "root", cfg->model, "parent", "max_model_len",
-                         (json_int_t)cfg->max_model_len, "permission", perm);
+            "{s:s, s:s, s:I, s:b, s:b, s:b, s:b, s:b, s:b, s:s, s:n, s:b}", "id", permid, "object",
+            "model_permission", "created", (json_int_t)created_at, "allow_create_engine", 0,
+            "allow_sampling", 1, "allow_logprobs", 1, "allow_search_indices", 0, "allow_view", 1,
+            "allow_fine_tuning", 0, "organization", "*", "group", "is_blocking", 0);
+        card = json_pack("{s:s, s:s, s:I, s:s, s:s, s:n, s:I, s:[o]}", "id", cfg->model, "object",
+                         "model", "created", (json_int_t)created_at, "owned_by", "vllm", "root",
+                         cfg->model, "parent", "max_model_len", (json_int_t)cfg->max_model_len,
+                         "permission", perm);
     }
     return send_json(c, 200, json_pack("{s:s, s:[o]}", "object", "list", "data", card));
 }
@@ -301,8 +302,7 @@ static MHD_RESULT handle_metrics(struct MHD_Connection *c)
 {
     struct dsa_buf b = DSA_BUF_INIT;
     srv_metrics_render(&b);
-    MHD_RESULT ret =
-        send_buf(c, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);
+    MHD_RESULT ret = send_buf(c, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);
     dsa_buf_release(&b);
     return ret;
 }
@@ -340,7 +340,8 @@ static MHD_RESULT handle_tokenize(struct MHD_Connection *c, const struct req *rq
         size_t n = json_string_length(prompt);
         for (size_t i = 0; i < n; count++) {
             size_t len = srv_tok_next(s + i, n - i);
-            json_array_append_new(ids, json_integer((json_int_t)(dsa_fnv1a64(s + i, len) % SRV_TOK_VOCAB)));
+            json_array_append_new(
+                ids, json_integer((json_int_t)(dsa_fnv1a64(s + i, len) % SRV_TOK_VOCAB)));
             if (strs)
                 json_array_append_new(token_strs, json_stringn(s + i, len));
             i += len;
@@ -382,13 +383,15 @@ static MHD_RESULT handle_tokenize(struct MHD_Connection *c, const struct req *rq
         json_decref(root);
         json_decref(ids);
         json_decref(token_strs);
-        return send_error(c, 400, "Either 'prompt' (a string) or 'messages' (a list of "
-                                  "messages) is required");
+        return send_error(c, 400,
+                          "Either 'prompt' (a string) or 'messages' (a list of "
+                          "messages) is required");
     }
     json_decref(root);
-    return send_json(c, 200, json_pack("{s:I, s:I, s:o, s:o}", "count", (json_int_t)count,
-                                       "max_model_len", (json_int_t)srv_cfg->max_model_len,
-                                       "tokens", ids, "token_strs", token_strs));
+    return send_json(c, 200,
+                     json_pack("{s:I, s:I, s:o, s:o}", "count", (json_int_t)count, "max_model_len",
+                               (json_int_t)srv_cfg->max_model_len, "tokens", ids, "token_strs",
+                               token_strs));
 }
 
 /* ---------------------------------------------------------------- generation */
@@ -439,8 +442,9 @@ static int gen_parse(struct gen *g, const struct req *rq, int *status, char *err
         g->prompt_tokens = srv_tok_chat(g->messages);
         if (!json_is_array(g->messages) || json_array_size(g->messages) == 0 ||
             g->prompt_tokens < 0) {
-            snprintf(err, errlen, "'messages' must be a non-empty list of messages with "
-                                  "string or text-part content");
+            snprintf(err, errlen,
+                     "'messages' must be a non-empty list of messages with "
+                     "string or text-part content");
             return -1;
         }
     } else {
@@ -519,8 +523,7 @@ static int gen_parse(struct gen *g, const struct req *rq, int *status, char *err
                  M, N + g->max_tokens, N, g->max_tokens);
         return -1;
     }
-    if (!cfg->sglang && cfg->old_context_error &&
-        N + (g->max_tokens > 0 ? g->max_tokens : 0) > M) {
+    if (!cfg->sglang && cfg->old_context_error && N + (g->max_tokens > 0 ? g->max_tokens : 0) > M) {
         snprintf(err, errlen,
                  "This model's maximum context length is %ld tokens. However, you requested "
                  "%ld tokens (%ld in the messages, %ld in the completion). Please reduce the "
@@ -535,7 +538,7 @@ static int gen_parse(struct gen *g, const struct req *rq, int *status, char *err
                  M, N);
         return -1;
     }
-    if (!have_max || g->max_tokens < 0)
+    if (g->max_tokens < 0) /* chat without a limit: the rest of the context */
         g->max_tokens = M - N;
     if (!cfg->sglang && g->max_tokens > M - N) {
         snprintf(err, errlen,
@@ -582,7 +585,8 @@ static void gen_run(struct gen *g)
         const json_t *s = json_is_array(g->stop) ? json_array_get(g->stop, i) : g->stop;
         if (!json_is_string(s) || json_string_length(s) == 0)
             continue;
-        const char *hit = memmem(g->text.data, g->text.len, json_string_value(s), json_string_length(s));
+        const char *hit =
+            memmem(g->text.data, g->text.len, json_string_value(s), json_string_length(s));
         if (hit && (size_t)(hit - g->text.data) < cut) {
             cut = (size_t)(hit - g->text.data);
             g->stop_str = json_string_value(s);
@@ -655,10 +659,10 @@ static json_t *gen_response(const struct gen *g)
     set_finish(choice, g, true);
     if (g->return_token_ids)
         json_object_set_new(choice, "token_ids", token_ids_json(g->text.data, g->text.len));
-    json_t *r = json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", g->id, "object",
-                          chat ? "chat.completion" : "text_completion", "created",
-                          (json_int_t)g->created, "model", srv_cfg->model, "choices", choice,
-                          "usage", usage_json(g, true));
+    json_t *r =
+        json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", g->id, "object",
+                  chat ? "chat.completion" : "text_completion", "created", (json_int_t)g->created,
+                  "model", srv_cfg->model, "choices", choice, "usage", usage_json(g, true));
     return r;
 }
 
@@ -679,9 +683,9 @@ static struct stream *gen_stream(const struct gen *g)
     dsa_buf_init(&st->data);
     st->cut_at = -1;
     if (chat)
-        stream_json(st, chunk(g, json_pack("{s:i, s:{s:s, s:s}, s:n, s:n}", "index", 0, "delta",
-                                           "role", "assistant", "content", "", "logprobs",
-                                           "finish_reason")));
+        stream_json(st,
+                    chunk(g, json_pack("{s:i, s:{s:s, s:s}, s:n, s:n}", "index", 0, "delta", "role",
+                                       "assistant", "content", "", "logprobs", "finish_reason")));
     size_t pos = 0;
     do {
         size_t len = g->text.len ? srv_tok_next(g->text.data + pos, g->text.len - pos) : 0;
@@ -708,8 +712,8 @@ static struct stream *gen_stream(const struct gen *g)
     if (g->include_usage) {
         json_t *u = json_pack("{s:s, s:s, s:I, s:s, s:[], s:o}", "id", g->id, "object",
                               chat ? "chat.completion.chunk" : "text_completion", "created",
-                              (json_int_t)g->created, "model", srv_cfg->model, "choices",
-                              "usage", usage_json(g, false));
+                              (json_int_t)g->created, "model", srv_cfg->model, "choices", "usage",
+                              usage_json(g, false));
         stream_json(st, u);
     }
     stream_event(st, "[DONE]");
@@ -726,7 +730,8 @@ static json_t *generate_meta(const struct gen *g, bool final)
         else if (g->stop_str)
             fr = json_pack("{s:s, s:s}", "type", "stop", "matched", g->stop_str);
         else
-            fr = json_pack("{s:s, s:I}", "type", "stop", "matched", (json_int_t)srv_cfg->eos_token_id);
+            fr = json_pack("{s:s, s:I}", "type", "stop", "matched",
+                           (json_int_t)srv_cfg->eos_token_id);
     }
     json_t *m = json_pack("{s:s, s:o, s:I, s:I, s:i}", "id", g->id + 4, "finish_reason", fr,
                           "prompt_tokens", (json_int_t)g->prompt_tokens, "completion_tokens",
@@ -741,10 +746,12 @@ static json_t *generate_meta(const struct gen *g, bool final)
         json_object_set_new(m, "spec_accepted_drafts", json_integer(s->accepted));
         json_object_set_new(m, "spec_num_proposed_drafts", json_integer(s->draft_tokens));
         json_object_set_new(m, "spec_proposed_drafts", json_integer(s->draft_tokens));
-        json_object_set_new(m, "spec_accept_rate",
-                            json_real(s->draft_tokens ? (double)s->accepted / (double)s->draft_tokens : 0.0));
-        json_object_set_new(m, "spec_accept_length",
-                            json_real(s->steps ? (double)g->completion_tokens / (double)s->steps : 0.0));
+        json_object_set_new(
+            m, "spec_accept_rate",
+            json_real(s->draft_tokens ? (double)s->accepted / (double)s->draft_tokens : 0.0));
+        json_object_set_new(
+            m, "spec_accept_length",
+            json_real(s->steps ? (double)g->completion_tokens / (double)s->steps : 0.0));
         json_object_set_new(m, "spec_correct_drafts_histogram", json_deep_copy(hist));
         json_object_set_new(m, "spec_accept_histogram", hist);
     }
@@ -774,10 +781,17 @@ static MHD_RESULT send_malformed(struct MHD_Connection *c, const struct gen *g)
     /* A body cut in the middle of a string: valid prefix, never valid JSON. */
     char body[256];
     if (g->stream) {
-        snprintf(body, sizeof body, "data: {\"id\":\"%s\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tru\n\ndata: [DONE]\n\n", g->id);
+        snprintf(body, sizeof body,
+                 "data: "
+                 "{\"id\":\"%s\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
+                 "\"delta\":{\"content\":\"tru\n\ndata: [DONE]\n\n",
+                 g->id);
         return send_buf(c, 200, "text/event-stream; charset=utf-8", body, strlen(body));
     }
-    snprintf(body, sizeof body, "{\"id\":\"%s\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"tru", g->id);
+    snprintf(body, sizeof body,
+             "{\"id\":\"%s\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,\"message\":{"
+             "\"role\":\"assistant\",\"content\":\"tru",
+             g->id);
     return send_buf(c, 200, "application/json", body, strlen(body));
 }
 
@@ -792,8 +806,8 @@ static MHD_RESULT handle_generate(struct MHD_Connection *c, const char *endpoint
         return send_error(c, 400, "unknown X-DSA-Fault kind");
     if (!forced && cfg->n_faults) {
         uint64_t h = dsa_fnv1a64(rq->body.data, rq->body.len);
-        fault = srv_fault_choose(cfg->faults, cfg->n_faults, cfg->fault_seed, h,
-                                 srv_fault_attempt(h));
+        fault =
+            srv_fault_choose(cfg->faults, cfg->n_faults, cfg->fault_seed, h, srv_fault_attempt(h));
     }
     switch (fault.kind) {
     case SRV_FAULT_STATUS:
@@ -927,8 +941,8 @@ static MHD_RESULT dispatch(struct MHD_Connection *c, const char *url, const char
         bool post;
         int id;
     } routes[] = {
-        {"/health", false, 0},   {"/version", false, 1},        {"/v1/models", false, 2},
-        {"/metrics", false, 3},  {"/tokenize", true, 4},        {"/v1/chat/completions", true, 5},
+        {"/health", false, 0},        {"/version", false, 1}, {"/v1/models", false, 2},
+        {"/metrics", false, 3},       {"/tokenize", true, 4}, {"/v1/chat/completions", true, 5},
         {"/v1/completions", true, 6}, {"/generate", true, 7},
     };
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
@@ -1040,10 +1054,9 @@ struct MHD_Daemon *srv_http_start(const struct srv_config *cfg, const char *host
         in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         sa = (const struct sockaddr *)&in4;
     }
-    return MHD_start_daemon(flags, (uint16_t)port, on_accept, NULL, on_request, NULL,
-                            MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-                            NULL, MHD_OPTION_CONNECTION_LIMIT, max_connections,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0,
-                            MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
-                            MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024), MHD_OPTION_END);
+    return MHD_start_daemon(
+        flags, (uint16_t)port, on_accept, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, sa,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_CONNECTION_LIMIT,
+        max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_LISTEN_BACKLOG_SIZE,
+        (unsigned)1024, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024), MHD_OPTION_END);
 }

@@ -157,7 +157,8 @@ int main(int argc, char **argv)
     }
     if (rates && srv_spec_rates_parse(&cfg.spec, rates) != 0) {
         dsa_errorf("bad --acceptance-rates '%s' (want --spec-tokens values in [0,1], "
-                   "non-increasing)", rates);
+                   "non-increasing)",
+                   rates);
         goto cleanup;
     }
     if (length >= 0.0 && srv_spec_rates_from_length(&cfg.spec, length) != 0) {

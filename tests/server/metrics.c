@@ -174,8 +174,8 @@ void srv_float_to_go(double d, char *out, size_t outlen)
 }
 
 /* Histogram buckets of vllm:e2e_request_latency_seconds. */
-static const double latency_buckets[] = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,
-                                         5.0,  10.0, 15.0, 20.0, 30.0,  40.0,  50.0,
+static const double latency_buckets[] = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
+                                         5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
                                          60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 #define NBUCKETS (sizeof latency_buckets / sizeof latency_buckets[0])
 
@@ -284,8 +284,8 @@ static void header(struct dsa_buf *b, const char *name, const char *help, const 
 
 /* A counter child set: base "vllm:x" → vllm:x_total samples, then the vllm:x_created block. */
 static void counter(struct dsa_buf *b, const char *base, const char *help, int nchildren,
-                    const char *extra_name, const char *const *extra_values,
-                    const double *values, bool per_position)
+                    const char *extra_name, const char *const *extra_values, const double *values,
+                    bool per_position)
 {
     char name[160];
     snprintf(name, sizeof name, "%s_total", base);
@@ -293,16 +293,16 @@ static void counter(struct dsa_buf *b, const char *base, const char *help, int n
     for (int i = 0; i < nchildren; i++) {
         char pos[16];
         snprintf(pos, sizeof pos, "%d", i);
-        sample(b, name, extra_name, extra_name ? extra_values[i] : NULL,
-               per_position ? pos : NULL, values[i]);
+        sample(b, name, extra_name, extra_name ? extra_values[i] : NULL, per_position ? pos : NULL,
+               values[i]);
     }
     snprintf(name, sizeof name, "%s_created", base);
     header(b, name, help, "gauge");
     for (int i = 0; i < nchildren; i++) {
         char pos[16];
         snprintf(pos, sizeof pos, "%d", i);
-        sample(b, name, extra_name, extra_name ? extra_values[i] : NULL,
-               per_position ? pos : NULL, M.created);
+        sample(b, name, extra_name, extra_name ? extra_values[i] : NULL, per_position ? pos : NULL,
+               M.created);
     }
 }
 
@@ -318,13 +318,13 @@ void srv_metrics_render(struct dsa_buf *b)
         header(b, "sglang:spec_accept_length",
                "The average acceptance length of speculative decoding.", "gauge");
         sample(b, "sglang:spec_accept_length", NULL, NULL, NULL, M.last_accept_length);
-        header(b, "sglang:spec_accept_rate",
-               "The average acceptance rate of speculative decoding.", "gauge");
+        header(b, "sglang:spec_accept_rate", "The average acceptance rate of speculative decoding.",
+               "gauge");
         sample(b, "sglang:spec_accept_rate", NULL, NULL, NULL, M.last_accept_rate);
         counter(b, "sglang:prompt_tokens", "Number of prefill tokens processed.", 1, NULL, NULL,
                 &M.prompt_tokens, false);
-        counter(b, "sglang:generation_tokens", "Number of generation tokens processed.", 1,
-                NULL, NULL, &M.generation_tokens, false);
+        counter(b, "sglang:generation_tokens", "Number of generation tokens processed.", 1, NULL,
+                NULL, &M.generation_tokens, false);
         pthread_mutex_unlock(&M.lock);
         return;
     }
@@ -333,8 +333,8 @@ void srv_metrics_render(struct dsa_buf *b)
     sample(b, "vllm:num_requests_running", NULL, NULL, NULL, M.running);
     counter(b, "vllm:prompt_tokens", "Number of prefill tokens processed.", 1, NULL, NULL,
             &M.prompt_tokens, false);
-    counter(b, "vllm:generation_tokens", "Number of generation tokens processed.", 1, NULL,
-            NULL, &M.generation_tokens, false);
+    counter(b, "vllm:generation_tokens", "Number of generation tokens processed.", 1, NULL, NULL,
+            &M.generation_tokens, false);
     counter(b, "vllm:request_success", "Count of successfully processed requests.", 3,
             "finished_reason", finish_reasons, M.success, false);
 
@@ -357,8 +357,8 @@ void srv_metrics_render(struct dsa_buf *b)
     sample(b, "vllm:e2e_request_latency_seconds_created", NULL, NULL, NULL, M.created);
 
     if (M.spec.k > 0) {
-        counter(b, "vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", 1, NULL,
-                NULL, &M.drafts, false);
+        counter(b, "vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", 1, NULL, NULL,
+                &M.drafts, false);
         counter(b, "vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", 1, NULL, NULL,
                 &M.draft_tokens, false);
         counter(b, "vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.", 1, NULL,

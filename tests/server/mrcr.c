@@ -20,8 +20,7 @@ static pcre2_code *compile(const char *pattern, uint32_t flags)
     int code;
     PCRE2_SIZE off;
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
-                                   flags | PCRE2_UTF | PCRE2_MATCH_INVALID_UTF, &code, &off,
-                                   NULL);
+                                   flags | PCRE2_UTF | PCRE2_MATCH_INVALID_UTF, &code, &off, NULL);
     if (!re)
         abort(); /* a bug in the fixed patterns below */
     return re;
@@ -35,7 +34,8 @@ static void compile_all(void)
                           "(.+?) about (.+?)\\.?"
                           "(?: Do not include any other text in your response\\.)?\\s*$",
                           PCRE2_DOTALL);
-    request_re = compile("^\\s*write an? (.+?) about (.+?)[.!]?\\s*$", PCRE2_DOTALL | PCRE2_CASELESS);
+    request_re =
+        compile("^\\s*write an? (.+?) about (.+?)[.!]?\\s*$", PCRE2_DOTALL | PCRE2_CASELESS);
 }
 
 static char *group(pcre2_match_data *md, const char *s, int i)
@@ -177,9 +177,10 @@ bool srv_answer_mrcr(const struct srv_answer_in *in, const struct srv_answer_cfg
     }
 
     uint64_t h = srv_mrcr_content_hash(msgs);
-    info->wrong = srv_decide_u(cfg->seed, h, "wrong") < srv_ptable_get(&cfg->wrong, in->prompt_tokens);
-    info->garbled = !info->wrong &&
-                    srv_decide_u(cfg->seed, h, "garble") < srv_ptable_get(&cfg->garble, in->prompt_tokens);
+    info->wrong =
+        srv_decide_u(cfg->seed, h, "wrong") < srv_ptable_get(&cfg->wrong, in->prompt_tokens);
+    info->garbled = !info->wrong && srv_decide_u(cfg->seed, h, "garble") <
+                                        srv_ptable_get(&cfg->garble, in->prompt_tokens);
     if (cfg->build && *cfg->build) {
         char tag[256];
         snprintf(tag, sizeof tag, "build:%s", cfg->build);
@@ -194,7 +195,8 @@ bool srv_answer_mrcr(const struct srv_answer_in *in, const struct srv_answer_cfg
         pick = (long)needles[q.k - 1];
         if (info->wrong) {
             if (nn > 1) {
-                size_t j = ((size_t)q.k - 1 + 1 + srv_decide_bits(cfg->seed, h, "pick") % (nn - 1)) % nn;
+                size_t j =
+                    ((size_t)q.k - 1 + 1 + srv_decide_bits(cfg->seed, h, "pick") % (nn - 1)) % nn;
                 pick = (long)needles[j];
             } else if ((size_t)pick + 2 < nmsg - 1) {
                 pick += 2;

@@ -34,7 +34,7 @@ struct srv_config {
     struct srv_fault_rule faults[SRV_MAX_FAULT_RULES];
     size_t n_faults;
     uint64_t fault_seed;
-    FILE *log;                  /* --log-requests, NULL = off */
+    FILE *log; /* --log-requests, NULL = off */
 };
 
 extern const struct srv_config *srv_cfg;

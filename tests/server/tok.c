@@ -14,8 +14,7 @@ static bool is_space(unsigned char c)
 
 static bool is_word(unsigned char c)
 {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           c >= 0x80;
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80;
 }
 
 /* Length of the UTF-8 character at s (1 for stray continuation or truncated bytes, so bad

@@ -19,9 +19,9 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#define SRV_TOK_VOCAB 129280
+#define SRV_TOK_VOCAB       129280
 #define SRV_TOK_PER_MESSAGE 4
-#define SRV_TOK_GEN_PROMPT 2
+#define SRV_TOK_GEN_PROMPT  2
 
 /* Length in bytes of the piece starting at s[0] (0 only when n == 0). */
 size_t srv_tok_next(const char *s, size_t n);
