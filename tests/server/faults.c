@@ -22,6 +22,7 @@ static const struct {
     {"error-nested", SRV_FAULT_ERROR_NESTED},
     {"error-flat", SRV_FAULT_ERROR_FLAT},
     {"stream-error", SRV_FAULT_STREAM_ERROR},
+    {"stall-stream", SRV_FAULT_STALL_STREAM},
 };
 
 int srv_fault_parse_kind(const char *s, struct srv_fault *f)
@@ -62,11 +63,20 @@ int srv_fault_rule_parse(const char *s, struct srv_fault_rule *r, char *err, siz
     if (colon) {
         if (strcmp(colon + 1, "first") == 0) {
             r->first_only = true;
+        } else if (strncmp(colon + 1, "nth=", 4) == 0) {
+            char *end;
+            long nth = strtol(colon + 5, &end, 10);
+            if (end == colon + 5 || *end || nth < 1) {
+                snprintf(err, errlen, "bad 'nth=N' in '%s' (want N >= 1)", s);
+                return -1;
+            }
+            r->nth = (unsigned long)nth;
         } else {
             char *end;
             r->rate = strtod(colon + 1, &end);
             if (end == colon + 1 || *end || !(r->rate >= 0.0 && r->rate <= 1.0)) {
-                snprintf(err, errlen, "bad fault rate '%s' (want 0..1 or 'first')", colon + 1);
+                snprintf(err, errlen, "bad fault rate '%s' (want 0..1, 'first' or 'nth=N')",
+                         colon + 1);
                 return -1;
             }
         }
@@ -123,11 +133,16 @@ unsigned long srv_fault_attempt(uint64_t h)
 }
 
 struct srv_fault srv_fault_choose(const struct srv_fault_rule *rules, size_t n, uint64_t seed,
-                                  uint64_t body_hash, unsigned long attempt)
+                                  uint64_t body_hash, unsigned long attempt, unsigned long arrival)
 {
     struct srv_fault none = {SRV_FAULT_NONE, 0};
     for (size_t i = 0; i < n; i++) {
         const struct srv_fault_rule *r = &rules[i];
+        if (r->nth) {
+            if (arrival == r->nth)
+                return r->fault;
+            continue;
+        }
         if (r->first_only) {
             if (attempt == 0)
                 return r->fault;

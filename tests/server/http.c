@@ -32,7 +32,7 @@ typedef enum MHD_Result MHD_RESULT;
 
 const struct srv_config *srv_cfg;
 atomic_bool srv_stopping;
-static atomic_ulong request_counter;
+static atomic_ulong request_counter, arrival_counter;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static long created_at;
 
@@ -170,9 +170,10 @@ struct stream {
     struct dsa_buf data;
     size_t *ends; /* ends[i] = offset just past event i */
     size_t n, cap;
-    size_t next; /* next event to send */
-    size_t off;  /* bytes of data already sent */
-    long cut_at; /* -1 = send everything */
+    size_t next;   /* next event to send */
+    size_t off;    /* bytes of data already sent */
+    long cut_at;   /* -1 = send everything */
+    long stall_at; /* -1, or the event before which the stream stalls */
 };
 
 static void stream_event(struct stream *st, const char *payload)
@@ -200,6 +201,10 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
         return MHD_CONTENT_READER_END_OF_STREAM;
     if (st->cut_at >= 0 && st->next >= (size_t)st->cut_at)
         return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (st->stall_at >= 0 && st->next == (size_t)st->stall_at) {
+        st->stall_at = -1;
+        sleep_ms(1000L * srv_cfg->stall_s);
+    }
     if (st->off == (st->next ? st->ends[st->next - 1] : 0) && st->next > 0 &&
         srv_cfg->chunk_delay_ms > 0)
         sleep_ms(srv_cfg->chunk_delay_ms);
@@ -324,12 +329,13 @@ static json_t *parse_body(const struct req *rq, char *err, size_t errlen)
     return root;
 }
 
-static MHD_RESULT handle_tokenize(struct MHD_Connection *c, const struct req *rq)
+/* The /tokenize answer for a body, or NULL with the 400 message in err. */
+DSA_UNITTEST json_t *srv_http_tokenize(const char *body, size_t len, char *err, size_t errlen)
 {
-    char err[512];
-    json_t *root = parse_body(rq, err, sizeof err);
+    struct req rq = {{(char *)body, len, len}, false};
+    json_t *root = parse_body(&rq, err, errlen);
     if (!root)
-        return send_error(c, 400, err);
+        return NULL;
     const json_t *prompt = json_object_get(root, "prompt");
     const json_t *messages = json_object_get(root, "messages");
     bool strs = json_is_true(json_object_get(root, "return_token_strs"));
@@ -383,15 +389,21 @@ static MHD_RESULT handle_tokenize(struct MHD_Connection *c, const struct req *rq
         json_decref(root);
         json_decref(ids);
         json_decref(token_strs);
-        return send_error(c, 400,
-                          "Either 'prompt' (a string) or 'messages' (a list of "
-                          "messages) is required");
+        snprintf(err, errlen,
+                 "Either 'prompt' (a string) or 'messages' (a list of messages) "
+                 "is required");
+        return NULL;
     }
     json_decref(root);
-    return send_json(c, 200,
-                     json_pack("{s:I, s:I, s:o, s:o}", "count", (json_int_t)count, "max_model_len",
-                               (json_int_t)srv_cfg->max_model_len, "tokens", ids, "token_strs",
-                               token_strs));
+    return json_pack("{s:I, s:I, s:o, s:o}", "count", (json_int_t)count, "max_model_len",
+                     (json_int_t)srv_cfg->max_model_len, "tokens", ids, "token_strs", token_strs);
+}
+
+static MHD_RESULT handle_tokenize(struct MHD_Connection *c, const struct req *rq)
+{
+    char err[512];
+    json_t *r = srv_http_tokenize(rq->body.data, rq->body.len, err, sizeof err);
+    return r ? send_json(c, 200, r) : send_error(c, 400, err);
 }
 
 /* ---------------------------------------------------------------- generation */
@@ -560,6 +572,8 @@ static int gen_parse(struct gen *g, const struct req *rq, int *status, char *err
         /* vLLM: include_usage defaults to true once stream_options is given; SGLang: false */
         g->include_usage = iu ? json_is_true(iu) : !cfg->sglang;
     }
+    if (cfg->force_include_usage && g->stream)
+        g->include_usage = true;
     g->return_token_ids = json_is_true(json_object_get(root, "return_token_ids"));
     g->stop = sampling ? json_object_get(sampling, "stop") : NULL;
     if (g->stop && !json_is_null(g->stop) && !json_is_string(g->stop) && !json_is_array(g->stop)) {
@@ -682,6 +696,7 @@ static struct stream *gen_stream(const struct gen *g)
     struct stream *st = dsa_xcalloc(1, sizeof *st);
     dsa_buf_init(&st->data);
     st->cut_at = -1;
+    st->stall_at = -1;
     if (chat)
         stream_json(st,
                     chunk(g, json_pack("{s:i, s:{s:s, s:s}, s:n, s:n}", "index", 0, "delta", "role",
@@ -763,6 +778,7 @@ static struct stream *generate_stream(const struct gen *g)
     struct stream *st = dsa_xcalloc(1, sizeof *st);
     dsa_buf_init(&st->data);
     st->cut_at = -1;
+    st->stall_at = -1;
     /* SGLang's native stream repeats the whole text so far in every event. */
     size_t pos = 0;
     do {
@@ -806,8 +822,8 @@ static MHD_RESULT handle_generate(struct MHD_Connection *c, const char *endpoint
         return send_error(c, 400, "unknown X-DSA-Fault kind");
     if (!forced && cfg->n_faults) {
         uint64_t h = dsa_fnv1a64(rq->body.data, rq->body.len);
-        fault =
-            srv_fault_choose(cfg->faults, cfg->n_faults, cfg->fault_seed, h, srv_fault_attempt(h));
+        fault = srv_fault_choose(cfg->faults, cfg->n_faults, cfg->fault_seed, h,
+                                 srv_fault_attempt(h), atomic_fetch_add(&arrival_counter, 1) + 1);
     }
     switch (fault.kind) {
     case SRV_FAULT_STATUS:
@@ -850,6 +866,8 @@ static MHD_RESULT handle_generate(struct MHD_Connection *c, const char *endpoint
                  dsa_splitmix64(n ^ cfg->answer.seed), dsa_splitmix64(~n));
     g.created = (long)time(NULL);
 
+    if (fault.kind == SRV_FAULT_STALL_STREAM && !g.stream)
+        sleep_ms(1000L * cfg->stall_s);
     srv_metrics_running(1);
     gen_run(&g);
     if (cfg->delay_ms > 0)
@@ -871,6 +889,8 @@ static MHD_RESULT handle_generate(struct MHD_Connection *c, const char *endpoint
         struct stream *st = generate ? generate_stream(&g) : gen_stream(&g);
         if (fault.kind == SRV_FAULT_TRUNCATE) {
             st->cut_at = (long)(st->n / 2);
+        } else if (fault.kind == SRV_FAULT_STALL_STREAM) {
+            st->stall_at = (long)(st->n / 2);
         } else if (fault.kind == SRV_FAULT_STREAM_ERROR) {
             /* vLLM's mid-stream error: an error event, then [DONE]. */
             size_t keep = st->n / 2;
@@ -898,6 +918,7 @@ static MHD_RESULT handle_generate(struct MHD_Connection *c, const char *endpoint
             st->ends[1] = len;
             st->n = 2;
             st->cut_at = 1;
+            st->stall_at = -1;
             struct MHD_Response *r =
                 MHD_create_response_from_callback(len, 64 * 1024, stream_read, st, stream_free);
             MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
@@ -1060,3 +1081,30 @@ struct MHD_Daemon *srv_http_start(const struct srv_config *cfg, const char *host
         max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_LISTEN_BACKLOG_SIZE,
         (unsigned)1024, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024), MHD_OPTION_END);
 }
+
+#ifdef DSA_UNITTEST_BUILD
+/* The whole generation path but the socket: parse, answer, and build both the JSON and the
+   SSE forms. Returns the HTTP status the request would get. For the fuzz target. */
+int srv_http_fuzz_generate(const struct srv_config *cfg, const char *endpoint, const char *body,
+                           size_t len)
+{
+    srv_cfg = cfg;
+    struct req rq = {{(char *)body, len, len}, false};
+    struct gen g;
+    memset(&g, 0, sizeof g);
+    g.endpoint = endpoint;
+    int status = 200;
+    char err[1024];
+    if (gen_parse(&g, &rq, &status, err, sizeof err) == 0) {
+        status = 200;
+        snprintf(g.id, sizeof g.id, "chatcmpl-fuzz");
+        gen_run(&g);
+        bool generate = strcmp(endpoint, "generate") == 0;
+        json_t *r = generate ? generate_meta(&g, true) : gen_response(&g);
+        json_decref(r);
+        stream_free(generate ? generate_stream(&g) : gen_stream(&g));
+    }
+    gen_release(&g);
+    return status;
+}
+#endif

@@ -83,6 +83,8 @@ int main(int argc, char **argv)
         DSA_OPT_LONG(0, "max-model-len", &cfg.max_model_len, "N", "context length in tokens"),
         DSA_OPT_STRING(0, "context-error", &context_error, "STYLE",
                        "over-context message: new (default) or old vLLM phrasing"),
+        DSA_OPT_BOOL(0, "enable-force-include-usage", &cfg.force_include_usage,
+                     "streams end with a usage chunk even when not asked"),
         DSA_OPT_STRING(0, "require-api-key", &cfg.api_key, "KEY", "answer 401 without it"),
         DSA_OPT_STRING(0, "log-requests", &log_path, "FILE", "append received requests (JSONL)"),
         DSA_OPT_LONG(0, "seed", &seed, "N", "seed of the MRCR decisions (default 0)"),

@@ -23,6 +23,7 @@ struct srv_config {
     bool sglang;                /* --dialect sglang */
     const char *api_key;        /* --require-api-key, NULL = open */
     bool old_context_error;     /* --context-error old: vLLM < 0.6 phrasing */
+    bool force_include_usage;   /* --enable-force-include-usage, as vLLM's flag */
     long max_body;              /* --max-body bytes */
     int delay_ms;               /* --delay-ms before each generation answer */
     int chunk_delay_ms;         /* --chunk-delay-ms between streamed events */
@@ -45,5 +46,13 @@ struct MHD_Daemon;
 /* Starts the daemon on 127.0.0.1:port (0 = ephemeral); returns NULL with a message. */
 struct MHD_Daemon *srv_http_start(const struct srv_config *cfg, const char *host, int port,
                                   unsigned max_connections);
+
+#ifdef DSA_UNITTEST_BUILD
+#include <jansson.h>
+/* Seams for unit tests and fuzz targets (http.c). */
+json_t *srv_http_tokenize(const char *body, size_t len, char *err, size_t errlen);
+int srv_http_fuzz_generate(const struct srv_config *cfg, const char *endpoint, const char *body,
+                           size_t len);
+#endif
 
 #endif
