@@ -308,6 +308,8 @@ static const struct {
      "in the messages",
      2, 1},
     {"maximum context length is (\\d+) tokens and your request has (\\d+) input tokens", 2, 1},
+    {"maximum context length is (\\d+) tokens\\. However, your request has (\\d+) input tokens", 2,
+     1},
     {"maximum context length of (\\d+) tokens\\. You requested a total of \\d+ tokens: (\\d+) "
      "tokens from the input",
      2, 1},

@@ -266,6 +266,12 @@ static void test_context_errors(void **state)
         &ml));
     assert_int_equal(pt, 270000);
     assert_int_equal(ml, 262144);
+    assert_true(dsa_resp_context_error("This model's maximum context length is 8192 tokens. "
+                                       "However, your request has 9100 input tokens. Please "
+                                       "reduce the length of the input messages.",
+                                       &pt, &ml));
+    assert_int_equal(pt, 9100);
+    assert_int_equal(ml, 8192);
     assert_false(dsa_resp_context_error("temperature must be non-negative", &pt, &ml));
     assert_int_equal(pt, -1);
 }
