@@ -282,9 +282,8 @@ int dsa_mrcr_eval_run(dsa_backend *b, dsa_run *run, const struct dsa_mrcr_eval_o
 {
     memset(counts, 0, sizeof *counts);
     struct state st = {b, run, o, counts, 0, NULL};
-    dsa_mrcr_reader *rd = dsa_mrcr_open(o->dataset_path, &o->filter);
-    if (!rd)
-        return DSA_EXIT_DATA;
+    dsa_mrcr_reader *rd = NULL;
+    int next_file = 0;
     struct dsa_mrcr_row row;
     memset(&row, 0, sizeof row);
     int ret = DSA_EXIT_OK;
@@ -292,6 +291,19 @@ int dsa_mrcr_eval_run(dsa_backend *b, dsa_run *run, const struct dsa_mrcr_eval_o
     for (;;) {
         while (more && !dsa_interrupted && !st.io_error && !st.unreachable &&
                dsa_backend_idle_slots(b) > 0) {
+            if (!rd) {
+                if (next_file == o->n_datasets) {
+                    more = false;
+                    counts->reader_done = true;
+                    break;
+                }
+                rd = dsa_mrcr_open(o->dataset_paths[next_file++], &o->filter);
+                if (!rd) {
+                    ret = DSA_EXIT_DATA;
+                    more = false;
+                    break;
+                }
+            }
             int rc = dsa_mrcr_next(rd, &row);
             if (rc < 0) {
                 ret = DSA_EXIT_DATA;
@@ -299,9 +311,8 @@ int dsa_mrcr_eval_run(dsa_backend *b, dsa_run *run, const struct dsa_mrcr_eval_o
                 break;
             }
             if (rc == 0) {
-                more = false;
-                counts->reader_done = true;
-                break;
+                dsa_mrcr_free(&rd);
+                continue;
             }
             if (dsa_run_has(run, row.id)) {
                 counts->resumed++;

@@ -26,7 +26,9 @@
 #include "store/store.h"
 
 struct dsa_mrcr_eval_opts {
-    const char *dataset_path;
+    const char *const *dataset_paths; /* read in order (the cache keeps one file per needle
+                                         count; ids stay (needles, row) either way) */
+    int n_datasets;
     struct dsa_mrcr_filter filter;
     long max_tokens;
     double temperature;

@@ -33,34 +33,49 @@ static const char *const usage[] = {
     NULL,
 };
 
-/* A dataset argument is a file, or a name looked up in the cache as fetched by
-   `dsa-eval datasets fetch` (<cache>/<name>.jsonl, <cache>/<name>/mrcr.jsonl). */
-static char *resolve_dataset(const char *arg)
+/* A dataset argument is a file, or the name of the official data as `dsa-eval datasets fetch
+   mrcr` stores it: "openai/mrcr" (the pinned revision) or "openai/mrcr@<sha>", found as
+   <cache>/mrcr/<revision>/<N>needle.jsonl, one file per needle count asked for. */
+static int resolve_dataset(const char *arg, unsigned needles_mask, struct dsa_strlist *paths)
 {
-    if (dsa_is_file(arg))
-        return dsa_xstrdup(arg);
-    char *cache = dsa_cache_dir();
-    char *tried = NULL;
-    static const char *const forms[] = {"%s/%s.jsonl", "%s/%s/mrcr.jsonl", "%s/datasets/%s.jsonl"};
-    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
-        struct dsa_buf p = DSA_BUF_INIT;
-        dsa_buf_addf(&p, forms[i], cache, arg);
-        if (dsa_is_file(p.data)) {
-            free(cache);
-            free(tried);
-            return dsa_buf_detach(&p, NULL);
-        }
-        if (!tried)
-            tried = dsa_buf_detach(&p, NULL);
-        else
-            dsa_buf_release(&p);
+    if (dsa_is_file(arg)) {
+        dsa_strlist_push(paths, dsa_xstrdup(arg));
+        return 0;
     }
-    dsa_errorf("dataset '%s' is neither a file nor in the cache ('%s'); run 'dsa-eval datasets "
-               "fetch mrcr' or give a JSONL file",
-               arg, tried);
+    const char *at = strchr(arg, '@');
+    size_t nlen = at ? (size_t)(at - arg) : strlen(arg);
+    if (!((nlen == 11 && !strncmp(arg, "openai/mrcr", 11)) ||
+          (nlen == 4 && !strncmp(arg, "mrcr", 4)))) {
+        dsa_errorf("dataset '%s' is not a file, nor openai/mrcr[@REVISION]", arg);
+        return -1;
+    }
+    const char *rev = at ? at + 1 : DSA_MRCR_DEFAULT_REVISION;
+    char *cache = dsa_cache_dir();
+    int ret = 0;
+    for (int n = 2; n <= 8 && !ret; n *= 2) {
+        if (needles_mask && !(needles_mask & (1u << n)))
+            continue;
+        struct dsa_buf p = DSA_BUF_INIT;
+        dsa_buf_addf(&p, "%s/mrcr/%s/%dneedle.jsonl", cache, rev, n);
+        if (!dsa_is_file(p.data)) {
+            dsa_errorf("dataset '%s' is not in the cache ('%s' is missing); run 'dsa-eval "
+                       "datasets fetch mrcr --needles %d%s%s' or give a JSONL file",
+                       arg, p.data, n, at ? " --revision " : "", at ? rev : "");
+            ret = -1;
+        } else {
+            dsa_strlist_push(paths, dsa_xstrdup(p.data));
+        }
+        dsa_buf_release(&p);
+    }
     free(cache);
-    free(tried);
-    return NULL;
+    return ret;
+}
+
+static void free_paths(struct dsa_strlist *paths)
+{
+    for (size_t i = 0; i < paths->n; i++)
+        free((char *)paths->v[i]);
+    dsa_strlist_release(paths);
 }
 
 /* The API key from DSA_EVAL_API_KEY or the first line of --api-key-file (trailing
@@ -174,7 +189,8 @@ int cmd_mrcr(int argc, char **argv)
         DSA_OPT_END(),
     };
     int ret = DSA_EXIT_USAGE;
-    char *dataset_path = NULL, *api_key = NULL;
+    char *api_key = NULL;
+    struct dsa_strlist dataset_paths = {0};
     json_t *extra_body = NULL, *runs_records = NULL, *backend_id = NULL;
     dsa_backend *b = NULL;
     struct dsa_mrcr_eval_opts eo;
@@ -244,8 +260,7 @@ int cmd_mrcr(int argc, char **argv)
         dsa_errorf("--endpoint URL is required with --backend endpoint");
         goto cleanup;
     }
-    dataset_path = resolve_dataset(dataset);
-    if (!dataset_path) {
+    if (resolve_dataset(dataset, eo.filter.needles_mask, &dataset_paths) < 0) {
         ret = DSA_EXIT_DATA;
         goto cleanup;
     }
@@ -255,26 +270,39 @@ int cmd_mrcr(int argc, char **argv)
     }
 
     /* the dataset first: a bad file is reported before any network traffic */
-    dsa_mrcr_reader *rd = dsa_mrcr_open(dataset_path, &eo.filter);
-    if (!rd) {
-        ret = DSA_EXIT_DATA;
-        goto cleanup;
-    }
-    long total = dsa_mrcr_nselected(rd);
+    long total = 0;
     json_t *dataset_id =
-        json_pack("{s:s, s:s, s:s, s:o}", "name", dataset, "path", dataset_path, "sha256",
-                  dsa_mrcr_sha256(rd), "revision",
-                  dsa_mrcr_revision(rd) ? json_string(dsa_mrcr_revision(rd)) : json_null());
-    json_object_set_new(dataset_id, "bins",
-                        json_string(dsa_mrcr_bins_source(rd) == DSA_MRCR_BINS_OFFICIAL ? "official"
-                                    : dsa_mrcr_bins_source(rd) == DSA_MRCR_BINS_EXPLICIT
-                                        ? "explicit"
-                                        : "mixed"));
-    dsa_mrcr_free(&rd);
+        json_pack("{s:s, s:[], s:o}", "name", dataset, "files", "revision", json_null());
+    json_t *shas = json_array();
+    const char *bins_src = NULL;
+    for (size_t i = 0; i < dataset_paths.n; i++) {
+        dsa_mrcr_reader *rd = dsa_mrcr_open(dataset_paths.v[i], &eo.filter);
+        if (!rd) {
+            json_decref(dataset_id);
+            json_decref(shas);
+            ret = DSA_EXIT_DATA;
+            goto cleanup;
+        }
+        total += dsa_mrcr_nselected(rd);
+        json_array_append_new(
+            json_object_get(dataset_id, "files"),
+            json_pack("{s:s, s:s}", "path", dataset_paths.v[i], "sha256", dsa_mrcr_sha256(rd)));
+        json_array_append_new(shas, json_string(dsa_mrcr_sha256(rd)));
+        if (dsa_mrcr_revision(rd))
+            json_object_set_new(dataset_id, "revision", json_string(dsa_mrcr_revision(rd)));
+        enum dsa_mrcr_bins_source bs = dsa_mrcr_bins_source(rd);
+        const char *src = bs == DSA_MRCR_BINS_OFFICIAL   ? "official"
+                          : bs == DSA_MRCR_BINS_EXPLICIT ? "explicit"
+                                                         : "mixed";
+        bins_src = !bins_src || !strcmp(bins_src, src) ? src : "mixed";
+        dsa_mrcr_free(&rd);
+    }
+    json_object_set_new(dataset_id, "bins", json_string(bins_src));
     if (total == 0) {
-        dsa_errorf("no rows of '%s' pass the filters (--needles %s%s%s)", dataset_path, needles,
+        dsa_errorf("no rows of '%s' pass the filters (--needles %s%s%s)", dataset, needles,
                    bins ? " --bins " : "", bins ? bins : "");
         json_decref(dataset_id);
+        json_decref(shas);
         ret = DSA_EXIT_DATA;
         goto cleanup;
     }
@@ -296,11 +324,13 @@ int cmd_mrcr(int argc, char **argv)
     b = dsa_endpoint_open(&bo, &open_code);
     if (!b) {
         json_decref(dataset_id);
+        json_decref(shas);
         ret = open_code;
         goto cleanup;
     }
     backend_id = dsa_backend_describe(b);
-    eo.dataset_path = dataset_path;
+    eo.dataset_paths = dataset_paths.v;
+    eo.n_datasets = (int)dataset_paths.n;
     eo.max_tokens = max_tokens;
     eo.temperature = temperature;
     eo.has_seed = seed_text != NULL;
@@ -316,11 +346,11 @@ int cmd_mrcr(int argc, char **argv)
         "seed", seed_text ? json_integer(seed) : json_null(), "extra_body", extra_body);
     json_t *filters = json_pack("{s:s, s:s?, s:s?, s:I}", "needles", needles, "bins", bins,
                                 "max_bin", max_bin, "limit", (json_int_t)limit);
-    json_t *match = json_pack(
-        "{s:s, s:s, s:o, s:s, s:s, s:O, s:O, s:b}", "eval", "mrcr", "dataset_sha256",
-        json_string_value(json_object_get(dataset_id, "sha256")), "dataset_revision",
-        json_incref(json_object_get(dataset_id, "revision")), "backend", "endpoint", "model",
-        dsa_endpoint_model(b), "params", params, "filters", filters, "strip_think", strip_think);
+    json_t *match =
+        json_pack("{s:s, s:o, s:o, s:s, s:s, s:O, s:O, s:b}", "eval", "mrcr", "dataset_sha256",
+                  shas, "dataset_revision", json_incref(json_object_get(dataset_id, "revision")),
+                  "backend", "endpoint", "model", dsa_endpoint_model(b), "params", params,
+                  "filters", filters, "strip_think", strip_think);
     json_t *run_params = json_deep_copy(params);
     json_object_set_new(run_params, "stream", json_boolean(stream));
     json_object_set_new(run_params, "concurrency", json_integer(concurrency));
@@ -432,7 +462,7 @@ cleanup:
         memset(api_key, 0, strlen(api_key));
         free(api_key);
     }
-    free(dataset_path);
+    free_paths(&dataset_paths);
     dsa_strlist_release(&endpoints);
     return ret;
 }

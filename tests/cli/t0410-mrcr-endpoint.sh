@@ -22,14 +22,19 @@ URL1=$SERVER_URL
 # and the summary's per-bin means equal the reference means.
 check_run() {
     local dir=$1 title=$2
-    DIR=$dir DS=$DS SEED=$SEED py "$title" <<'EOF'
+    DIR=$dir DS=$DS SEED=$SEED LIMIT=${LIMIT:-0} py "$title" <<'EOF'
 import difflib, glob, json, os, srvref
 from collections import defaultdict
 rows = {}
 per = defaultdict(int)
+kept = defaultdict(int)
+limit = int(os.environ["LIMIT"])
 for line in open(os.environ["DS"]):
     r = json.loads(line)
     n = r["n_needles"]; rid = "n%d/r%04d" % (n, per[n]); per[n] += 1
+    kept[n, r["bin"]] += 1
+    if limit and kept[n, r["bin"]] > limit:
+        continue
     rows[rid] = r
 def grade(resp, answer, prefix):
     if not resp.startswith(prefix):
@@ -61,6 +66,8 @@ want = defaultdict(list)
 for rid, (t, s) in expect.items():
     r = rows[rid]
     want[(r["n_needles"], r["bin"])].append(s)
+if limit:
+    want = {k: v[:limit] for k, v in want.items()}
 checked = 0
 for row in summ["rows"]:
     if row.get("total") or "needles" not in row:
@@ -106,6 +113,23 @@ b = json.loads(toks[0]["body"])
 assert b["add_generation_prompt"] is True and b["messages"] in prompts and b["model"]
 EOF
 
+# --dataset openai/mrcr: the fetched layout <cache>/mrcr/<revision>/<N>needle.jsonl, one
+# file per needle count; ids and records equal those of the single file
+REV=f4c69fae7cf81f7ca26b9fee34b392a50f6b8a1d
+mkdir -p "$TMP/cache/mrcr/$REV"
+grep '"n_needles":2' "$DS" >"$TMP/cache/mrcr/$REV/2needle.jsonl"
+grep '"n_needles":8' "$DS" >"$TMP/cache/mrcr/$REV/8needle.jsonl"
+OUT=$TMP/cached
+DSA_EVAL_CACHE=$TMP/cache "$DSA_BIN" mrcr --endpoint "$URL1" --needles 2,8 --runs 2 \
+    --concurrency 4 --seed 11 --out "$OUT" --json -q >"$OUT.json" 2>"$TMP/err"
+expect_eq "--dataset openai/mrcr from the cache: exit 0" "$?" 0
+cp "$OUT.json" "$OUT/summary.json"
+check_run "$OUT" "--dataset openai/mrcr: the same records as the single file"
+expect_code 3 "openai/mrcr not fetched: exit 3" env DSA_EVAL_CACHE=$TMP/nocache "$DSA_BIN" mrcr \
+    --endpoint "$URL1" --needles 4 --out "$TMP/x" -q
+grep -q "datasets fetch mrcr --needles 4" "$TMP/err" && ok "the error says how to fetch it" ||
+    not_ok "the error says how to fetch it"
+
 OUT=$TMP/stream
 "$DSA_BIN" mrcr --endpoint "$URL1" --dataset "$DS" --needles 2,8 --runs 2 --concurrency 3 \
     --stream --out "$OUT" --json -q >"$OUT.json" 2>"$TMP/err"
@@ -142,12 +166,13 @@ for kind in 500 503 429 reset truncate malformed content-type error-nested error
         { not_ok "fault $kind: server"; continue; }
     OUT=$TMP/fault-$kind
     "$DSA_BIN" mrcr --endpoint "$SERVER_URL" --dataset "$DS" --needles 2,8 --runs 1 \
-        --concurrency 4 --timeout 1 $stream --out "$OUT" --json -q >"$OUT.json" 2>"$TMP/err"
+        --limit 2 --concurrency 4 --timeout 1 $stream --out "$OUT" --json -q >"$OUT.json" \
+        2>"$TMP/err"
     rc=$?
     stop_server
     expect_eq "fault $kind: exit 0" "$rc" 0
     cp "$OUT.json" "$OUT/summary.json"
-    check_run "$OUT" "fault $kind: records identical to a clean run"
+    LIMIT=2 check_run "$OUT" "fault $kind: records identical to a clean run"
     # reset: libcurl itself resends a request once when a reused keep-alive connection dies
     # before any byte of the answer, so such rows show 0 retries of ours
     DIR=$OUT KIND=$kind py "fault $kind: every row retried once" <<'EOF'
@@ -168,23 +193,32 @@ c = sorted(srvref.chat_count(json.loads(json.loads(l)["prompt"])) for l in open(
 print(c[len(c) // 2] + 1000)   # about half the rows fit with --max-tokens 1000
 EOF
 )
+SGL_URL=""
+start_server "${SRV_OPTS[@]}" --max-model-len "$MAXLEN" --dialect sglang && SGL_URL=$SERVER_URL
 start_server "${SRV_OPTS[@]}" --max-model-len "$MAXLEN" || { echo "Bail out! server"; exit 1; }
-for mode in pre-count 400; do
+# pre-count: vLLM /tokenize; 400: vLLM's over-context error; sglang: detected from owned_by,
+# no chat /tokenize, SGLang's error phrasing in the flat error shape
+for mode in pre-count 400 sglang; do
     extra=""
+    url=$SERVER_URL
     [ $mode = 400 ] && extra=--no-count-tokens
+    [ $mode = sglang ] && url=$SGL_URL
     OUT=$TMP/ctx-$mode
-    "$DSA_BIN" mrcr --endpoint "$SERVER_URL" --dataset "$DS" --needles 2,8 --max-tokens 1000 \
+    "$DSA_BIN" mrcr --endpoint "$url" --dataset "$DS" --needles 2,8 --max-tokens 1000 \
         $extra --out "$OUT" --json -q >"$OUT.json" 2>"$TMP/err"
     expect_eq "over-context ($mode): exit 0" "$?" 0
-    DIR=$OUT DS=$DS MAXLEN=$MAXLEN SEED=$SEED py "over-context ($mode): the expected rows excluded, per bin" <<'EOF'
+    DIALECT=vllm
+    [ $mode = sglang ] && DIALECT=sglang
+    DIALECT=$DIALECT DIR=$OUT DS=$DS MAXLEN=$MAXLEN SEED=$SEED py "over-context ($mode): the expected rows excluded, per bin" <<'EOF'
 import json, os, srvref
 from collections import Counter, defaultdict
 maxlen = int(os.environ["MAXLEN"])
-per = defaultdict(int); want = set(); bins = {}; counts = {}
+per = defaultdict(int); want = set(); bins = {}; counts = {}; rows_prompt = {}
 for line in open(os.environ["DS"]):
     r = json.loads(line); n = r["n_needles"]; rid = "n%d/r%04d" % (n, per[n]); per[n] += 1
     bins[rid] = r["bin"]
     counts[rid] = srvref.chat_count(json.loads(r["prompt"]))
+    rows_prompt[rid] = r["prompt"]
     if counts[rid] + 1000 > maxlen:
         want.add(rid)
 assert 0 < len(want) < len(bins), len(want)
@@ -197,6 +231,11 @@ for x in recs:
         assert x["prompt_tokens"] == counts[x["id"]], (x["prompt_tokens"], counts[x["id"]])
     else:
         assert x["status"] == "ok" and isinstance(x["score"], float)
+        text, _ = srvref.mrcr_answer(json.loads(rows_prompt[x["id"]]), seed=int(os.environ["SEED"]),
+                                     wrong="0.3", garble="0.3")
+        assert x["output"] == text
+head = json.loads(open(os.environ["DIR"] + "/run-001.jsonl").readline())
+assert head["backend"]["dialect"] == os.environ["DIALECT"], head["backend"]
 summ = json.load(open(os.environ["DIR"] + ".json"))
 assert sorted(e["id"] if isinstance(e, dict) else e for e in summ["excluded"]) == sorted(want), summ["excluded"]
 exc = Counter()
