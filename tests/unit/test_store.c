@@ -620,7 +620,7 @@ static void test_fork_kill9(void **state)
     size_t wantlen;
     char *want = slurp(ref, &wantlen);
     uint64_t seed = 20261130;
-    int killed = 0;
+    int killed = 0, partial = 0, torn = 0;
     for (int trial = 0; trial < 12; trial++) {
         unlink(path);
         /* up to three kills per trial, each at a random moment of the remaining run */
@@ -635,9 +635,17 @@ static void test_fork_kill9(void **state)
             kill(pid, SIGKILL);
             int status;
             assert_int_equal(waitpid(pid, &status, 0), pid);
-            if (WIFSIGNALED(status))
+            if (WIFSIGNALED(status)) {
                 killed++;
-            else
+                /* what the kill left, to show the test reaches mid-run states */
+                size_t len;
+                char *got = slurp(path, &len);
+                if (got && len > 0 && len < wantlen)
+                    partial++;
+                if (got && len > 0 && got[len - 1] != '\n')
+                    torn++;
+                free(got);
+            } else
                 assert_int_equal(WEXITSTATUS(status), 0);
         }
         assert_int_equal(long_run(path), 0);
@@ -647,7 +655,9 @@ static void test_fork_kill9(void **state)
         assert_memory_equal(got, want, len);
         free(got);
     }
-    print_message("fork+kill -9: %d processes killed, every file resumed byte-identical\n", killed);
+    print_message("fork+kill -9: %d processes killed (%d mid-run, %d mid-line), every file "
+                  "resumed byte-identical\n",
+                  killed, partial, torn);
     free(want);
     free(ref);
     free(path);
