@@ -368,6 +368,73 @@ static int write_line(dsa_run *r, const char *line, size_t n)
     return 0;
 }
 
+static bool is_failed(json_t *rec)
+{
+    const char *st = json_string_value(json_object_get(rec, "status"));
+    if (st)
+        return !strcmp(st, "failed");
+    return !json_is_number(json_object_get(rec, "score"));
+}
+
+/*
+ * --retry-failed: rewrites the file without its failed records so that those samples run
+ * again. The new file is written beside the old one and renamed over it: a crash leaves
+ * either file whole, never a mix.
+ */
+static int drop_failed(const char *path, struct scan *s)
+{
+    size_t n_failed = 0, i;
+    json_t *rec;
+    json_array_foreach(s->records, i, rec) n_failed += is_failed(rec);
+    if (!n_failed)
+        return 0;
+    struct dsa_buf tmp = DSA_BUF_INIT, text = DSA_BUF_INIT;
+    dsa_buf_addf(&tmp, "%s.tmp-%ld", path, (long)getpid());
+    json_t *kept = json_array();
+    char *line = dsa_json_dumps_line(s->header);
+    dsa_buf_adds(&text, line);
+    dsa_buf_addch(&text, '\n');
+    free(line);
+    json_array_foreach(s->records, i, rec)
+    {
+        if (is_failed(rec)) {
+            json_object_del(s->index, json_string_value(json_object_get(rec, "id")));
+            continue;
+        }
+        json_array_append(kept, rec);
+        line = dsa_json_dumps_line(rec);
+        dsa_buf_adds(&text, line);
+        dsa_buf_addch(&text, '\n');
+        free(line);
+    }
+    int ret = -1;
+    int fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0 || write_full(fd, text.data, text.len) < 0 || fsync(fd) < 0) {
+        dsa_errorf("cannot write '%s': %s", tmp.data, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        unlink(tmp.data);
+        goto cleanup;
+    }
+    close(fd);
+    if (rename(tmp.data, path) < 0) {
+        dsa_errorf("cannot rename '%s' to '%s': %s", tmp.data, path, strerror(errno));
+        unlink(tmp.data);
+        goto cleanup;
+    }
+    dsa_notef("'%s': %zu failed sample%s will run again (--retry-failed)", path, n_failed,
+              n_failed == 1 ? "" : "s");
+    json_decref(s->records);
+    s->records = json_incref(kept);
+    s->good_end = (off_t)text.len;
+    ret = 0;
+cleanup:
+    json_decref(kept);
+    dsa_buf_release(&tmp);
+    dsa_buf_release(&text);
+    return ret;
+}
+
 static char *iso_now(void)
 {
     char buf[32];
@@ -468,6 +535,8 @@ int dsa_run_open(dsa_run **out, const char *path, json_t *header, unsigned flags
         } else if (!s.header) {
             /* only a torn header: the crash came before any record; start the file anew */
             exists = false;
+        } else if ((flags & DSA_RUN_RETRY_FAILED) && drop_failed(path, &s) < 0) {
+            goto cleanup;
         }
     }
 

@@ -51,6 +51,9 @@ enum dsa_run_flags {
     /* skip the fdatasync after each line (fuzzing, scratch runs): a crash of the process
        still loses nothing, as the line is in the kernel; a power cut may */
     DSA_RUN_NO_SYNC = (1 << 1),
+    /* --retry-failed: records with status "failed" are removed from the file at open (the
+       file is rewritten beside itself and renamed over), so those samples run again */
+    DSA_RUN_RETRY_FAILED = (1 << 2),
 };
 
 /*

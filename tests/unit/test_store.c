@@ -424,6 +424,52 @@ static void test_header_new_and_diff(void **state)
     json_decref(b);
 }
 
+static void test_retry_failed(void **state)
+{
+    (void)state;
+    char *path = tpath("retry.jsonl");
+    assert_int_equal(small_run(path, N_RECORDS), 0); /* record 3 failed */
+    json_t *h = test_header("m1");
+    dsa_run *r = NULL;
+    /* without the flag a failed sample counts as finished */
+    assert_int_equal(dsa_run_open(&r, path, h, 0), 0);
+    assert_true(dsa_run_has(r, "n2/r0003"));
+    dsa_run_free(&r);
+    /* a torn line at the end is dropped as well */
+    FILE *f = fopen(path, "ab");
+    fputs("{\"bin\":", f);
+    fclose(f);
+    assert_int_equal(dsa_run_open(&r, path, h, DSA_RUN_RETRY_FAILED), 0);
+    assert_int_equal(dsa_run_resumed(r), N_RECORDS - 1);
+    assert_false(dsa_run_has(r, "n2/r0003"));
+    assert_true(dsa_run_has(r, "n2/r0004"));
+    json_t *rec = json_pack("{s:s,s:s,s:f,s:s}", "id", "n2/r0003", "bin", "x", "score", 0.125,
+                            "status", "ok");
+    assert_int_equal(dsa_run_append(r, rec), 0);
+    json_decref(rec);
+    dsa_run_free(&r);
+    json_t *lh, *lr;
+    assert_int_equal(dsa_run_load(path, &lh, &lr), 0);
+    assert_int_equal(json_array_size(lr), N_RECORDS);
+    json_t *last = json_array_get(lr, N_RECORDS - 1);
+    assert_string_equal(json_string_value(json_object_get(last, "id")), "n2/r0003");
+    assert_true(json_real_value(json_object_get(last, "score")) == 0.125);
+    /* the kept records are byte-identical to what was written first */
+    char *ref = tpath("retry-ref.jsonl");
+    assert_int_equal(small_run(ref, 3), 0);
+    size_t n1, n2;
+    char *a = slurp(ref, &n1), *b = slurp(path, &n2);
+    assert_true(n2 > n1);
+    assert_memory_equal(a, b, n1);
+    free(a);
+    free(b);
+    free(ref);
+    json_decref(lh);
+    json_decref(lr);
+    json_decref(h);
+    free(path);
+}
+
 /* ---- concurrency ---- */
 
 #define N_THREADS  4
@@ -671,6 +717,7 @@ int main(void)
         cmocka_unit_test(test_load_plain_scores), cmocka_unit_test(test_command_redaction),
         cmocka_unit_test(test_threads),           cmocka_unit_test(test_crash_hook_sweep),
         cmocka_unit_test(test_fork_kill9),        cmocka_unit_test(test_header_new_and_diff),
+        cmocka_unit_test(test_retry_failed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
