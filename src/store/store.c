@@ -664,6 +664,15 @@ json_t *dsa_run_record(const dsa_run *r, size_t i)
     return v;
 }
 
+json_t *dsa_run_records(const dsa_run *r)
+{
+    pthread_mutex_t *mu = (pthread_mutex_t *)&r->mu;
+    pthread_mutex_lock(mu);
+    json_t *a = json_copy(r->records); /* shallow: the records themselves are shared */
+    pthread_mutex_unlock(mu);
+    return a;
+}
+
 const char *dsa_run_path(const dsa_run *r)
 {
     return r->path;

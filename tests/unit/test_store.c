@@ -192,6 +192,10 @@ static void test_create_and_resume(void **state)
     json_decref(rec);
     assert_int_equal(dsa_run_count(r), 4);
     assert_int_equal(dsa_run_resumed(r), 3);
+    json_t *snap = dsa_run_records(r);
+    assert_int_equal(json_array_size(snap), 4);
+    assert_ptr_equal(json_array_get(snap, 3), dsa_run_record(r, 3));
+    json_decref(snap);
     dsa_run_free(&r);
 
     json_t *lh, *lr;
