@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -368,6 +369,21 @@ static int write_line(dsa_run *r, const char *line, size_t n)
     return 0;
 }
 
+static int open_locked(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return dsa_errorf("cannot open '%s': %s", path, strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        close(fd);
+        if (e == EWOULDBLOCK)
+            return dsa_errorf("run file '%s' is in use by another dsa-eval process", path);
+        return dsa_errorf("cannot lock '%s': %s", path, strerror(e));
+    }
+    return fd;
+}
+
 static bool is_failed(json_t *rec)
 {
     const char *st = json_string_value(json_object_get(rec, "status"));
@@ -379,7 +395,7 @@ static bool is_failed(json_t *rec)
 /*
  * --retry-failed: rewrites the file without its failed records so that those samples run
  * again. The new file is written beside the old one and renamed over it: a crash leaves
- * either file whole, never a mix.
+ * either file whole, never a mix. Returns 0 (nothing failed), 1 (rewritten) or -1.
  */
 static int drop_failed(const char *path, struct scan *s)
 {
@@ -424,10 +440,10 @@ static int drop_failed(const char *path, struct scan *s)
     }
     dsa_notef("'%s': %zu failed sample%s will run again (--retry-failed)", path, n_failed,
               n_failed == 1 ? "" : "s");
+    ret = 1;
     json_decref(s->records);
     s->records = json_incref(kept);
     s->good_end = (off_t)text.len;
-    ret = 0;
 cleanup:
     json_decref(kept);
     dsa_buf_release(&tmp);
@@ -513,8 +529,14 @@ int dsa_run_open(dsa_run **out, const char *path, json_t *header, unsigned flags
     }
     free(dir);
 
+    /* the lock keeps a second dsa-eval (the same command started twice) from interleaving
+       its records with ours; it goes away with the process, kill -9 included */
+    r->fd = open_locked(path);
+    if (r->fd < 0)
+        goto cleanup;
     struct stat st;
-    bool exists = stat(path, &st) == 0 && st.st_size > 0;
+    bool exists = fstat(r->fd, &st) == 0 && st.st_size > 0;
+    bool replaced = false; /* path now names another inode than r->fd */
     if (exists) {
         int rc = scan_file(path, false, &s);
         if (rc < 0) {
@@ -532,18 +554,22 @@ int dsa_run_open(dsa_run **out, const char *path, json_t *header, unsigned flags
                 goto cleanup;
             scan_release(&s);
             exists = false;
+            replaced = true;
         } else if (!s.header) {
             /* only a torn header: the crash came before any record; start the file anew */
             exists = false;
-        } else if ((flags & DSA_RUN_RETRY_FAILED) && drop_failed(path, &s) < 0) {
-            goto cleanup;
+        } else if (flags & DSA_RUN_RETRY_FAILED) {
+            int rc = drop_failed(path, &s);
+            if (rc < 0)
+                goto cleanup;
+            replaced = rc > 0;
         }
     }
-
-    r->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-    if (r->fd < 0) {
-        dsa_errorf("cannot open '%s': %s", path, strerror(errno));
-        goto cleanup;
+    if (replaced) {
+        close(r->fd);
+        r->fd = open_locked(path);
+        if (r->fd < 0)
+            goto cleanup;
     }
     if (exists) {
         if (s.torn) {

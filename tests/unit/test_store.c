@@ -183,6 +183,10 @@ static void test_create_and_resume(void **state)
 
     /* reopening resumes: the three records are there, in order */
     assert_int_equal(dsa_run_open(&r, path, h, 0), 0);
+    /* while it is open, a second writer (another process, or this one) is refused */
+    dsa_run *r2 = NULL;
+    assert_int_equal(dsa_run_open(&r2, path, h, 0), -1);
+    assert_null(r2);
     assert_int_equal(dsa_run_resumed(r), 3);
     assert_int_equal(dsa_run_count(r), 3);
     assert_string_equal(json_string_value(json_object_get(dsa_run_record(r, 2), "id")), "n2/r0002");
