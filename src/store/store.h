@@ -62,8 +62,10 @@ enum dsa_run_flags {
  * header's "match" (compared as canonical JSON), else the call fails with
  * "run file 'P' was made by another command (different KEY: A vs B); use --force-new",
  * unless DSA_RUN_FORCE_NEW, which renames the old file to P.old-N and starts anew.
- * Returns 0, -1 (I/O error, printed; exit DSA_EXIT_IO), -2 (header mismatch, printed; exit
- * DSA_EXIT_MISMATCH) or -3 (unreadable file, printed; exit DSA_EXIT_DATA).
+ * The file stays locked (flock, exclusive) until dsa_run_free(): a second writer, in this
+ * process or another, gets -1 ("run file 'P' is in use by another dsa-eval process").
+ * Returns 0, -1 (I/O error or locked, printed; exit DSA_EXIT_IO), -2 (header mismatch,
+ * printed; exit DSA_EXIT_MISMATCH) or -3 (unreadable file, printed; exit DSA_EXIT_DATA).
  */
 int dsa_run_open(dsa_run **out, const char *path, json_t *header, unsigned flags);
 /* true if a record with this id is already in the file (finished in an earlier attempt) */
