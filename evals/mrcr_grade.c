@@ -200,7 +200,9 @@ static void find_longest_match(struct matcher *m, uint32_t alo, uint32_t ahi, ui
         struct j2len_slot *cur = m->row[gen & 1];
         const uint32_t *p = m->pos;
         uint32_t end = m->start[g + 1];
-        uint32_t q = lower_bound(p, m->start[g], end, blo);
+        uint32_t q = m->start[g];
+        if (p[q] < blo) /* the first call of get_matching_blocks has blo = 0 */
+            q = lower_bound(p, q + 1, end, blo);
         for (; q < end; q++) {
             uint32_t j = p[q];
             if (j >= bhi)
