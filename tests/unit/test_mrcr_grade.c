@@ -362,6 +362,8 @@ static void mutate(struct cps *a, const struct cps *b, int edits, uint32_t (*gen
                 a->v[at] = gen();
             break;
         case 1:
+            if (!a->n)
+                break;
             if (at + span > a->n)
                 span = a->n - at;
             memmove(a->v + at, a->v + at + span, (a->n - at - span) * sizeof *a->v);
