@@ -114,6 +114,68 @@ static void test_prefix_rule(void **state)
     assert_int_equal(dsa_mrcr_grade("Pa", 2, "P\xED\xA0\x80", 4, "P", 1, &g), -1);
 }
 
+static double line_score(const char *text)
+{
+    struct dsa_mrcr_line ln;
+    if (dsa_mrcr_grade_line(text, strlen(text), &ln) != DSA_MRCR_LINE_GRADED)
+        fail_msg("not graded (%s): %s", ln.why, text);
+    json_decref(ln.ids);
+    return ln.grade.score;
+}
+
+/* Lone surrogates as json.loads reads them (docs/grade.md), and the borrowed private-use
+   window never colliding with real code points */
+static void test_line_surrogates(void **state)
+{
+    (void)state;
+    assert_same_double(
+        line_score("{\"response\":\"P\\ud800\",\"answer\":\"P\\uD800\",\"prefix\":\"P\"}"), 1.0);
+    assert_same_double(
+        line_score("{\"response\":\"P\\ud800\",\"answer\":\"P\\udc00\",\"prefix\":\"P\"}"), 0.0);
+    /* an escaped valid pair is the code point itself, as raw UTF-8 */
+    assert_same_double(
+        line_score(
+            "{\"response\":\"P\\ud800\\udc00\",\"answer\":\"P\xF0\x90\x80\x80\",\"prefix\":\"P\"}"),
+        1.0);
+    /* an escaped backslash: "\\ud800" is six ASCII characters */
+    assert_same_double(
+        line_score("{\"response\":\"P\\\\ud800\",\"answer\":\"P\\\\ud800\",\"prefix\":\"P\"}"),
+        1.0);
+    assert_same_double(
+        line_score("{\"response\":\"P\\\\ud800\",\"answer\":\"P\\ud800\",\"prefix\":\"P\"}"), 0.0);
+    /* a = [U+D800, U+10F800], b = [U+10F800, U+D800]: 0.5 only if the two stay distinct,
+       whether U+10F800 comes raw or escaped */
+    assert_same_double(line_score("{\"response\":\"P\\ud800\xF4\x8F\xA0\x80\",\"answer\":"
+                                  "\"P\xF4\x8F\xA0\x80\\ud800\",\"prefix\":\"P\"}"),
+                       0.5);
+    assert_same_double(line_score("{\"response\":\"P\\ud800\\udbfe\\udc00\",\"answer\":"
+                                  "\"P\\udbfe\\udc00\\ud800\",\"prefix\":\"P\"}"),
+                       0.5);
+    /* a lone surrogate in the prefix is part of the prefix */
+    assert_same_double(
+        line_score("{\"response\":\"\\udfffab\",\"answer\":\"\\udfffab\",\"prefix\":\"\\udfff\"}"),
+        1.0);
+
+    /* every window of U+F0000..U+10FFFF used, plus a lone surrogate: refused, clearly */
+    struct dsa_buf b = DSA_BUF_INIT;
+    dsa_buf_adds(&b, "{\"response\":\"P\\ud800\",\"answer\":\"P");
+    for (uint32_t w = 0; w < 64; w++) {
+        char u8[4];
+        dsa_buf_add(&b, u8, (size_t)dsa_utf8_encode(0xF0000 + w * 2048 + 5, u8));
+    }
+    dsa_buf_adds(&b, "\",\"prefix\":\"P\"}");
+    struct dsa_mrcr_line ln;
+    assert_int_equal(dsa_mrcr_grade_line(b.data, b.len, &ln), DSA_MRCR_LINE_BAD);
+    assert_non_null(strstr(ln.why, "lone UTF-16 surrogates"));
+    assert_null(ln.ids);
+    /* one window free: graded */
+    b.len -= strlen("\",\"prefix\":\"P\"}") + 4;
+    dsa_buf_adds(&b, "\",\"prefix\":\"P\"}");
+    assert_int_equal(dsa_mrcr_grade_line(b.data, b.len, &ln), DSA_MRCR_LINE_GRADED);
+    json_decref(ln.ids);
+    dsa_buf_release(&b);
+}
+
 static const char *shared_dir(void)
 {
     const char *s = getenv("DSA_SHARED");
@@ -685,13 +747,10 @@ static void test_python_parity_lines(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spec_vectors),
-        cmocka_unit_test(test_prefix_rule),
-        cmocka_unit_test(test_spec_vectors_real_answer),
-        cmocka_unit_test(test_pro_logs_exact),
-        cmocka_unit_test(test_flash_logs_no_strip),
-        cmocka_unit_test(test_python_parity_ratio),
-        cmocka_unit_test(test_python_parity_lines),
+        cmocka_unit_test(test_spec_vectors),        cmocka_unit_test(test_prefix_rule),
+        cmocka_unit_test(test_line_surrogates),     cmocka_unit_test(test_spec_vectors_real_answer),
+        cmocka_unit_test(test_pro_logs_exact),      cmocka_unit_test(test_flash_logs_no_strip),
+        cmocka_unit_test(test_python_parity_ratio), cmocka_unit_test(test_python_parity_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
