@@ -151,6 +151,16 @@ static void test_line_surrogates(void **state)
     assert_same_double(line_score("{\"response\":\"P\\ud800\\udbfe\\udc00\",\"answer\":"
                                   "\"P\\udbfe\\udc00\\ud800\",\"prefix\":\"P\"}"),
                        0.5);
+    /* an identifying string cannot carry a lone surrogate out in UTF-8: U+FFFD */
+    {
+        static const char l[] = "{\"response\":\"Pa\",\"answer\":\"Pa\",\"prefix\":\"P\","
+                                "\"id\":\"x\\ud800y\\ud800\\udc00\"}";
+        struct dsa_mrcr_line ln;
+        assert_int_equal(dsa_mrcr_grade_line(l, strlen(l), &ln), DSA_MRCR_LINE_GRADED);
+        assert_string_equal(json_string_value(json_object_get(ln.ids, "id")),
+                            "x\xEF\xBF\xBDy\xF0\x90\x80\x80");
+        json_decref(ln.ids);
+    }
     /* a lone surrogate in the prefix is part of the prefix */
     assert_same_double(
         line_score("{\"response\":\"\\udfffab\",\"answer\":\"\\udfffab\",\"prefix\":\"\\udfff\"}"),
