@@ -705,6 +705,30 @@ int dsa_mrcr_next(dsa_mrcr_reader *rd, struct dsa_mrcr_row *row)
     }
 }
 
+/* unused (static) in builds without tests */
+__attribute__((unused)) DSA_UNITTEST int dsa_mrcr_parse_row_text(const char *text, size_t len,
+                                                                 struct dsa_mrcr_row *row)
+{
+    struct dsa_json_where w = {"<row>", 1};
+    struct row_head h;
+    dsa_mrcr_row_release(row);
+    json_t *obj = dsa_json_parse_object(text, len, &w);
+    if (!obj)
+        return -1;
+    int bad = parse_head(obj, &w, &h) || parse_full(obj, &w, row);
+    json_decref(obj);
+    if (bad) {
+        dsa_mrcr_row_release(row);
+        return -1;
+    }
+    row->n_needles = h.n_needles;
+    row->bin = h.bin;
+    row->bin_explicit = h.bin >= 0;
+    row->context_tokens = h.context_tokens;
+    row->n_chars = (long)h.n_chars;
+    return 0;
+}
+
 const char *dsa_mrcr_sha256(const dsa_mrcr_reader *rd)
 {
     return rd->sha256;

@@ -91,4 +91,10 @@ int dsa_mrcr_parse_needles(const char *list, unsigned *mask);
 /* "≤8K" for bin 0 … "≤1M" for bin 7 */
 const char *dsa_mrcr_bin_label(int bin);
 
+#ifdef DSA_UNITTEST_BUILD
+/* For the fuzz target: parses one JSONL row (all fields, prompt included) as pass 2 would;
+   the bin comes from the row's explicit fields, else it is left -1. 0 or -1 (printed). */
+int dsa_mrcr_parse_row_text(const char *text, size_t len, struct dsa_mrcr_row *row);
+#endif
+
 #endif
