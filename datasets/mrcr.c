@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "datasets/samples.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -636,7 +637,16 @@ dsa_mrcr_reader *dsa_mrcr_open(const char *path, const struct dsa_mrcr_filter *f
         return NULL;
     }
     dsa_mrcr_reader *rd = dsa_xcalloc(1, sizeof *rd);
-    rd->path = dsa_xstrdup(path);
+    if (!strncmp(path, DSA_SAMPLE_PREFIX, strlen(DSA_SAMPLE_PREFIX))) {
+        /* an embedded sample, read from its verified copy in the cache */
+        if (!(rd->path = dsa_sample_path(path))) {
+            free(rd);
+            return NULL;
+        }
+        path = rd->path;
+    } else {
+        rd->path = dsa_xstrdup(path);
+    }
     if (filter)
         rd->filter = *filter;
     if (detect_format(rd) || pass1(rd)) {

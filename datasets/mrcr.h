@@ -53,8 +53,9 @@ struct dsa_mrcr_filter {
 
 typedef struct dsa_mrcr_reader dsa_mrcr_reader;
 
-/* Opens a JSONL or /rows-page file. Runs the official-bin sanity check (a first streaming
-   pass) unless every row carries an explicit bin. Prints the error and returns NULL on
+/* Opens a JSONL or /rows-page file, or an embedded sample named "sample:<name>"
+   (datasets/samples.h, e.g. DSA_SAMPLE_MRCR_DEFAULT). Runs the official-bin sanity check (a first
+   streaming pass) unless every row carries an explicit bin. Prints the error and returns NULL on
    failure (caller exits DSA_EXIT_DATA). */
 dsa_mrcr_reader *dsa_mrcr_open(const char *path, const struct dsa_mrcr_filter *filter);
 /* 1 = a row that passed the filter, 0 = end, -1 = error (printed, names the line) */

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "datasets/fetch.h"
 #include "datasets/mrcr.h"
+#include "datasets/samples.h"
 #include "datasets/synth.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -221,8 +222,9 @@ static int info(int argc, char **argv)
     for (int i = 0; i < n; i++) {
         if (i)
             printf("\n");
-        int r = dsa_fetch_is_gsm8k(argv[i]) ? dsa_fetch_info_gsm8k(argv[i])
-                                            : info_mrcr(argv[i], verify);
+        bool sample = !strncmp(argv[i], DSA_SAMPLE_PREFIX, strlen(DSA_SAMPLE_PREFIX));
+        int r = !sample && dsa_fetch_is_gsm8k(argv[i]) ? dsa_fetch_info_gsm8k(argv[i])
+                                                       : info_mrcr(argv[i], verify);
         if (r && !ret)
             ret = r;
     }

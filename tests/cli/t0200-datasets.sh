@@ -50,6 +50,15 @@ while read -r _ rest; do
     [ "$size" -lt 1048576 ] && ok "sample $name < 1 MB ($size B)" || not_ok "sample $name < 1 MB"
 done <<<"$cmds"
 
+# --- the embedded samples: the binary carries the shipped bytes
+for f in "$DSA_SRC"/datasets/samples/*.jsonl; do
+    name=$(basename "$f")
+    expect_success "info sample:$name" "$DSA_BIN" datasets info "sample:$name"
+    grep -q "^sha256    $(sha256sum "$f" | cut -d' ' -f1)\$" "$TMP/out" &&
+        ok "embedded $name = shipped file" || not_ok "embedded $name = shipped file"
+done
+expect_code 3 "unknown sample" "$DSA_BIN" datasets info sample:nope.jsonl
+
 # --- bad input: one line naming file and line, exit 3
 printf '' >"$TMP/empty.jsonl"
 expect_code 3 "empty file" "$DSA_BIN" datasets info "$TMP/empty.jsonl"
