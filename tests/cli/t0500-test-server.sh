@@ -315,7 +315,8 @@ for i in range(60):
 assert all(n[k] > 0 for k in ("wrong", "garbled", "build_changed")), n
 print(n)
 PY
-stop_server "$PID_BASE"; stop_server
+stop_server "$PID_BASE"; expect_eq "base build exits 0" "$?" 0
+stop_server; expect_eq "pr build exits 0" "$?" 0
 
 # ---------------------------------------------------------------- faults by rate
 start_server --model m1 --fault 503:first && ok "server with --fault 503:first" || not_ok "server with --fault 503:first"
@@ -342,7 +343,7 @@ for i in range(40):
         seen[got] += 1
 assert all(seen.values()), seen
 PY
-stop_server
+stop_server; expect_eq "exit 0 after resets" "$?" 0
 
 # ---------------------------------------------------------------- auth
 start_server --model m1 --require-api-key k3y && ok "server with an API key" || not_ok "server with an API key"
@@ -386,6 +387,11 @@ _, _, raw = srvref.http(base + "/generate", {"text": "Question: 1+1?\nAnswer:", 
 ev = srvref.sse_events(raw)
 assert ev[-1] == "[DONE]" and json.loads(ev[-2])["text"] == g["text"]
 PY
-stop_server
+stop_server; expect_eq "sglang server exits 0" "$?" 0
+
+# (under -DDSA_SANITIZE=ON the server itself is instrumented: nothing may be reported)
+grep -E "Sanitizer|runtime error" "$TMP/server.log" | head -5 | sed 's/^/#   /'
+grep -qE "Sanitizer|runtime error" "$TMP/server.log" && not_ok "no sanitizer report from the servers" \
+    || ok "no sanitizer report from the servers"
 
 done_testing
