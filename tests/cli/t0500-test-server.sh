@@ -290,6 +290,30 @@ PY
 
 stop_server; expect_eq "SIGTERM: clean exit" "$?" 0
 
+# ---------------------------------------------------------------- the synthetic generator's rows
+start_server --model m1 && ok "server with the default context" || not_ok "server with the default context"
+py "MRCR rows of the synthetic generator (datasets/samples) are answered with their exact answer" <<'PY'
+import os, json, glob, srvref
+url = os.environ["SERVER_URL"] + "/v1/chat/completions"
+files = sorted(glob.glob(os.environ["DSA_SRC"] + "/datasets/samples/mrcr-*.jsonl"))
+assert files, "no datasets/samples/mrcr-*.jsonl"
+rows = 0
+for f in files:
+    for line in open(f):
+        row = json.loads(line)
+        msgs = json.loads(row["prompt"])
+        st, _, b = srvref.http(url, {"model": "m1", "messages": msgs, "max_tokens": 4096, "temperature": 0}, timeout=60)
+        assert st == 200, b
+        got = json.loads(b)["choices"][0]["message"]["content"]
+        assert got == row["answer"], (f, rows, got[:60], row["answer"][:60])
+        assert srvref.mrcr_answer(msgs)[0] == row["answer"]
+        rows += 1
+assert rows >= 11, rows
+print(rows, "rows answered exactly")
+PY
+
+stop_server
+
 # ---------------------------------------------------------------- MRCR decisions and builds
 start_server --model m1 --seed 7 --mrcr-wrong "600:0,inf:0.4" --mrcr-garble 0.25 \
     && ok "server with wrong/garble rates" || not_ok "server with wrong/garble rates"
