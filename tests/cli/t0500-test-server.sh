@@ -95,6 +95,12 @@ assert text == plain["choices"][0]["message"]["content"]
 assert [c["choices"][0]["delta"]["content"] for c in deltas] == srvref.pieces(text)
 assert all(c["choices"][0]["finish_reason"] is None for c in deltas[:-1])
 assert deltas[-1]["choices"][0]["finish_reason"] == "stop" and deltas[-1]["choices"][0]["stop_reason"] is None
+# continuous_usage_stats: every chunk carries the running counts
+_, _, raw = srvref.http(url, dict(body, stream=True, stream_options={"include_usage": True, "continuous_usage_stats": True}))
+cs = [json.loads(e) for e in srvref.sse_events(raw)[:-1]]
+running = [c["usage"]["completion_tokens"] for c in cs[:-1]]
+assert running == list(range(len(running) - 1)) + [plain["usage"]["completion_tokens"]], running
+assert all(c["usage"]["total_tokens"] == c["usage"]["prompt_tokens"] + c["usage"]["completion_tokens"] for c in cs)
 # without stream_options: no usage chunk
 _, _, raw = srvref.http(url, dict(body, stream=True))
 ev = srvref.sse_events(raw)
@@ -291,7 +297,7 @@ PY
 stop_server; expect_eq "SIGTERM: clean exit" "$?" 0
 
 # ---------------------------------------------------------------- the synthetic generator's rows
-start_server --model m1 && ok "server with the default context" || not_ok "server with the default context"
+start_server --model m1 --max-model-len 1000000 && ok "server with a 1M context" || not_ok "server with a 1M context"
 py "MRCR rows of the synthetic generator (datasets/samples) are answered with their exact answer" <<'PY'
 import os, json, glob, srvref
 url = os.environ["SERVER_URL"] + "/v1/chat/completions"
@@ -312,6 +318,16 @@ assert rows >= 11, rows
 print(rows, "rows answered exactly")
 PY
 
+# a 1 MB conversation (curl sends "Expect: 100-continue") is answered like a small one
+PYTHONPATH="$DSA_SRC/tests/cli" "$DSA_PYTHON" - "$TMP" <<'PY'
+import json, sys, srvref
+m = srvref.mrcr_conversation(n_needles=8, filler=700, k=5)
+json.dump({"model": "m1", "messages": m, "max_tokens": 1000}, open(sys.argv[1] + "/big.json", "w"))
+open(sys.argv[1] + "/big.want", "w").write(srvref.mrcr_answer(m)[0])
+PY
+curl -s "$SERVER_URL/v1/chat/completions" -H 'Content-Type: application/json' --data-binary @"$TMP/big.json" >"$TMP/big.out"
+"$DSA_PYTHON" -c 'import json,sys; a=json.load(open(sys.argv[1]))["choices"][0]["message"]["content"]; sys.exit(a != open(sys.argv[2]).read())' \
+    "$TMP/big.out" "$TMP/big.want" && ok "1 MB conversation answered exactly" || not_ok "1 MB conversation answered exactly"
 stop_server
 
 # ---------------------------------------------------------------- MRCR decisions and builds

@@ -51,7 +51,7 @@ struct gen {
     size_t prompt_len;
     long prompt_tokens;
     long max_tokens;
-    bool stream, include_usage, return_token_ids;
+    bool stream, include_usage, continuous_usage, return_token_ids;
     const json_t *stop;
     char id[80];
     long created;
@@ -571,6 +571,8 @@ static int gen_parse(struct gen *g, const struct req *rq, int *status, char *err
         const json_t *iu = json_object_get(so, "include_usage");
         /* vLLM: include_usage defaults to true once stream_options is given; SGLang: false */
         g->include_usage = iu ? json_is_true(iu) : !cfg->sglang;
+        g->continuous_usage =
+            !cfg->sglang && json_is_true(json_object_get(so, "continuous_usage_stats"));
     }
     if (cfg->force_include_usage && g->stream)
         g->include_usage = true;
@@ -657,14 +659,22 @@ static json_t *token_ids_json(const char *s, size_t n)
     return a;
 }
 
+/* The non-streamed body, with the null fields vLLM's pydantic models serialise (clients must
+   ignore them; having them here keeps that honest). SGLang's shape is leaner. */
 static json_t *gen_response(const struct gen *g)
 {
-    bool chat = strcmp(g->endpoint, "chat") == 0;
+    bool chat = strcmp(g->endpoint, "chat") == 0, sg = srv_cfg->sglang;
     json_t *choice;
     if (chat) {
-        json_t *msg = json_pack("{s:s, s:s%, s:n, s:n}", "role", "assistant", "content",
-                                g->text.data, g->text.len, "reasoning_content", "tool_calls");
+        json_t *msg =
+            json_pack("{s:s, s:s%}", "role", "assistant", "content", g->text.data, g->text.len);
+        if (!sg) {
+            static const char *const nulls[] = {"refusal", "annotations", "audio", "function_call"};
+            for (size_t i = 0; i < sizeof nulls / sizeof nulls[0]; i++)
+                json_object_set_new(msg, nulls[i], json_null());
+        }
         json_object_set_new(msg, "tool_calls", json_array());
+        json_object_set_new(msg, "reasoning_content", json_null());
         choice = json_pack("{s:i, s:o, s:n}", "index", 0, "message", msg, "logprobs");
     } else {
         choice = json_pack("{s:i, s:s%, s:n}", "index", 0, "text", g->text.data, g->text.len,
@@ -673,10 +683,21 @@ static json_t *gen_response(const struct gen *g)
     set_finish(choice, g, true);
     if (g->return_token_ids)
         json_object_set_new(choice, "token_ids", token_ids_json(g->text.data, g->text.len));
-    json_t *r =
-        json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", g->id, "object",
-                  chat ? "chat.completion" : "text_completion", "created", (json_int_t)g->created,
-                  "model", srv_cfg->model, "choices", choice, "usage", usage_json(g, true));
+    if (!chat && !sg)
+        json_object_set_new(choice, "prompt_logprobs", json_null());
+    json_t *r = json_pack("{s:s, s:s, s:I, s:s, s:[o]}", "id", g->id, "object",
+                          chat ? "chat.completion" : "text_completion", "created",
+                          (json_int_t)g->created, "model", srv_cfg->model, "choices", choice);
+    if (!sg) {
+        json_object_set_new(r, "service_tier", json_null());
+        json_object_set_new(r, "system_fingerprint", json_null());
+    }
+    json_object_set_new(r, "usage", usage_json(g, true));
+    if (!sg) {
+        if (chat)
+            json_object_set_new(r, "prompt_logprobs", json_null());
+        json_object_set_new(r, "kv_transfer_params", json_null());
+    }
     return r;
 }
 
@@ -690,6 +711,14 @@ static json_t *chunk(const struct gen *g, json_t *choice)
 
 /* The SSE body as vLLM streams it: (chat) a role chunk, one chunk per token, the last token's
    chunk carrying finish_reason, the usage chunk with "choices": [] when asked, [DONE]. */
+/* vLLM's continuous_usage_stats: every chunk carries the counts so far. */
+static json_t *running_usage(const struct gen *g, long completion)
+{
+    return json_pack("{s:I, s:I, s:I}", "prompt_tokens", (json_int_t)g->prompt_tokens,
+                     "completion_tokens", (json_int_t)completion, "total_tokens",
+                     (json_int_t)(g->prompt_tokens + completion));
+}
+
 static struct stream *gen_stream(const struct gen *g)
 {
     bool chat = strcmp(g->endpoint, "chat") == 0;
@@ -697,11 +726,15 @@ static struct stream *gen_stream(const struct gen *g)
     dsa_buf_init(&st->data);
     st->cut_at = -1;
     st->stall_at = -1;
-    if (chat)
-        stream_json(st,
-                    chunk(g, json_pack("{s:i, s:{s:s, s:s}, s:n, s:n}", "index", 0, "delta", "role",
-                                       "assistant", "content", "", "logprobs", "finish_reason")));
+    if (chat) {
+        json_t *c = chunk(g, json_pack("{s:i, s:{s:s, s:s}, s:n, s:n}", "index", 0, "delta", "role",
+                                       "assistant", "content", "", "logprobs", "finish_reason"));
+        if (g->continuous_usage)
+            json_object_set_new(c, "usage", running_usage(g, 0));
+        stream_json(st, c);
+    }
     size_t pos = 0;
+    long ntok = 0;
     do {
         size_t len = g->text.len ? srv_tok_next(g->text.data + pos, g->text.len - pos) : 0;
         bool last = pos + len >= g->text.len;
@@ -721,7 +754,11 @@ static struct stream *gen_stream(const struct gen *g)
         }
         if (g->return_token_ids)
             json_object_set_new(choice, "token_ids", token_ids_json(g->text.data + pos, len));
-        stream_json(st, chunk(g, choice));
+        json_t *c = chunk(g, choice);
+        ntok += len > 0;
+        if (g->continuous_usage)
+            json_object_set_new(c, "usage", running_usage(g, last ? g->completion_tokens : ntok));
+        stream_json(st, c);
         pos += len;
     } while (pos < g->text.len);
     if (g->include_usage) {
