@@ -426,6 +426,13 @@ assert m["finish_reason"]["type"] in ("stop", "length") and g["text"]
 _, _, raw = srvref.http(base + "/generate", {"text": "Question: 1+1?\nAnswer:", "sampling_params": {"max_new_tokens": 64}, "stream": True})
 ev = srvref.sse_events(raw)
 assert ev[-1] == "[DONE]" and json.loads(ev[-2])["text"] == g["text"]
+info = json.loads(srvref.http(base + "/get_server_info")[2])
+assert info["version"] and info["context_length"] == 2048
+al = info["internal_states"][0]["avg_spec_accept_length"]
+# served so far: the chat request twice (plain and streamed) and the /generate request twice
+chat = srvref.spec_counts([1.0, 0.5, 0.0], d["usage"]["completion_tokens"])
+assert al == 1 + (chat["accepted"] + sc["accepted"]) / (chat["drafts"] + sc["drafts"]), (al, sc, chat)
+assert json.loads(srvref.http(base + "/get_model_info")[2])["model_path"] == "m2"
 PY
 stop_server; expect_eq "sglang server exits 0" "$?" 0
 

@@ -303,6 +303,28 @@ static MHD_RESULT handle_models(struct MHD_Connection *c)
     return send_json(c, 200, json_pack("{s:s, s:[o]}", "object", "list", "data", card));
 }
 
+/* SGLang's /get_model_info and /get_server_info (the fields dsa-eval may read). The spec
+   average is cumulative since start, as SGLang's is: 1 + accepted / verify steps. */
+static MHD_RESULT handle_sglang_info(struct MHD_Connection *c, bool server)
+{
+    const struct srv_config *cfg = srv_cfg;
+    if (!server)
+        return send_json(c, 200,
+                         json_pack("{s:s, s:s, s:b}", "model_path", cfg->model, "tokenizer_path",
+                                   cfg->model, "is_generation", 1));
+    double drafts, accepted;
+    srv_metrics_spec_totals(&drafts, &accepted);
+    json_t *state = json_object();
+    if (cfg->spec.k > 0)
+        json_object_set_new(state, "avg_spec_accept_length",
+                            json_real(drafts > 0 ? 1.0 + accepted / drafts : 0.0));
+    return send_json(c, 200,
+                     json_pack("{s:s, s:s, s:I, s:I, s:[o]}", "model_path", cfg->model, "version",
+                               cfg->server_version, "context_length",
+                               (json_int_t)cfg->max_model_len, "speculative_num_steps",
+                               (json_int_t)cfg->spec.k, "internal_states", state));
+}
+
 static MHD_RESULT handle_metrics(struct MHD_Connection *c)
 {
     struct dsa_buf b = DSA_BUF_INIT;
@@ -999,14 +1021,15 @@ static MHD_RESULT dispatch(struct MHD_Connection *c, const char *url, const char
         bool post;
         int id;
     } routes[] = {
-        {"/health", false, 0},        {"/version", false, 1}, {"/v1/models", false, 2},
-        {"/metrics", false, 3},       {"/tokenize", true, 4}, {"/v1/chat/completions", true, 5},
-        {"/v1/completions", true, 6}, {"/generate", true, 7},
+        {"/health", false, 0},          {"/version", false, 1}, {"/v1/models", false, 2},
+        {"/metrics", false, 3},         {"/tokenize", true, 4}, {"/v1/chat/completions", true, 5},
+        {"/v1/completions", true, 6},   {"/generate", true, 7}, {"/get_model_info", false, 8},
+        {"/get_server_info", false, 9},
     };
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         if (strcmp(url, routes[i].path) != 0)
             continue;
-        if (routes[i].id == 7 && !srv_cfg->sglang)
+        if (routes[i].id >= 7 && !srv_cfg->sglang)
             break;
         if ((routes[i].post && !post) || (!routes[i].post && !get))
             return send_buf(c, 405, "application/json", not_allowed, sizeof not_allowed - 1);
@@ -1026,8 +1049,10 @@ static MHD_RESULT dispatch(struct MHD_Connection *c, const char *url, const char
             return handle_generate(c, "chat", rq);
         case 6:
             return handle_generate(c, "completions", rq);
-        default:
+        case 7:
             return handle_generate(c, "generate", rq);
+        default:
+            return handle_sglang_info(c, routes[i].id == 9);
         }
     }
     return send_buf(c, 404, "application/json", not_found, sizeof not_found - 1);

@@ -368,3 +368,11 @@ void srv_metrics_render(struct dsa_buf *b)
     }
     pthread_mutex_unlock(&M.lock);
 }
+
+void srv_metrics_spec_totals(double *drafts, double *accepted)
+{
+    pthread_mutex_lock(&M.lock);
+    *drafts = M.drafts;
+    *accepted = M.accepted;
+    pthread_mutex_unlock(&M.lock);
+}

@@ -56,5 +56,7 @@ void srv_metrics_record(long prompt_tokens, long completion_tokens, const char *
                         const struct srv_spec_result *spec, double latency_s);
 void srv_metrics_running(int delta);
 void srv_metrics_render(struct dsa_buf *out);
+/* Totals since start (SGLang's /get_server_info). */
+void srv_metrics_spec_totals(double *drafts, double *accepted);
 
 #endif
