@@ -261,6 +261,60 @@ v = created[0].rsplit(" ", 1)[1]
 assert "e+09" in v and v == srvref.float_to_go(float(v)), v
 PY
 
+# The exposition byte for byte against prometheus_client's own generate_latest, fed the same
+# values (scripts/setup.sh installs python3-prometheus-client; skipped where it is missing).
+if "$DSA_PYTHON" -c 'import prometheus_client' 2>/dev/null; then
+py "/metrics equals prometheus_client.generate_latest for the same values" <<'PY'
+import os, re, time, srvref
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+text = srvref.http(os.environ["SERVER_URL"] + "/metrics")[2].decode()
+vals = srvref.parse_metrics(text)
+def v(name, **labels):
+    labels.setdefault("engine", "0"); labels.setdefault("model_name", "m1")
+    return vals[(name, tuple(sorted(labels.items())))]
+created = v("vllm:prompt_tokens_created")
+reg = CollectorRegistry()
+real_time = time.time
+time.time = lambda: created
+try:
+    L = ["model_name", "engine"]
+    g = Gauge("vllm:num_requests_running", "Number of requests in model execution batches.", L, registry=reg)
+    g.labels("m1", "0").set(v("vllm:num_requests_running"))
+    for base, doc in [("vllm:prompt_tokens", "Number of prefill tokens processed."),
+                      ("vllm:generation_tokens", "Number of generation tokens processed.")]:
+        Counter(base, doc, L, registry=reg).labels("m1", "0").inc(v(base + "_total"))
+    c = Counter("vllm:request_success", "Count of successfully processed requests.", L + ["finished_reason"], registry=reg)
+    for r in ("stop", "length", "abort"):
+        c.labels("m1", "0", r).inc(v("vllm:request_success_total", finished_reason=r))
+    bounds = [0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0]
+    h = Histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", L, buckets=bounds, registry=reg).labels("m1", "0")
+    prev = 0
+    for b in bounds + [float("inf")]:
+        cum = v("vllm:e2e_request_latency_seconds_bucket", le=srvref.float_to_go(b))
+        for _ in range(int(cum - prev)):
+            h.observe(b if b != float("inf") else 1e9)
+        prev = cum
+    h._sum.set(v("vllm:e2e_request_latency_seconds_sum"))
+    for base, doc in [("vllm:spec_decode_num_drafts", "Number of spec decoding drafts."),
+                      ("vllm:spec_decode_num_draft_tokens", "Number of draft tokens."),
+                      ("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.")]:
+        Counter(base, doc, L, registry=reg).labels("m1", "0").inc(v(base + "_total"))
+    pp = Counter("vllm:spec_decode_num_accepted_tokens_per_pos", "Accepted tokens per draft position.", L + ["position"], registry=reg)
+    for p in range(3):
+        pp.labels("m1", "0", str(p)).inc(v("vllm:spec_decode_num_accepted_tokens_per_pos_total", position=str(p)))
+finally:
+    time.time = real_time
+want = generate_latest(reg).decode()
+got = text[text.index("# HELP vllm:"):]
+if got != want:
+    import difflib
+    print("".join(list(difflib.unified_diff(want.splitlines(True), got.splitlines(True), "prometheus_client", "server"))[:40]))
+    raise SystemExit(1)
+PY
+else
+    ok "/metrics equals prometheus_client.generate_latest # SKIP python3-prometheus-client not installed"
+fi
+
 # ---------------------------------------------------------------- request log
 py "request log: exact body bytes, bearer recorded as a flag, never the key" <<'PY'
 import os, json, srvref
