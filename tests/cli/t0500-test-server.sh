@@ -13,6 +13,7 @@ expect_code 2 "bad --fault kind" "$DSA_TEST_SERVER" --fault frob
 expect_code 2 "acceptance length beyond K+1" "$DSA_TEST_SERVER" --spec-tokens 2 --acceptance-length 3.5
 
 start_server --model m1 --max-model-len 4096 --spec-tokens 3 --acceptance-length 3.0 \
+    --per-request-spec-decode-metrics detailed \
     --log-requests "$TMP/requests.jsonl" --server-version 0.11.0 && ok "server starts on a free port" \
     || not_ok "server starts on a free port"
 
@@ -240,6 +241,10 @@ for k in (1, 2, 3):
     msgs = srvref.mrcr_conversation(k=k, seed=10 + k)
     d = json.loads(srvref.http(url, {"model": "m1", "messages": msgs, "max_tokens": 1000})[2])
     c = srvref.spec_counts([1.0, 1.0, 0.0], d["usage"]["completion_tokens"])
+    sd = d["metrics"]["speculative_decoding"]
+    assert (sd["num_spec_steps"], sd["num_draft_tokens"], sd["num_accepted_draft_tokens"], sd["num_spec_tokens"]) == \
+        (c["drafts"], c["draft_tokens"], c["accepted"], 3), (sd, c)
+    assert sd["mean_acceptance_length"] == 3.0 and sd["per_step_accepted"] == [2] * c["drafts"], sd
     for key in ("drafts", "draft_tokens", "accepted"):
         expect[key] += c[key]
     expect["per_pos"] = [a + b for a, b in zip(expect["per_pos"], c["per_pos"])]

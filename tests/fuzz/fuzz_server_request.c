@@ -28,6 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .eos_token_id = 1,
         .answer = {.seed = 1, .build = "b", .build_fraction = 0.5},
         .spec = {.k = 2, .rates = {1.0, 0.5}},
+        .per_request_spec = 2,
     };
     char err[64];
     srv_ptable_parse("0.3", &cfg.answer.wrong, err, sizeof err);

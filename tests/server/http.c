@@ -648,6 +648,41 @@ static void gen_run(struct gen *g)
     srv_spec_simulate(&srv_cfg->spec, g->completion_tokens, &g->spec);
 }
 
+/* vLLM's experimental per-request block (--per-request-spec-decode-metrics), NULL when off. */
+static json_t *spec_metrics_json(const struct gen *g)
+{
+    const struct srv_config *cfg = srv_cfg;
+    if (!cfg->per_request_spec || cfg->spec.k < 1 || cfg->sglang)
+        return NULL;
+    const struct srv_spec_result *s = &g->spec;
+    json_t *hist = json_array();
+    for (int i = 0; i <= cfg->spec.k; i++)
+        json_array_append_new(hist, json_integer(s->hist[i]));
+    json_t *by_len = json_object();
+    char k[16];
+    snprintf(k, sizeof k, "%d", cfg->spec.k);
+    json_object_set_new(by_len, k, json_deep_copy(hist));
+    json_t *sd = json_pack("{s:f, s:f, s:o, s:o, s:I, s:I, s:I, s:i}", "mean_acceptance_length",
+                           s->steps ? 1.0 + (double)s->accepted / (double)s->steps : 0.0,
+                           "draft_acceptance_rate",
+                           s->draft_tokens ? (double)s->accepted / (double)s->draft_tokens : 0.0,
+                           "acceptance_histogram", hist, "acceptance_histogram_by_draft_length",
+                           by_len, "num_spec_steps", (json_int_t)s->steps,
+                           "num_accepted_draft_tokens", (json_int_t)s->accepted, "num_draft_tokens",
+                           (json_int_t)s->draft_tokens, "num_spec_tokens", cfg->spec.k);
+    if (cfg->per_request_spec == 2) {
+        json_t *acc = json_array(), *drafted = json_array();
+        for (long i = 0; i < s->steps; i++) {
+            json_array_append_new(
+                acc, json_integer(srv_spec_step_accepts(&cfg->spec, (unsigned long)i)));
+            json_array_append_new(drafted, json_integer(cfg->spec.k));
+        }
+        json_object_set_new(sd, "per_step_accepted", acc);
+        json_object_set_new(sd, "per_step_drafted", drafted);
+    }
+    return json_pack("{s:o}", "speculative_decoding", sd);
+}
+
 static json_t *usage_json(const struct gen *g, bool details)
 {
     json_t *u = json_pack("{s:I, s:I, s:I}", "prompt_tokens", (json_int_t)g->prompt_tokens,
@@ -715,6 +750,9 @@ static json_t *gen_response(const struct gen *g)
         json_object_set_new(r, "system_fingerprint", json_null());
     }
     json_object_set_new(r, "usage", usage_json(g, true));
+    json_t *sm = spec_metrics_json(g);
+    if (sm)
+        json_object_set_new(r, "metrics", sm);
     if (!sg) {
         if (chat)
             json_object_set_new(r, "prompt_logprobs", json_null());
@@ -788,6 +826,9 @@ static struct stream *gen_stream(const struct gen *g)
                               chat ? "chat.completion.chunk" : "text_completion", "created",
                               (json_int_t)g->created, "model", srv_cfg->model, "choices", "usage",
                               usage_json(g, false));
+        json_t *sm = spec_metrics_json(g);
+        if (sm)
+            json_object_set_new(u, "metrics", sm);
         stream_json(st, u);
     }
     stream_event(st, "[DONE]");

@@ -52,6 +52,15 @@ static double vdc(unsigned long n)
     return v;
 }
 
+int srv_spec_step_accepts(const struct srv_spec_cfg *c, unsigned long s)
+{
+    double u = vdc(s + 1);
+    int n = 0;
+    while (n < c->k && u < c->rates[n])
+        n++;
+    return n;
+}
+
 void srv_spec_simulate(const struct srv_spec_cfg *c, long completion_tokens,
                        struct srv_spec_result *r)
 {
@@ -60,10 +69,7 @@ void srv_spec_simulate(const struct srv_spec_cfg *c, long completion_tokens,
         return;
     long made = completion_tokens > 0 ? 1 : 0;
     for (unsigned long s = 0; made < completion_tokens; s++) {
-        double u = vdc(s + 1);
-        int n = 0;
-        while (n < c->k && u < c->rates[n])
-            n++;
+        int n = srv_spec_step_accepts(c, s);
         r->steps++;
         r->draft_tokens += c->k;
         r->accepted += n;
