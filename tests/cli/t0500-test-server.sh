@@ -423,6 +423,13 @@ b='{"model":"m1","messages":[{"role":"user","content":"retry me"}]}'
 expect_eq "first arrival of a body: 503" "$(curl -s -o /dev/null -w '%{http_code}' "$SERVER_URL/v1/chat/completions" -d "$b")" 503
 expect_eq "the retry succeeds" "$(curl -s -o /dev/null -w '%{http_code}' "$SERVER_URL/v1/chat/completions" -d "$b")" 200
 stop_server
+start_server --model m1 --fault 'error-flat:match=PoisonPill' && ok "server with a match= rule" || not_ok "server with a match= rule"
+b='{"model":"m1","messages":[{"role":"user","content":"this carries PoisonPill"}]}'
+expect_eq "a matching body fails" "$(curl -s -o /dev/null -w '%{http_code}' "$SERVER_URL/v1/chat/completions" -d "$b")" 500
+expect_eq "... on every attempt" "$(curl -s -w ' %{http_code}' "$SERVER_URL/v1/chat/completions" -d "$b")" \
+    '{"object":"error","message":"injected fault","type":"InternalServerError","param":null,"code":500} 500'
+expect_eq "other bodies pass" "$(curl -s -o /dev/null -w '%{http_code}' "$SERVER_URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}]}')" 200
+stop_server
 start_server --model m1 --fault 500:0.4 --fault reset:0.2 --fault-seed 99 && ok "server with fault rates" || not_ok "server with fault rates"
 py "fault rates follow the documented seeded decision (parity with the reference)" <<'PY'
 import os, json, srvref, http.client

@@ -922,8 +922,9 @@ static MHD_RESULT handle_generate(struct MHD_Connection *c, const char *endpoint
         return send_error(c, 400, "unknown X-DSA-Fault kind");
     if (!forced && cfg->n_faults) {
         uint64_t h = dsa_fnv1a64(rq->body.data, rq->body.len);
-        fault = srv_fault_choose(cfg->faults, cfg->n_faults, cfg->fault_seed, h,
-                                 srv_fault_attempt(h), atomic_fetch_add(&arrival_counter, 1) + 1);
+        fault = srv_fault_choose(cfg->faults, cfg->n_faults, cfg->fault_seed, rq->body.data,
+                                 rq->body.len, h, srv_fault_attempt(h),
+                                 atomic_fetch_add(&arrival_counter, 1) + 1);
     }
     switch (fault.kind) {
     case SRV_FAULT_STATUS:

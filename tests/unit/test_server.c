@@ -353,9 +353,15 @@ static void test_fault_rules(void **state)
     struct srv_fault_rule rules[2];
     assert_int_equal(srv_fault_rule_parse("500:first", &rules[0], err, sizeof err), 0);
     assert_int_equal(srv_fault_rule_parse("reset:nth=5", &rules[1], err, sizeof err), 0);
-    assert_int_equal(srv_fault_choose(rules, 2, 0, 1, 0, 1).kind, SRV_FAULT_STATUS);
-    assert_int_equal(srv_fault_choose(rules, 2, 0, 1, 1, 2).kind, SRV_FAULT_NONE);
-    assert_int_equal(srv_fault_choose(rules, 2, 0, 1, 1, 5).kind, SRV_FAULT_RESET);
+    assert_int_equal(srv_fault_choose(rules, 2, 0, "", 0, 1, 0, 1).kind, SRV_FAULT_STATUS);
+    assert_int_equal(srv_fault_choose(rules, 2, 0, "", 0, 1, 1, 2).kind, SRV_FAULT_NONE);
+    assert_int_equal(srv_fault_choose(rules, 2, 0, "", 0, 1, 1, 5).kind, SRV_FAULT_RESET);
+    struct srv_fault_rule m;
+    assert_int_equal(srv_fault_rule_parse("429:match=n8/r0003", &m, err, sizeof err), 0);
+    assert_int_equal(srv_fault_choose(&m, 1, 0, "{\"id\":\"n8/r0003\"}", 17, 1, 4, 9).status, 429);
+    assert_int_equal(srv_fault_choose(&m, 1, 0, "{\"id\":\"n8/r0004\"}", 17, 1, 0, 1).kind,
+                     SRV_FAULT_NONE);
+    assert_int_equal(srv_fault_rule_parse("429:match=", &m, err, sizeof err), -1);
     /* attempts per body hash */
     assert_int_equal(srv_fault_attempt(0xabc), 0);
     assert_int_equal(srv_fault_attempt(0xabc), 1);
