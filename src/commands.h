@@ -39,6 +39,7 @@ extern const struct dsa_command dsa_commands[];
 int cmd_datasets(int argc, char **argv);
 int cmd_grade(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_mrcr(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 
 #endif

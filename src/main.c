@@ -19,6 +19,8 @@ const struct dsa_command dsa_commands[] = {
      "make, fetch and describe datasets (MRCR, GSM8K)"},
     {"grade", cmd_grade, 0, "regrade outputs offline: official MRCR score (and GSM8K extraction)"},
     {"merge", cmd_merge, 0, "merge shard run files (--shard i/n) into one run file"},
+    {"mrcr", cmd_mrcr, DSA_CMD_INTERRUPTIBLE,
+     "run MRCR multi-needle against an endpoint (or in-process), binned by context length"},
     {"version", cmd_version, 0, "print version, build and library information"},
     {NULL, NULL, 0, NULL},
 };
