@@ -18,9 +18,8 @@ struct dsa_mrcr_grade {
 };
 
 /* Grades one response. Returns 0, or -1 if a string is not valid UTF-8 (nothing printed). */
-int dsa_mrcr_grade(const char *response, size_t response_len, const char *answer,
-                   size_t answer_len, const char *prefix, size_t prefix_len,
-                   struct dsa_mrcr_grade *out);
+int dsa_mrcr_grade(const char *response, size_t response_len, const char *answer, size_t answer_len,
+                   const char *prefix, size_t prefix_len, struct dsa_mrcr_grade *out);
 
 /* SequenceMatcher(None, a, b).ratio() on code point arrays, autojunk on. */
 double dsa_difflib_ratio(const uint32_t *a, size_t la, const uint32_t *b, size_t lb);
