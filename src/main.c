@@ -15,6 +15,8 @@
 volatile int dsa_interrupted;
 
 const struct dsa_command dsa_commands[] = {
+    {"gsm8k", cmd_gsm8k, DSA_CMD_INTERRUPTIBLE,
+     "GSM8K greedy (with MTP acceptance length) against an endpoint or in-process"},
     {"version", cmd_version, 0, "print version, build and library information"},
     {NULL, NULL, 0, NULL},
 };
