@@ -19,6 +19,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* NEEDSWORK: remove this guard once the endpoint backend is on main (it lands in parallel);
+   until then the command builds and says what is missing. */
+#if __has_include("backend/backend.h")
 #include "backend/backend.h"
 #include "backend/endpoint.h"
 #include "commands.h"
@@ -387,10 +390,11 @@ static int open_store(struct run *r, int argc, char **argv, json_t *extra, char 
     json_t *params =
         json_pack("{s:i,s:i,s:b,s:b,s:i}", "limit", (int)r->n, "concurrency", r->o->concurrency,
                   "mtp", r->o->mtp, "stream", r->o->stream, "timeout_s", (int)r->o->timeout_s);
-    json_t *header =
-        json_pack("{s:s,s:i,s:o,s:o,s:o,s:o,s:o}", "eval", "gsm8k", "run", 1, "command",
-                  dsa_run_command_json(argc, argv), "match", match_json(r, model, extra), "dataset",
-                  dataset_json(r), "backend", dsa_backend_describe(r->b), "params", params);
+    json_t *header = dsa_run_header_new("gsm8k", 1, argc, argv);
+    json_object_set_new(header, "match", match_json(r, model, extra));
+    json_object_set_new(header, "dataset", dataset_json(r));
+    json_object_set_new(header, "backend", dsa_backend_describe(r->b));
+    json_object_set_new(header, "params", params);
     *run_path = dsa_run_file_name(r->o->out, 1);
     int rc = dsa_run_open(&r->store, *run_path, header, r->o->force_new ? DSA_RUN_FORCE_NEW : 0);
     json_decref(header);
@@ -717,3 +721,22 @@ cleanup:
     free(argv0);
     return ret;
 }
+
+#else /* no backend yet */
+#include "commands.h"
+#include "util/exitcode.h"
+#include "util/msg.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int cmd_gsm8k(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "--help")) {
+        puts("usage: dsa-eval gsm8k --endpoint URL [--mtp] [--limit N] [--out DIR] [options]");
+        return DSA_EXIT_OK;
+    }
+    dsa_errorf("this dsa-eval was built without the endpoint backend");
+    return DSA_EXIT_BACKEND;
+}
+#endif
