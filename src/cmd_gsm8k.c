@@ -25,6 +25,7 @@
 #include "backend/backend.h"
 #include "backend/endpoint.h"
 #include "commands.h"
+#include "datasets/fetch.h"
 #include "datasets/gsm8k.h"
 #include "evals/gsm8k_extract.h"
 #include "evals/gsm8k_prompt.h"
@@ -40,9 +41,6 @@
 #include "util/opt.h"
 #include "util/progress.h"
 
-/* openai/grade-school-math commit whose files `dsa-eval datasets fetch gsm8k` caches
-   (specs/gsm8k_mtp.md §1); the default --data is $DSA_EVAL_CACHE/gsm8k/<commit> */
-#define GSM8K_COMMIT "3101c7d5072418e28b9008a6636bde82a006892c"
 
 static const char *const usage[] = {
     "dsa-eval gsm8k --endpoint URL [--mtp] [--limit N] [--out DIR] [options]",
@@ -319,11 +317,12 @@ static int fetch_metrics(void *ctx, struct dsa_buf *body)
 
 /* ---- the run ---- */
 
+/* where `dsa-eval datasets fetch gsm8k` puts the pinned files: <cache>/gsm8k/<commit> */
 static char *default_data_dir(void)
 {
     char *cache = dsa_cache_dir();
     char *g = dsa_path_join(cache, "gsm8k");
-    char *d = dsa_path_join(g, GSM8K_COMMIT);
+    char *d = dsa_path_join(g, DSA_GSM8K_COMMIT);
     free(cache);
     free(g);
     return d;
