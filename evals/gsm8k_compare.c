@@ -239,24 +239,29 @@ int dsa_gsm8k_compare(const struct dsa_gsm8k_side *a, const struct dsa_gsm8k_sid
         fprintf(out, "result              outputs differ: %zu/%zu identical\n", identical, n);
 
     if (doc) {
-        *doc = json_pack("{s:s,s:s,s:s,s:I,s:I,s:b}", "eval", "gsm8k", "a", a->name, "b", b->name,
-                         "questions", (json_int_t)n, "identical", (json_int_t)identical,
-                         "all_identical", identical == n);
-        json_object_set_new(*doc, "first_difference",
-                            first
-                                ? json_pack("{s:s,s:I}", "id", first, "byte", (json_int_t)first_off)
-                                : json_null());
-        json_object_set_new(*doc, "failed_a", json_integer((json_int_t)fail_a));
-        json_object_set_new(*doc, "failed_b", json_integer((json_int_t)fail_b));
-        json_object_set_new(*doc, "accuracy_a", ok_a ? json_real(acc_a) : json_null());
-        json_object_set_new(*doc, "accuracy_b", ok_b ? json_real(acc_b) : json_null());
+        /* the keys of compare's "identity" object (docs/compare.md), then the details */
+        *doc = json_pack("{s:s,s:I,s:I,s:b,s:b}", "eval", "gsm8k", "n", (json_int_t)n, "same",
+                         (json_int_t)identical, "identical", identical == n, "comparable", 1);
+        json_object_set_new(*doc, "first_diff",
+                            first ? json_pack("{s:s,s:I,s:s,s:s}", "id", first, "offset",
+                                              (json_int_t)first_off, "base", ex_a.data, "cand",
+                                              ex_b.data)
+                                  : json_null());
         json_object_set_new(
-            *doc, "mcnemar",
-            json_pack("{s:i,s:i,s:f}", "a_only", (int)disc_ab, "b_only", (int)disc_ba, "p", p));
-        json_object_set_new(*doc, "acceptance_length_a",
-                            isnan(al_a) ? json_null() : json_real(al_a));
-        json_object_set_new(*doc, "acceptance_length_b",
-                            isnan(al_b) ? json_null() : json_real(al_b));
+            *doc, "acceptance_length",
+            isnan(al_a) && isnan(al_b)
+                ? json_null()
+                : json_pack("{s:o,s:o,s:b}", "base", isnan(al_a) ? json_null() : json_real(al_a),
+                            "cand", isnan(al_b) ? json_null() : json_real(al_b), "same", al_same));
+        json_object_set_new(
+            *doc, "failed",
+            json_pack("{s:I,s:I}", "base", (json_int_t)fail_a, "cand", (json_int_t)fail_b));
+        json_object_set_new(*doc, "accuracy",
+                            json_pack("{s:o,s:o}", "base", ok_a ? json_real(acc_a) : json_null(),
+                                      "cand", ok_b ? json_real(acc_b) : json_null()));
+        json_object_set_new(*doc, "mcnemar",
+                            json_pack("{s:i,s:i,s:f}", "base_only", (int)disc_ab, "cand_only",
+                                      (int)disc_ba, "p", p));
     }
     ret = identical == n ? DSA_EXIT_OK : DSA_EXIT_FAIL;
 cleanup:

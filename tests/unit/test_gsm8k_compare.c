@@ -86,7 +86,8 @@ static void test_identical(void **state)
         fail_msg("report:\n%s", text);
     assert_non_null(strstr(text, "identical outputs   3/3\n"));
     assert_non_null(strstr(text, "McNemar exact p 1.0000 (0 vs 0)"));
-    assert_true(json_is_true(json_object_get(doc, "all_identical")));
+    assert_true(json_is_true(json_object_get(doc, "identical")));
+    assert_int_equal(json_integer_value(json_object_get(doc, "same")), 3);
     free(text);
     json_decref(doc);
     free(a);
@@ -115,7 +116,7 @@ static void test_one_differs(void **state)
     assert_non_null(strstr(text, "acceptance length   A 2.5000   B n/a\n"));
     assert_non_null(strstr(text, "outputs differ: 2/3 identical"));
     assert_int_equal(
-        json_integer_value(json_object_get(json_object_get(doc, "first_difference"), "byte")), 12);
+        json_integer_value(json_object_get(json_object_get(doc, "first_diff"), "offset")), 12);
     free(text);
     json_decref(doc);
     free(a);
