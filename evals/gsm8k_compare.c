@@ -247,12 +247,11 @@ int dsa_gsm8k_compare(const struct dsa_gsm8k_side *a, const struct dsa_gsm8k_sid
                                               (json_int_t)first_off, "base", ex_a.data, "cand",
                                               ex_b.data)
                                   : json_null());
-        json_object_set_new(
-            *doc, "acceptance_length",
-            isnan(al_a) && isnan(al_b)
-                ? json_null()
-                : json_pack("{s:o,s:o,s:b}", "base", isnan(al_a) ? json_null() : json_real(al_a),
-                            "cand", isnan(al_b) ? json_null() : json_real(al_b), "same", al_same));
+        /* both sides or null, as compare prints "acceptance length A vs B" */
+        json_object_set_new(*doc, "acceptance_length",
+                            isnan(al_a) || isnan(al_b) ? json_null()
+                                                       : json_pack("{s:f,s:f,s:b}", "base", al_a,
+                                                                   "cand", al_b, "same", al_same));
         json_object_set_new(
             *doc, "failed",
             json_pack("{s:I,s:I}", "base", (json_int_t)fail_a, "cand", (json_int_t)fail_b));
