@@ -205,13 +205,16 @@ int dsa_gsm8k_summarize(const struct dsa_gsm8k_summary_in *in, json_t *const *re
         ret = summarize_mtp(in, out, s);
     else
         json_object_set_new(s, "mtp", json_null());
-    if (failed || missing) {
-        dsa_errorf("%zu of %zu questions failed%s; rerun with the same --out to retry what is "
-                   "missing",
-                   failed + missing, in->n, missing ? " or did not finish" : "");
-        if (!ret)
-            ret = DSA_EXIT_FAIL;
-    }
+    if (failed)
+        dsa_errorf("%zu of %zu questions failed (their records hold the error; --force-new "
+                   "starts the run anew)",
+                   failed, in->n);
+    if (missing)
+        dsa_errorf("%zu of %zu questions did not finish; rerun with the same --out to finish "
+                   "them",
+                   missing, in->n);
+    if ((failed || missing) && !ret)
+        ret = DSA_EXIT_FAIL;
     *summary = s;
     return ret;
 }

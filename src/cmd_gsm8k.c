@@ -633,8 +633,6 @@ int cmd_gsm8k(int argc, char **argv)
     if (resumed)
         dsa_notef("resuming '%s': %zu of %zu questions already done", run_path, resumed, r.n);
     r.progress = dsa_progress_new("gsm8k", r.n, resumed);
-    if (o.quiet)
-        dsa_progress_set_output(r.progress, stderr, false);
 
     ret = DSA_EXIT_OK;
     for (;;) {
@@ -669,8 +667,10 @@ int cmd_gsm8k(int argc, char **argv)
     if (!ret && r.write_error)
         ret = DSA_EXIT_IO;
     if (!ret && dsa_interrupted) {
-        dsa_errorf("interrupted: %zu of %zu questions are on disk; rerun to resume",
-                   resumed + (r.sent ? r.sent : 0), r.n);
+        size_t done = 0;
+        for (size_t i = 0; i < r.n; i++)
+            done += r.items[i].record != NULL;
+        dsa_errorf("interrupted: %zu of %zu questions are on disk; rerun to resume", done, r.n);
         ret = DSA_EXIT_INTERRUPTED;
     }
     if (ret)
