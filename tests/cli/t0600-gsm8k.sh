@@ -173,6 +173,36 @@ grep -q '^acceptance length   3.0000   ' "$TMP/out" && ok "AL 3.0000 from meta_i
     || { not_ok "AL 3.0000 from meta_info"; sed 's/^/#   /' "$TMP/out" "$TMP/err"; }
 grep -q '(8/8 correct, vllm' "$TMP/out" && ok "sglang5 scores 8/8" || not_ok "sglang5 scores 8/8"
 
+# ---- streaming gives the same bytes
+expect_success "--stream run" "${G[@]}" --endpoint "$MAIN_URL" --stream --limit 4 --out "$TMP/stream" -q
+py "streamed outputs equal the non-streamed ones" <<PYEOF
+import json
+a = [json.loads(l) for l in open("$TMP/main/run-001.jsonl").read().splitlines()[1:5]]
+b = [json.loads(l) for l in open("$TMP/stream/run-001.jsonl").read().splitlines()[1:]]
+assert [x["output"] for x in a] == [x["output"] for x in b]
+PYEOF
+
+# ---- failed requests are recorded, not graded; exit 1
+start_server --gsm8k-data "$D/test.jsonl" --fault 500 || not_ok "failing server starts"
+expect_code 1 "every request fails" "${G[@]}" --endpoint "$SERVER_URL" --retries 0 --limit 3 \
+    --out "$TMP/failed" -q
+grep -q '3 of 3 questions failed' "$TMP/err" && ok "failed message" || not_ok "failed message"
+expect_eq "failed records" "$(grep -c '"status":"failed"' "$TMP/failed/run-001.jsonl")" 3
+
+# ---- Ctrl-C: what finished is on disk, exit 130, a rerun finishes the rest
+start_server --gsm8k-data "$D/test.jsonl" --delay-ms 100 || not_ok "slow server starts"
+"${G[@]}" --endpoint "$SERVER_URL" --limit 32 --out "$TMP/int" -q >"$TMP/int.out" 2>"$TMP/int.err" &
+pid=$!
+sleep 1.2
+kill -INT $pid
+wait $pid
+expect_eq "interrupted exit 130" "$?" 130
+n=$(($(wc -l <"$TMP/int/run-001.jsonl") - 1))
+[ "$n" -gt 0 ] && [ "$n" -lt 32 ] && ok "some records on disk ($n)" || not_ok "some records on disk ($n)"
+expect_success "rerun finishes" "${G[@]}" --endpoint "$SERVER_URL" --limit 32 --out "$TMP/int" -q
+grep -q "32 graded ($((32 - n)) sent, $n resumed, 0 failed)" "$TMP/out" && ok "resumed $n" \
+    || { not_ok "resumed $n"; sed 's/^/#   /' "$TMP/out"; }
+
 # ---- no speculative decoding
 start_server --gsm8k-data "$D/test.jsonl" || not_ok "plain server starts"
 expect_code 4 "--expect-mtp without spec decoding" "${G[@]}" --endpoint "$SERVER_URL" \
