@@ -27,7 +27,11 @@ struct grade_sub {
 static int grade_mrcr(int argc, char **argv);
 
 static const struct grade_sub grade_subs[] = {
-    {"mrcr", grade_mrcr, "official MRCR score, bit-exact with CPython's difflib"},
+    {"gsm8k", cmd_grade_gsm8k,
+     "GSM8K answer of {output, gold?} JSONL lines (vllm, cot-strict, gsm8k-strict, flexible)"},
+    {"mrcr", grade_mrcr,
+     "official MRCR score of (response, answer, prefix) JSONL lines, bit-exact with CPython "
+     "difflib"},
     {NULL, NULL, NULL},
 };
 
