@@ -15,6 +15,10 @@
 volatile int dsa_interrupted;
 
 const struct dsa_command dsa_commands[] = {
+    {"compare", cmd_compare, 0,
+     "paired per-bin differences with bootstrap CIs between two sets of runs"},
+    {"plan", cmd_plan, 0, "runs needed per side to detect a given change"},
+    {"report", cmd_report, 0, "markdown, HTML (SVG plots), CSV or JSON report of a comparison"},
     {"version", cmd_version, 0, "print version, build and library information"},
     {NULL, NULL, 0, NULL},
 };

@@ -429,8 +429,8 @@ static double *arm_matrix(const double *m, size_t n, const size_t *runs, size_t 
 }
 
 static void two_level(const struct dsa_paired_input *in, const size_t *brun, size_t rb,
-                      const size_t *crun, size_t rc, const struct dsa_boot_cfg *cfg,
-                      uint32_t seed, struct dsa_paired_result *out)
+                      const size_t *crun, size_t rc, const struct dsa_boot_cfg *cfg, uint32_t seed,
+                      struct dsa_paired_result *out)
 {
     size_t n = in->n;
     unsigned char *keep = dsa_xcalloc(n ? n : 1, 1);

@@ -48,7 +48,10 @@ struct dsa_boot_cfg {
     uint64_t seed; /* S of --seed, default 1 */
 };
 
-#define DSA_BOOT_CFG_INIT {10000, 0.95, DSA_CI_PERCENTILE, DSA_RNG_TAUS2, 1}
+#define DSA_BOOT_CFG_INIT                                                                          \
+    {                                                                                              \
+        10000, 0.95, DSA_CI_PERCENTILE, DSA_RNG_TAUS2, 1                                           \
+    }
 
 /* z_{0.975} + z_{0.80}: MDE at 80 % power and two-sided 5 % = this factor times the SE */
 #define DSA_STATS_MDE80_FACTOR 2.8015852181
@@ -148,7 +151,7 @@ struct dsa_paired_result {
     double tl_lo, tl_hi;
     bool has_perm;
     struct dsa_perm_result perm;
-    bool binary; /* one run per arm and every score 0 or 1: McNemar below */
+    bool binary;              /* one run per arm and every score 0 or 1: McNemar below */
     unsigned long mc_b, mc_c; /* b = base right & cand wrong, c = base wrong & cand right */
     double mc_p;
 };

@@ -17,13 +17,13 @@
 
 #include "stats/stats.h"
 
-#define assert_near(got, want, tol)                                                            \
-    do {                                                                                       \
-        double g_ = (got), w_ = (want);                                                        \
-        if (!(fabs(g_ - w_) <= (tol))) {                                                       \
-            print_error("%s = %.17g, want %.17g (tol %g)\n", #got, g_, w_, (double)(tol));    \
-            fail();                                                                            \
-        }                                                                                      \
+#define assert_near(got, want, tol)                                                                \
+    do {                                                                                           \
+        double g_ = (got), w_ = (want);                                                            \
+        if (!(fabs(g_ - w_) <= (tol))) {                                                           \
+            print_error("%s = %.17g, want %.17g (tol %g)\n", #got, g_, w_, (double)(tol));         \
+            fail();                                                                                \
+        }                                                                                          \
     } while (0)
 
 /* TV1: 524 both right, 28 base-only right, 41 cand-only right, 207 both wrong (n = 800) */
@@ -198,7 +198,7 @@ static void test_tv3_median_ratio(void **state)
 {
     (void)state;
     static const double base[15] = {812, 1040, 955, 1203, 760,  890, 1105, 998,
-                                     870, 1320, 940, 1015, 1150, 905, 980};
+                                    870, 1320, 940, 1015, 1150, 905, 980};
     static const double cand[15] = {790, 1001, 960, 1150, 741,  872, 1090, 950,
                                     861, 1270, 925, 1020, 1108, 880, 951};
     struct dsa_boot_cfg cfg = DSA_BOOT_CFG_INIT;
@@ -395,12 +395,18 @@ static void test_reproducible(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rng_smoke),         cmocka_unit_test(test_tv1_deterministic),
-        cmocka_unit_test(test_tv1_seeded),        cmocka_unit_test(test_tv1_seed_free),
-        cmocka_unit_test(test_tv2),               cmocka_unit_test(test_tv3_median_ratio),
-        cmocka_unit_test(test_tv4_permutation),   cmocka_unit_test(test_tv5_runs),
-        cmocka_unit_test(test_tv6_clustered),     cmocka_unit_test(test_tv7_power),
-        cmocka_unit_test(test_edge_cases),        cmocka_unit_test(test_reproducible),
+        cmocka_unit_test(test_rng_smoke),
+        cmocka_unit_test(test_tv1_deterministic),
+        cmocka_unit_test(test_tv1_seeded),
+        cmocka_unit_test(test_tv1_seed_free),
+        cmocka_unit_test(test_tv2),
+        cmocka_unit_test(test_tv3_median_ratio),
+        cmocka_unit_test(test_tv4_permutation),
+        cmocka_unit_test(test_tv5_runs),
+        cmocka_unit_test(test_tv6_clustered),
+        cmocka_unit_test(test_tv7_power),
+        cmocka_unit_test(test_edge_cases),
+        cmocka_unit_test(test_reproducible),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
