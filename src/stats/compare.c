@@ -865,6 +865,114 @@ int dsa_cmp_cli_apply(const struct dsa_cmp_cli *c, struct dsa_cmp_opts *o)
     return 0;
 }
 
+/* ---- planning --------------------------------------------------------------------------- */
+
+static bool bin_matches(const struct bin_info *b, const char *want)
+{
+    if (!want || !strcmp(want, b->label))
+        return true;
+    long k = dsa_cmp_bin_key(want, -1);
+    return k > 0 && k == b->key;
+}
+
+static json_t *plan_bin(const struct side_data *sd, size_t n, const size_t *ks, size_t m,
+                        const char *label, double detect, long max_runs, double confidence,
+                        double power)
+{
+    /* active runs, then the samples finished in all of them */
+    size_t *runs = dsa_xmalloc((sd->R + 1) * sizeof *runs), R = 0;
+    for (size_t q = 0; q < sd->R; q++) {
+        bool any = false;
+        for (size_t j = 0; j < m && !any; j++)
+            any = sd->state[q * n + ks[j]] == ST_OK;
+        if (any)
+            runs[R++] = q;
+    }
+    size_t *keep = dsa_xmalloc((m + 1) * sizeof *keep), nk = 0;
+    for (size_t j = 0; j < m; j++) {
+        bool all = R > 0;
+        for (size_t q = 0; q < R && all; q++)
+            all = sd->state[runs[q] * n + ks[j]] == ST_OK;
+        if (all)
+            keep[nk++] = ks[j];
+    }
+    double *y = dsa_xmalloc((R * nk + 1) * sizeof *y);
+    for (size_t q = 0; q < R; q++)
+        for (size_t j = 0; j < nk; j++)
+            y[q * nk + j] = sd->score[runs[q] * n + keep[j]];
+    struct dsa_var_components vc;
+    json_t *o =
+        json_pack("{s:s,s:I,s:I}", "bin", label, "n", (json_int_t)nk, "runs", (json_int_t)R);
+    if (dsa_stats_var_components(y, nk, R, &vc) == 0) {
+        json_object_set_new(o, "mean", jreal(vc.mean));
+        json_object_set_new(o, "var_sample", jreal(vc.var_sample));
+        json_object_set_new(o, "var_resid", jreal(vc.var_resid));
+        json_object_set_new(o, "var_run", jreal(vc.var_run));
+        json_object_set_new(o, "bound", json_boolean(vc.bound));
+        if (!isnan(detect)) {
+            double need = dsa_stats_plan_runs(&vc, detect, confidence, power);
+            json_object_set_new(o, "runs_needed_exact", jreal(need));
+            json_object_set_new(o, "runs_needed",
+                                isfinite(need)
+                                    ? json_integer((json_int_t)(need <= 1 ? 1 : ceil(need)))
+                                    : json_null());
+        }
+        json_t *mde = json_array();
+        for (long k = 1; k <= max_runs; k++)
+            json_array_append_new(
+                mde, json_pack("{s:I,s:o}", "runs", (json_int_t)k, "mde",
+                               jreal(dsa_stats_plan_mde(&vc, (double)k, confidence, power))));
+        json_object_set_new(o, "mde", mde);
+    }
+    free(y);
+    free(keep);
+    free(runs);
+    return o;
+}
+
+json_t *dsa_cmp_plan(const struct dsa_cmp_side *s, const char *only_bin, double detect,
+                     long max_runs, double confidence, double power)
+{
+    const struct dsa_cmp_side *sides[1] = {s};
+    struct universe u;
+    if (universe_build(&u, sides, 1) < 0) {
+        universe_release(&u);
+        return NULL;
+    }
+    struct side_data sd;
+    side_data_build(&sd, s, &u);
+    json_t *bins = json_array();
+    size_t *ks = dsa_xmalloc((u.n + 1) * sizeof *ks);
+    bool single_all = u.n_bins == 1 && !strcmp(u.bins[0].label, "all");
+    for (size_t bi = 0; bi < u.n_bins && !single_all; bi++) {
+        if (!bin_matches(&u.bins[bi], only_bin))
+            continue;
+        size_t m = 0;
+        for (size_t k = 0; k < u.n; k++)
+            if (u.bin[k] == bi)
+                ks[m++] = k;
+        json_array_append_new(
+            bins, plan_bin(&sd, u.n, ks, m, u.bins[bi].label, detect, max_runs, confidence, power));
+    }
+    if (!only_bin || !strcmp(only_bin, "all")) {
+        for (size_t k = 0; k < u.n; k++)
+            ks[k] = k;
+        json_array_append_new(
+            bins, plan_bin(&sd, u.n, ks, u.n, "all", detect, max_runs, confidence, power));
+    }
+    free(ks);
+    side_data_release(&sd);
+    universe_release(&u);
+    if (!json_array_size(bins)) {
+        json_decref(bins);
+        dsa_errorf("no bin '%s' in '%s'", only_bin, s->path);
+        return NULL;
+    }
+    return json_pack("{s:s,s:I,s:o,s:f,s:f,s:o}", "source", s->path, "runs", (json_int_t)s->n_runs,
+                     "detect", jreal(detect), "confidence", confidence, "power", power, "bins",
+                     bins);
+}
+
 /* ---- built-in identity check ------------------------------------------------------------ */
 
 static bool header_al(const struct dsa_cmp_side *s, double *al)

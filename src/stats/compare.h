@@ -103,6 +103,14 @@ int dsa_cmp_cli_apply(const struct dsa_cmp_cli *c, struct dsa_cmp_opts *o);
 int dsa_cmp_parse_ci(const char *s);
 int dsa_cmp_parse_rng(const char *s);
 
+/* Planning from one side's runs (`plan`): per bin (and "all"), the variance components of
+   stats.h and the runs per side needed to detect `detect` (NAN: skip), plus the MDE with
+   1..max_runs runs per side. Bins whose label or token edge matches `only_bin` (NULL = all).
+   Returns {"source", "runs", "detect", "confidence", "power", "bins": [...]} (schema in
+   docs/compare.md), or NULL with a message when no bin matched. */
+json_t *dsa_cmp_plan(const struct dsa_cmp_side *s, const char *only_bin, double detect,
+                     long max_runs, double confidence, double power);
+
 /* The method sentence of every output: "Difference is the paired per-sample mean with a 95%
    bootstrap CI (percentile, B=10000, seed=1, taus2)." Caller frees. */
 char *dsa_cmp_method_text(const struct dsa_boot_cfg *cfg);

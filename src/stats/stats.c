@@ -784,3 +784,71 @@ int dsa_stats_median_ratio(const double *base, const double *cand, size_t n,
     free(ratio);
     return 0;
 }
+
+int dsa_stats_var_components(const double *y, size_t n, size_t R, struct dsa_var_components *out)
+{
+    memset(out, 0, sizeof *out);
+    out->n = n;
+    out->R = R;
+    out->mean = out->var_sample = out->var_resid = out->var_run = NAN;
+    if (n < 2 || R < 1)
+        return -1;
+    double *row = dsa_xcalloc(n, sizeof *row);
+    for (size_t r = 0; r < R; r++)
+        for (size_t i = 0; i < n; i++)
+            row[i] += y[r * n + i];
+    for (size_t i = 0; i < n; i++)
+        row[i] /= (double)R;
+    out->mean = gsl_stats_mean(row, 1, n);
+    out->var_sample = gsl_stats_variance(row, 1, n);
+    free(row);
+    if (R == 1) {
+        /* Var(s) = Var(alpha) + sigma_eps^2 >= sigma_eps^2: an upper bound */
+        out->var_resid = out->var_sample;
+        out->var_run = 0;
+        out->bound = true;
+        return 0;
+    }
+    /* the two-way ANOVA mean squares, as in dsa_stats_run_ftest() */
+    double grand = 0;
+    for (size_t k = 0; k < n * R; k++)
+        grand += y[k];
+    grand /= (double)(n * R);
+    double *rm = dsa_xcalloc(n, sizeof *rm), *cm = dsa_xcalloc(R, sizeof *cm);
+    for (size_t r = 0; r < R; r++)
+        for (size_t i = 0; i < n; i++) {
+            rm[i] += y[r * n + i] / (double)R;
+            cm[r] += y[r * n + i] / (double)n;
+        }
+    double ss_run = 0, ss_res = 0;
+    for (size_t r = 0; r < R; r++)
+        ss_run += (double)n * (cm[r] - grand) * (cm[r] - grand);
+    for (size_t r = 0; r < R; r++)
+        for (size_t i = 0; i < n; i++) {
+            double e = y[r * n + i] - rm[i] - cm[r] + grand;
+            ss_res += e * e;
+        }
+    free(rm);
+    free(cm);
+    double ms_run = ss_run / (double)(R - 1), ms_res = ss_res / (double)((n - 1) * (R - 1));
+    out->var_resid = ms_res;
+    out->var_run = ms_run > ms_res ? (ms_run - ms_res) / (double)n : 0;
+    return 0;
+}
+
+double dsa_stats_plan_var(const struct dsa_var_components *vc, double runs)
+{
+    return 2.0 * (vc->var_resid / (double)vc->n + vc->var_run) / runs;
+}
+
+double dsa_stats_plan_runs(const struct dsa_var_components *vc, double delta, double confidence,
+                           double power)
+{
+    return dsa_stats_power_n(dsa_stats_plan_var(vc, 1.0), delta, confidence, power);
+}
+
+double dsa_stats_plan_mde(const struct dsa_var_components *vc, double runs, double confidence,
+                          double power)
+{
+    return dsa_stats_mde(sqrt(dsa_stats_plan_var(vc, runs)), confidence, power);
+}

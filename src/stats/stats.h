@@ -108,6 +108,29 @@ int dsa_stats_ci_bca(const double *sorted, size_t B, double theta_hat, double ac
 /* Closed-form jackknife acceleration of the mean: leave-one-out (S - d_i)/(n - 1). */
 double dsa_stats_jackknife_accel_mean(const double *d, size_t n);
 
+/* ---- planning: how many runs per side ----------------------------------------------------- */
+
+/* Variance components of one arm from an n x R complete matrix y[r*n + i] (specs/stats.md
+   §3: y = mu + alpha_i + beta_r + eps): var_sample = variance of the per-sample means;
+   with R >= 2, var_resid = MS_resid (eps) and var_run = max(0, (MS_run - MS_resid)/n)
+   (beta). With R == 1 the run-to-run noise is not identifiable: var_resid is bounded by
+   the per-sample variance and var_run is 0, and `bound` is set. */
+struct dsa_var_components {
+    size_t n, R;
+    double mean, var_sample, var_resid, var_run;
+    bool bound;
+};
+int dsa_stats_var_components(const double *y, size_t n, size_t R, struct dsa_var_components *out);
+/* Variance of the paired difference D of a future comparison with `runs` runs per side on the
+   same n samples when nothing changed: 2 (var_resid / n + var_run) / runs. */
+double dsa_stats_plan_var(const struct dsa_var_components *vc, double runs);
+/* Runs per side so that a true change `delta` is detected with `power` at two-sided
+   `confidence` (real-valued; round up), and the MDE with a given number of runs. */
+double dsa_stats_plan_runs(const struct dsa_var_components *vc, double delta, double confidence,
+                           double power);
+double dsa_stats_plan_mde(const struct dsa_var_components *vc, double runs, double confidence,
+                          double power);
+
 /* ---- one bin of a paired comparison ---------------------------------------------------- */
 
 struct dsa_paired_input {
