@@ -862,6 +862,18 @@ int dsa_report_html(const json_t *doc, FILE *out)
     dsa_buf_adds(&b, "</table>\n<p>");
     add_html(&b, str(get(doc, "method"), "text"));
     dsa_buf_adds(&b, "</p>\n");
+    dsa_buf_addf(&b, "<h2>Score by bin</h2>\n<p class=\"legend\"><span style=\"color:#1f77b4\">"
+                     "&#9679; ");
+    add_html(&b, lb);
+    dsa_buf_adds(&b, "</span><span style=\"color:#d62728\">&#9679; ");
+    add_html(&b, lc);
+    dsa_buf_addf(&b, "</span>bars: %g%% normal CI of each mean</p>\n", conf);
+    svg_scores(&b, doc, z_of(doc));
+    dsa_buf_addf(&b,
+                 "<h2>Difference by bin</h2>\n<p class=\"legend\">%s &minus; %s, band: "
+                 "%g%% paired bootstrap CI, dashed: zero</p>\n",
+                 "candidate", "baseline", conf);
+    svg_diff(&b, doc);
     for (size_t k = 0; k < nb; k++) {
         json_t *bin = json_array_get(bins, k), *runs = get(bin, "runs");
         if (!json_array_size(runs))
@@ -925,18 +937,6 @@ int dsa_report_html(const json_t *doc, FILE *out)
         }
         dsa_buf_adds(&b, "</table>\n");
     }
-    dsa_buf_addf(&b, "<h2>Score by bin</h2>\n<p class=\"legend\"><span style=\"color:#1f77b4\">"
-                     "&#9679; ");
-    add_html(&b, lb);
-    dsa_buf_adds(&b, "</span><span style=\"color:#d62728\">&#9679; ");
-    add_html(&b, lc);
-    dsa_buf_addf(&b, "</span>bars: %g%% normal CI of each mean</p>\n", conf);
-    svg_scores(&b, doc, z_of(doc));
-    dsa_buf_addf(&b,
-                 "<h2>Difference by bin</h2>\n<p class=\"legend\">%s &minus; %s, band: "
-                 "%g%% paired bootstrap CI, dashed: zero</p>\n",
-                 "candidate", "baseline", conf);
-    svg_diff(&b, doc);
     dsa_buf_adds(&b, "<h2>Setup</h2>\n<ul id=\"setup\">\n<li>dataset: ");
     const json_t *hb = first_header(base), *hc = first_header(cand);
     add_kv(&b, get(hb, "dataset"), true);
