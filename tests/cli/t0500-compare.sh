@@ -74,7 +74,7 @@ expect_code 3 "score must be a number" "$DSA_BIN" compare "$TMP/bad.jsonl" $D/pl
 grep -q "line 2 of '$TMP/bad.jsonl': \"score\" must be a number" "$TMP/err" && ok "bad score message" || not_ok "bad score message"
 printf '{"id": "a", "bin": "8k", "score": 1}\n{"id": "a", "bin": "8k", "score": 0}\n' >"$TMP/dup.jsonl"
 expect_code 3 "duplicate id" "$DSA_BIN" compare "$TMP/dup.jsonl" $D/plain/cand.jsonl
-printf '{"id": "a", "bin": "8k", "score": 1}\n{"id": "b", "bin": "8k", "sc\n' >"$TMP/torn.jsonl"
+printf '{"id": "a", "bin": "8k", "score": 1}\n{"id": "b", "bin": "8k", "sc' >"$TMP/torn.jsonl"
 printf '{"id": "a", "bin": "8k", "score": 1}\n{"id": "b", "bin": "8k", "score": 0}\n' >"$TMP/ok.jsonl"
 expect_code 0 "torn last line is ignored" "$DSA_BIN" compare "$TMP/torn.jsonl" "$TMP/ok.jsonl"
 printf '{"id": "a", "bin": "8k", "score": 1}\n{"id": "a2", "bin": "16k", nope}\n{"id": "b", "bin": "8k", "score": 0}\n' >"$TMP/mid.jsonl"
