@@ -37,6 +37,9 @@ extern volatile int dsa_interrupted;
 extern const struct dsa_command dsa_commands[];
 
 int cmd_compare(int argc, char **argv);
+int cmd_datasets(int argc, char **argv);
+int cmd_grade(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_version(int argc, char **argv);
