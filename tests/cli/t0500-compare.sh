@@ -27,8 +27,26 @@ golden report-aa.md "$DSA_BIN" report $D/main $D/pr --baseline-aa $D/main-again
 golden report-gsm8k.md "$DSA_BIN" report $D/gsm8k/main.jsonl $D/gsm8k/pr.jsonl --format md
 golden report-runs.csv "$DSA_BIN" report $D/main3 $D/pr3 --format csv
 golden report-aa.json "$DSA_BIN" report $D/main $D/pr --format json
+golden compare-episode256k.txt "$DSA_BIN" compare $D/episode256k/main $D/episode256k/pr
 golden plan-runs.txt "$DSA_BIN" plan --from $D/main3 --detect 0.02
 golden plan-one.txt "$DSA_BIN" plan --from $D/main/run-001.jsonl --bin 16k --detect 0.02 --runs 3
+
+# the seed's 256K episode: run 1 alone shows a significant drop, the three runs pooled do not
+"$DSA_BIN" compare $D/episode256k/main $D/episode256k/pr --json >"$TMP/ep.json"
+if [ -n "${DSA_PYTHON:-}" ]; then
+    if "$DSA_PYTHON" - "$TMP/ep.json" <<'PY'
+import json, sys
+b = json.load(open(sys.argv[1]))["bins"][0]
+assert b["bin"] == "≤256K" and b["n"] == 94
+r1 = b["runs"][0]
+assert r1["diff"] < -0.04 and r1["ci"][1] < 0, r1          # run 1: CI wholly below zero
+assert b["ci"][0] < 0 < b["ci"][1], b["ci"]                 # pooled: CI across zero
+assert b["run_effect"]["disagree"] and b["two_level"]["ci"][0] < 0 < b["two_level"]["ci"][1]
+PY
+    then ok "256K episode: one run negative, pooled across zero"; else not_ok "256K episode: one run negative, pooled across zero"; fi
+else
+    ok "256K episode # SKIP python not available"
+fi
 
 # reproducible: the same inputs and seed give the same bytes; another seed moves the CIs
 "$DSA_BIN" compare $D/main3 $D/pr3 --json >"$TMP/a.json"
