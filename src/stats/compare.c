@@ -99,22 +99,33 @@ cleanup:
     return ret;
 }
 
-static int load_run(struct dsa_cmp_side *side, const char *path)
+int dsa_cmp_side_add(struct dsa_cmp_side *side, const char *path, json_t *header, json_t *records)
 {
-    json_t *header = NULL, *records = NULL;
-    if (dsa_run_load(path, &header, &records) < 0)
-        return -1;
     if (!json_is_object(header) || !json_is_array(records)) {
         json_decref(header);
         json_decref(records);
         return dsa_errorf("cannot load '%s'", path);
     }
+    for (size_t k = 0; k < json_array_size(records); k++)
+        if (!json_is_object(json_array_get(records, k))) {
+            json_decref(header);
+            json_decref(records);
+            return dsa_errorf("line %zu of '%s': a record must be a JSON object", k + 1, path);
+        }
     side->runs = dsa_xrealloc(side->runs, (side->n_runs + 1) * sizeof *side->runs);
     struct dsa_cmp_run *run = &side->runs[side->n_runs++];
     run->path = dsa_xstrdup(path);
     run->header = header;
     run->records = records;
     return validate_run(run);
+}
+
+static int load_run(struct dsa_cmp_side *side, const char *path)
+{
+    json_t *header = NULL, *records = NULL;
+    if (dsa_run_load(path, &header, &records) < 0)
+        return -1;
+    return dsa_cmp_side_add(side, path, header, records);
 }
 
 int dsa_cmp_side_load(struct dsa_cmp_side *side, const char *path)

@@ -36,6 +36,10 @@ struct dsa_cmp_side {
    DSA_EXIT_DATA: unreadable, unparsable, no run files, wrong types, duplicate ids). */
 int dsa_cmp_side_load(struct dsa_cmp_side *side, const char *path);
 void dsa_cmp_side_release(struct dsa_cmp_side *side);
+/* Adds one run already parsed (header: object, records: array; both references are stolen)
+   under the display name `path`, after checking its records as dsa_cmp_side_load() does.
+   Returns 0, or -1 with one line printed. Initialise the side with {0} first. */
+int dsa_cmp_side_add(struct dsa_cmp_side *side, const char *path, json_t *header, json_t *records);
 
 struct dsa_cmp_opts {
     struct dsa_boot_cfg boot;
