@@ -36,6 +36,7 @@ extern volatile int dsa_interrupted;
 /* The table, for `dsa-eval help` and tests. Ends with a row whose name is NULL. */
 extern const struct dsa_command dsa_commands[];
 
+int cmd_kernels(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 
 #endif

@@ -15,6 +15,8 @@
 volatile int dsa_interrupted;
 
 const struct dsa_command dsa_commands[] = {
+    {"kernels", cmd_kernels, 0,
+     "check the DSA indexer kernels against the C reference and its fp64 golden"},
     {"version", cmd_version, 0, "print version, build and library information"},
     {NULL, NULL, 0, NULL},
 };
