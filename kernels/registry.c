@@ -23,6 +23,16 @@ const struct dsa_kernels_api *dsa_kernels_cuda(void)
 #endif
 }
 
+#ifndef DSA_HAVE_CUDA
+double dsa_cuda_time_ms(int (*fn)(void *ctx), void *ctx, int iters)
+{
+    (void)fn;
+    (void)ctx;
+    (void)iters;
+    return -1.0;
+}
+#endif
+
 bool dsa_kernels_have_cuda(void)
 {
     return dsa_kernels_cuda() != NULL;

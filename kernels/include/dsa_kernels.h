@@ -266,6 +266,10 @@ typedef const struct dsa_kernels_api *(*dsa_kernels_get_api_fn)(void);
 const struct dsa_kernels_api *dsa_kernels_cpu(void);
 const struct dsa_kernels_api *dsa_kernels_cuda(void);
 
+/* CUDA builds only (bench/): mean milliseconds per call of fn(ctx) over iters calls, timed
+   with CUDA events on the default stream around the whole loop; -1 on a device error. */
+double dsa_cuda_time_ms(int (*fn)(void *ctx), void *ctx, int iters);
+
 #ifdef __cplusplus
 }
 #endif
