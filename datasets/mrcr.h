@@ -14,6 +14,8 @@
  *
  * Ownership: a row filled by dsa_mrcr_next() owns its strings and json until
  * dsa_mrcr_row_release() (or the next dsa_mrcr_next() on the same row, which releases it).
+ * Start with a zeroed row (struct dsa_mrcr_row row = {0};): dsa_mrcr_next() releases
+ * whatever the row holds before filling it.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #ifndef DSA_DATASETS_MRCR_H
@@ -23,7 +25,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define DSA_MRCR_NBINS 8
+#define DSA_MRCR_NBINS            8
+#define DSA_MRCR_MAX_NEEDLES      16 /* n_needles accepted: 1..16 (official: 2, 4, 8) */
 #define DSA_MRCR_DEFAULT_REVISION "f4c69fae7cf81f7ca26b9fee34b392a50f6b8a1d"
 
 struct dsa_mrcr_row {
@@ -38,7 +41,7 @@ struct dsa_mrcr_row {
     json_t *messages;      /* parsed prompt: array of {"role","content"} (owned) */
     char *answer;          /* UTF-8, starts with prefix */
     size_t answer_len;
-    char prefix[64];       /* random_string_to_prepend */
+    char prefix[64]; /* random_string_to_prepend */
     long desired_msg_index, total_messages, n_chars;
 };
 
@@ -60,6 +63,26 @@ void dsa_mrcr_row_release(struct dsa_mrcr_row *row);
 /* sha256 of the file (computed during open), and the revision if the file says so */
 const char *dsa_mrcr_sha256(const dsa_mrcr_reader *rd);
 void dsa_mrcr_free(dsa_mrcr_reader **rd);
+
+/* Added by the datasets module. */
+/* The dataset revision recorded next to the file by `datasets fetch` (PATH.meta.json,
+   "revision"), or NULL when unknown (synthetic or hand-made files). */
+const char *dsa_mrcr_revision(const dsa_mrcr_reader *rd);
+/* Where the bins came from: every row explicit, every row by the official block map, or
+   some needle counts each way. */
+enum dsa_mrcr_bins_source { DSA_MRCR_BINS_OFFICIAL, DSA_MRCR_BINS_EXPLICIT, DSA_MRCR_BINS_MIXED };
+enum dsa_mrcr_bins_source dsa_mrcr_bins_source(const dsa_mrcr_reader *rd);
+/* Rows in the whole file (before the filter) with this needle count and bin, counted by the
+   first pass of dsa_mrcr_open(); n_needles 1..DSA_MRCR_MAX_NEEDLES. For progress totals and
+   `datasets info`. */
+long dsa_mrcr_nrows(const dsa_mrcr_reader *rd, int n_needles, int bin);
+/* Rows that pass the filter (the limit included): what dsa_mrcr_next() will return. */
+long dsa_mrcr_nselected(const dsa_mrcr_reader *rd);
+/* "--max-bin 256k": mask of the bins whose upper edge is at most K; -1 on a bad value. */
+int dsa_mrcr_parse_max_bin(const char *edge, unsigned *mask);
+/* The bin holding a token count: ≤8192 -> 0 (rows below 4096 included), …, ≤1048576 -> 7;
+   -1 if the count is not positive or above 1M. */
+int dsa_mrcr_bin_of_tokens(long tokens);
 
 /* Bins: parse "--bins 8k,16k,32k" into a mask of official bin indices (edges must be
    8k·2^k); returns -1 with a printed error on a bad list. --max-bin K keeps bins ≤ K. */

@@ -36,7 +36,10 @@ extern volatile int dsa_interrupted;
 /* The table, for `dsa-eval help` and tests. Ends with a row whose name is NULL. */
 extern const struct dsa_command dsa_commands[];
 
+int cmd_datasets(int argc, char **argv);
+int cmd_grade(int argc, char **argv);
 int cmd_kernels(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 
 #endif

@@ -15,8 +15,12 @@
 volatile int dsa_interrupted;
 
 const struct dsa_command dsa_commands[] = {
+    {"datasets", cmd_datasets, DSA_CMD_INTERRUPTIBLE,
+     "make, fetch and describe datasets (MRCR, GSM8K)"},
+    {"grade", cmd_grade, 0, "regrade outputs offline: official MRCR score (and GSM8K extraction)"},
     {"kernels", cmd_kernels, 0,
      "check the DSA indexer kernels against the C reference and its fp64 golden"},
+    {"merge", cmd_merge, 0, "merge shard run files (--shard i/n) into one run file"},
     {"version", cmd_version, 0, "print version, build and library information"},
     {NULL, NULL, 0, NULL},
 };

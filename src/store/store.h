@@ -48,6 +48,9 @@ typedef struct dsa_run dsa_run;
 
 enum dsa_run_flags {
     DSA_RUN_FORCE_NEW = (1 << 0), /* existing file with another header: start it anew */
+    /* skip the fdatasync after each line (fuzzing, scratch runs): a crash of the process
+       still loses nothing, as the line is in the kernel; a power cut may */
+    DSA_RUN_NO_SYNC = (1 << 1),
 };
 
 /*
@@ -64,14 +67,21 @@ int dsa_run_open(dsa_run **out, const char *path, json_t *header, unsigned flags
 bool dsa_run_has(const dsa_run *r, const char *id);
 /* the finished record with this id, or NULL (borrowed) */
 json_t *dsa_run_get(const dsa_run *r, const char *id);
-/* Appends one record (must have a string "id" not yet present). Returns 0, or -1 on a write
-   error (printed). Thread-safe. */
+/* Appends one record (must have a string "id" not yet present, a string "bin" and a
+   "score" that is a number or null; a missing "error" is set to null and a missing "status"
+   to "ok"/"failed" from the score, in the caller's object). The run keeps a reference: do
+   not modify the record afterwards. Returns 0, or -1 on a write error or a bad record
+   (printed; after a failed write the file is cut back to its last whole line and further
+   appends fail). Thread-safe, like every dsa_run_* call on an open run. */
 int dsa_run_append(dsa_run *r, json_t *record);
 /* number of records (resumed + appended) */
 size_t dsa_run_count(const dsa_run *r);
 /* iterate over all records in file order: i in [0, count) */
 json_t *dsa_run_record(const dsa_run *r, size_t i);
 const char *dsa_run_path(const dsa_run *r);
+/* the header on disk: the earlier one when resumed, else the caller's completed with
+   "dsa_eval_run", "tool" and "created" when it left them out (borrowed) */
+json_t *dsa_run_header(const dsa_run *r);
 /* number of records found on disk at open time (i.e. resumed) */
 size_t dsa_run_resumed(const dsa_run *r);
 void dsa_run_free(dsa_run **r);
@@ -83,6 +93,25 @@ void dsa_run_free(dsa_run **r);
  * empty object. Returns 0 or -1 with a one-line error printed ("cannot parse line N of 'P'").
  */
 int dsa_run_load(const char *path, json_t **header, json_t **records);
+
+/*
+ * The header's "command" array built from argv (new reference), with secrets replaced by
+ * DSA_RUN_REDACTED: the values of --api-key, --api-key-file, --password and --token (both
+ * "--opt V" and "--opt=V"), credential headers given with --header/-H ("Authorization: ...",
+ * "X-Api-Key: ...", "Cookie: ..."), and user:password@ in URLs. Keys and header names stay.
+ */
+#define DSA_RUN_REDACTED "<redacted>"
+json_t *dsa_run_command_json(int argc, char **argv);
+
+/* NULL if the two "match" objects are equal, else the first difference (keys in sorted order,
+   nested keys dotted) as "KEY: A vs B" with A and B compact JSON, "(absent)" for a missing
+   key; caller frees. */
+char *dsa_run_match_diff(json_t *a, json_t *b);
+
+/* A header to fill (new reference): "dsa_eval_run": 1, "tool", "command" (from argv through
+   dsa_run_command_json), "eval", "run", "created" (now, UTC), and empty "match", "dataset",
+   "backend" and "params" objects for the caller to fill before dsa_run_open(). */
+json_t *dsa_run_header_new(const char *eval, int run_index, int argc, char **argv);
 
 /* "DIR/run-001.jsonl" for run index 1; caller frees */
 char *dsa_run_file_name(const char *dir, int run_index);

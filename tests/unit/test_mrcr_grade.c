@@ -1,0 +1,695 @@
+/*
+ * Unit tests of the official MRCR grader (evals/mrcr_grade.h, specs/mrcr.md §2–3, §8):
+ *  - the checked-in vectors of §3;
+ *  - the real Gemini logs in $DSA_SHARED/datasets/mrcr: the pro logs reproduce the logged
+ *    score bit for bit on all 720 graded rows; the flash logs were graded after
+ *    response.strip(), so they differ from the official grade exactly where strip() changes
+ *    the response (36 rows) and equal the grade of the stripped response everywhere;
+ *  - parity with CPython's difflib run by this test ($DSA_PYTHON) on >= 5,000 generated
+ *    pairs, compared bit for bit, plus JSON lines (lone surrogates, escapes) through
+ *    dsa_mrcr_grade_line() against json.loads + the official grade().
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "evals/mrcr_grade.h"
+#include "util/buf.h"
+#include "util/hash.h"
+#include "util/lines.h"
+#include "util/utf8.h"
+
+static uint64_t bits(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+#define assert_same_double(got, want)                                                              \
+    do {                                                                                           \
+        double g_ = (got), w_ = (want);                                                            \
+        if (bits(g_) != bits(w_))                                                                  \
+            fail_msg("got %.17g, want %.17g", g_, w_);                                             \
+    } while (0)
+
+static double ratio_str(const char *a, const char *b)
+{
+    size_t na, nb;
+    uint32_t *ca = dsa_utf8_decode_alloc(a, strlen(a), &na, NULL);
+    uint32_t *cb = dsa_utf8_decode_alloc(b, strlen(b), &nb, NULL);
+    assert_non_null(ca);
+    assert_non_null(cb);
+    double r = dsa_difflib_ratio(ca, na, cb, nb);
+    free(ca);
+    free(cb);
+    return r;
+}
+
+static char *repeat(const char *s, int n)
+{
+    struct dsa_buf b = DSA_BUF_INIT;
+    for (int i = 0; i < n; i++)
+        dsa_buf_adds(&b, s);
+    return dsa_buf_detach(&b, NULL);
+}
+
+/* specs/mrcr.md §3 "Vectors for unit tests" (Python 3.11) */
+static void test_spec_vectors(void **state)
+{
+    (void)state;
+    assert_same_double(ratio_str("abcd", "bcde"), 0.75);
+    assert_same_double(ratio_str("tide", "diet"), 0.25);
+    assert_same_double(ratio_str("diet", "tide"), 0.5);
+    assert_same_double(ratio_str("", ""), 1.0);
+    assert_same_double(ratio_str("", "x"), 0.0);
+    char *b = repeat("ab", 150);
+    struct dsa_buf xa = DSA_BUF_INIT;
+    dsa_buf_adds(&xa, "x");
+    dsa_buf_adds(&xa, b);
+    /* autojunk: 'a' and 'b' are popular in b (150 > 300//100+1), and a[0] = 'x' blocks the
+       extension from (0, 0); CPython gives 0.0 (0.9983361064891847 without autojunk) */
+    assert_same_double(ratio_str(xa.data, b), 0.0);
+    assert_same_double(ratio_str(b, b), 1.0); /* the whole match comes from extension */
+    dsa_buf_release(&xa);
+    free(b);
+}
+
+/* The grader's prefix rule (§2): exact, case-sensitive, no strip; the prefix leaves both. */
+static void test_prefix_rule(void **state)
+{
+    (void)state;
+    struct dsa_mrcr_grade g;
+    assert_int_equal(dsa_mrcr_grade("PFXabcd", 7, "PFXbcde", 7, "PFX", 3, &g), 0);
+    assert_true(g.prefix_hit);
+    assert_same_double(g.score, 0.75);
+    assert_false(g.exact);
+    assert_int_equal(dsa_mrcr_grade(" PFXabcd", 8, "PFXabcd", 7, "PFX", 3, &g), 0);
+    assert_false(g.prefix_hit);
+    assert_same_double(g.score, 0.0);
+    assert_int_equal(dsa_mrcr_grade("pfxabcd", 7, "PFXabcd", 7, "PFX", 3, &g), 0);
+    assert_false(g.prefix_hit);
+    /* a response of just the prefix: ratio("", body) = 0.0 */
+    assert_int_equal(dsa_mrcr_grade("PFX", 3, "PFXabcd", 7, "PFX", 3, &g), 0);
+    assert_true(g.prefix_hit);
+    assert_same_double(g.score, 0.0);
+    assert_int_equal(dsa_mrcr_grade("PFXabcd", 7, "PFXabcd", 7, "PFX", 3, &g), 0);
+    assert_true(g.exact);
+    assert_same_double(g.score, 1.0);
+    /* an answer without the prefix is compared whole (removeprefix is a no-op) */
+    assert_int_equal(dsa_mrcr_grade("PFXabcd", 7, "abcd", 4, "PFX", 3, &g), 0);
+    assert_true(g.exact);
+    /* code points, not bytes: "é" is one element */
+    assert_int_equal(dsa_mrcr_grade("P\xC3\xA9x", 4, "P\xC3\xA9y", 4, "P", 1, &g), 0);
+    assert_same_double(g.score, 0.5);
+    assert_int_equal(dsa_mrcr_grade("P\xC3", 2, "Pa", 2, "P", 1, &g), -1);
+    assert_int_equal(dsa_mrcr_grade("Pa", 2, "P\xED\xA0\x80", 4, "P", 1, &g), -1);
+}
+
+static const char *shared_dir(void)
+{
+    const char *s = getenv("DSA_SHARED");
+    return s && *s ? s : NULL;
+}
+
+static json_t *load_line(const char *line, size_t len)
+{
+    json_error_t err;
+    json_t *v = json_loadb(line, len, 0, &err);
+    if (!v)
+        fail_msg("cannot parse a log line: %s", err.text);
+    return v;
+}
+
+/* §3: a real 2,170-code-point answer. The first row of the pro 8-needle log has a
+   ground_truth of 2,180 code points, i.e. 2,170 after its 10-character prefix; it gives all
+   three vectors of the spec, so it is the spec's answer (or one with the same statistics). */
+static void test_spec_vectors_real_answer(void **state)
+{
+    (void)state;
+    const char *sh = shared_dir();
+    if (!sh)
+        skip();
+    char path[4096];
+    snprintf(path, sizeof path, "%s/datasets/mrcr/evaluation_log_gemini_3_pro_8needle.jsonl", sh);
+    dsa_lines *in = dsa_lines_open(path);
+    assert_non_null(in);
+    const char *line;
+    size_t len;
+    assert_int_equal(dsa_lines_next(in, &line, &len), 1);
+    json_t *row = load_line(line, len);
+    json_t *gt = json_object_get(row, "ground_truth");
+    size_t n;
+    uint32_t *ans = dsa_utf8_decode_alloc(json_string_value(gt), json_string_length(gt), &n, NULL);
+    assert_non_null(ans);
+    assert_int_equal(n, 2180);
+    const uint32_t *body = ans + 10;
+    size_t nb = n - 10;
+    assert_int_equal(nb, 2170);
+
+    uint32_t *tmp = dsa_xmalloc((nb + 1) * sizeof *tmp);
+    tmp[0] = ' ';
+    memcpy(tmp + 1, body, nb * sizeof *tmp);
+    assert_same_double(dsa_difflib_ratio(tmp, nb + 1, body, nb), 0.9997696383321816);
+    assert_same_double(dsa_difflib_ratio(body, nb - 1, body, nb), 0.999769532150265);
+    /* str.upper(): the body is ASCII (checked), so upper-casing is per character */
+    for (size_t i = 0; i < nb; i++) {
+        assert_true(body[i] < 0x80);
+        tmp[i] = (body[i] >= 'a' && body[i] <= 'z') ? body[i] - 32 : body[i];
+    }
+    assert_same_double(dsa_difflib_ratio(tmp, nb, body, nb), 0.06682027649769585);
+    free(tmp);
+    free(ans);
+    json_decref(row);
+    dsa_lines_free(&in);
+}
+
+/* Python's str.isspace() (Unicode White_Space, plus U+001C..U+001F) */
+static int py_isspace(uint32_t c)
+{
+    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
+           c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
+           c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+struct log_stats {
+    long graded, skipped, same, differ, strip_changed, stripped_same;
+};
+
+/* Grades every line of a log through dsa_mrcr_grade_line() and through the byte API, and
+   (for the flash logs) grades the stripped response too. */
+static void run_log(const char *name, bool strip, struct log_stats *st)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/datasets/mrcr/%s", shared_dir(), name);
+    dsa_lines *in = dsa_lines_open(path);
+    assert_non_null(in);
+    const char *line;
+    size_t len;
+    while (dsa_lines_next(in, &line, &len) > 0) {
+        struct dsa_mrcr_line ln;
+        enum dsa_mrcr_line_status s = dsa_mrcr_grade_line(line, len, &ln);
+        json_t *row = load_line(line, len);
+        if (s == DSA_MRCR_LINE_SKIPPED) {
+            assert_non_null(json_object_get(row, "error"));
+            assert_null(json_object_get(row, "model_response"));
+            st->skipped++;
+            json_decref(ln.ids);
+            json_decref(row);
+            continue;
+        }
+        if (s != DSA_MRCR_LINE_GRADED)
+            fail_msg("%s line %ld: %s", name, dsa_lines_lineno(in), ln.why);
+        assert_true(json_equal(json_object_get(ln.ids, "dataset_index"),
+                               json_object_get(row, "dataset_index")));
+        json_decref(ln.ids);
+        st->graded++;
+        double logged = json_number_value(json_object_get(row, "score"));
+
+        /* the byte API with a prefix taken independently of the line parser */
+        const char *q =
+            json_string_value(json_object_get(json_object_get(row, "input"), "content"));
+        assert_int_equal(strncmp(q, "Prepend ", 8), 0);
+        const char *resp = json_string_value(json_object_get(row, "model_response"));
+        const char *ans = json_string_value(json_object_get(row, "ground_truth"));
+        struct dsa_mrcr_grade g;
+        assert_int_equal(dsa_mrcr_grade(resp, strlen(resp), ans, strlen(ans), q + 8, 10, &g), 0);
+        assert_same_double(g.score, ln.grade.score);
+        assert_int_equal(g.prefix_hit, ln.grade.prefix_hit);
+        assert_int_equal(g.exact, ln.grade.exact);
+
+        if (bits(ln.grade.score) == bits(logged))
+            st->same++;
+        else
+            st->differ++;
+        if (strip) {
+            size_t nr, na, np;
+            uint32_t *r = dsa_utf8_decode_alloc(resp, strlen(resp), &nr, NULL);
+            uint32_t *a = dsa_utf8_decode_alloc(ans, strlen(ans), &na, NULL);
+            uint32_t *p = dsa_utf8_decode_alloc(q + 8, 10, &np, NULL);
+            size_t lo = 0, hi = nr;
+            while (lo < hi && py_isspace(r[lo]))
+                lo++;
+            while (hi > lo && py_isspace(r[hi - 1]))
+                hi--;
+            bool changed = lo != 0 || hi != nr;
+            struct dsa_mrcr_grade gs;
+            dsa_mrcr_grade_cp(r + lo, hi - lo, a, na, p, np, &gs);
+            st->strip_changed += changed;
+            if (bits(gs.score) == bits(logged))
+                st->stripped_same++;
+            else
+                fail_msg("%s line %ld: grade(strip(response)) %.17g != logged %.17g", name,
+                         dsa_lines_lineno(in), gs.score, logged);
+            /* official != logged only where strip() changes the response (where it does,
+               both can still agree, e.g. 0 when the prefix is missing either way) */
+            bool official_differs = bits(ln.grade.score) != bits(logged);
+            if (official_differs && !changed)
+                fail_msg("%s line %ld: official %.17g != logged %.17g, strip changes nothing", name,
+                         dsa_lines_lineno(in), ln.grade.score, logged);
+            if (changed && !official_differs && bits(g.score) != bits(gs.score))
+                fail_msg("%s line %ld: inconsistent", name, dsa_lines_lineno(in));
+            free(r);
+            free(a);
+            free(p);
+        }
+        json_decref(row);
+    }
+    dsa_lines_free(&in);
+}
+
+static void test_pro_logs_exact(void **state)
+{
+    (void)state;
+    if (!shared_dir())
+        skip();
+    struct log_stats st = {0};
+    run_log("evaluation_log_gemini_3_pro_8needle.jsonl", false, &st);
+    assert_int_equal(st.graded, 695);
+    assert_int_equal(st.skipped, 7);
+    run_log("evaluation_log_gemini_3_pro_2needle.jsonl", false, &st);
+    assert_int_equal(st.graded, 720);
+    assert_int_equal(st.same, 720);
+    assert_int_equal(st.differ, 0);
+}
+
+static void test_flash_logs_no_strip(void **state)
+{
+    (void)state;
+    if (!shared_dir())
+        skip();
+    struct log_stats st = {0};
+    run_log("evaluation_log_gemini_3_flash_8needle.jsonl", true, &st);
+    assert_int_equal(st.graded, 792);
+    assert_int_equal(st.differ, 32);
+    run_log("evaluation_log_gemini_3_flash_2needle.jsonl", true, &st);
+    assert_int_equal(st.graded, 792 + 534);
+    assert_int_equal(st.skipped, 25);
+    assert_int_equal(st.differ, 36);
+    /* strip() changes 48 responses; 12 of them score the same either way (measured) */
+    assert_int_equal(st.strip_changed, 48);
+    assert_int_equal(st.stripped_same, 792 + 534);
+}
+
+/* ---- parity with CPython, computed here ---- */
+
+static uint64_t rng = 20260511; /* fixed seed: the same pairs on every run */
+
+static uint32_t rnd(uint32_t n)
+{
+    return (uint32_t)(dsa_splitmix64(rng++) % n);
+}
+
+struct cps {
+    uint32_t *v;
+    size_t n, cap;
+};
+
+static void push(struct cps *s, uint32_t c)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        s->v = dsa_xrealloc(s->v, s->cap * sizeof *s->v);
+    }
+    /* json.loads would join a high surrogate escape and a following low one: keep
+       surrogates lone so that both sides see the same code points */
+    if (c >= 0xDC00 && c <= 0xDFFF && s->n && s->v[s->n - 1] >= 0xD800 && s->v[s->n - 1] <= 0xDBFF)
+        c = 'z';
+    s->v[s->n++] = c;
+}
+
+static const uint32_t small_ascii[] = {'a', 'b', 'c', 'd', ' '};
+static const uint32_t multi[] = {'a',    'b',     ' ',     0xE9,     0xDF, 0x4E2D,
+                                 0x6587, 0x1F30D, 0x1F600, 0x10FFFF, 0x0,  '\n'};
+static const uint32_t sur[] = {0xD800, 0xDBFF, 0xDC00, 0xDFFF, 'a', 'b', 0xE9, 0x1F30D};
+/* a skewed alphabet for strings around the autojunk threshold: 3 frequent code points
+   (popular once len(b) >= 200) and 40 others whose counts straddle len(b)//100 + 1 */
+static uint32_t edge_char(void)
+{
+    static const uint32_t freq[] = {' ', 'e', 0x1F30D};
+    if (rnd(10) < 3)
+        return freq[rnd(3)];
+    uint32_t k = rnd(40);
+    return k < 26 ? 'a' + k : (k < 36 ? 0x4E00 + k : 0xE0 + k);
+}
+
+static void random_from(struct cps *s, const uint32_t *alpha, size_t na, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        push(s, alpha[rnd((uint32_t)na)]);
+}
+
+/* a = b with a few edits (replace, delete a span, insert a span, duplicate a span) */
+static void mutate(struct cps *a, const struct cps *b, int edits, uint32_t (*gen)(void))
+{
+    a->n = 0;
+    for (size_t i = 0; i < b->n; i++)
+        push(a, b->v[i]);
+    for (int e = 0; e < edits; e++) {
+        size_t at = a->n ? rnd((uint32_t)a->n) : 0;
+        size_t span = 1 + rnd(12);
+        switch (rnd(4)) {
+        case 0:
+            if (a->n)
+                a->v[at] = gen();
+            break;
+        case 1:
+            if (at + span > a->n)
+                span = a->n - at;
+            memmove(a->v + at, a->v + at + span, (a->n - at - span) * sizeof *a->v);
+            a->n -= span;
+            break;
+        default: {
+            struct cps ins = {0};
+            for (size_t k = 0; k < span; k++)
+                push(&ins, rnd(2) && a->n ? a->v[rnd((uint32_t)a->n)] : gen());
+            for (size_t k = 0; k < ins.n; k++)
+                push(a, 0);
+            memmove(a->v + at + ins.n, a->v + at, (a->n - ins.n - at) * sizeof *a->v);
+            memcpy(a->v + at, ins.v, ins.n * sizeof *a->v);
+            free(ins.v);
+        }
+        }
+    }
+}
+
+static uint32_t gen_ascii(void)
+{
+    return 32 + rnd(95);
+}
+
+/* Fills pair k: the categories the brief asks for, in fixed proportions. */
+static void make_pair(size_t k, struct cps *a, struct cps *b)
+{
+    a->n = b->n = 0;
+    size_t cat = k % 20;
+    if (cat < 3) { /* ASCII, small alphabet: many ties */
+        random_from(a, small_ascii, 5, rnd(40));
+        random_from(b, small_ascii, 5, rnd(40));
+    } else if (cat < 4) { /* ASCII, wide alphabet, long, mutated */
+        for (size_t n = 150 + rnd(300), i = 0; i < n; i++)
+            push(b, gen_ascii());
+        mutate(a, b, (int)rnd(30), gen_ascii);
+    } else if (cat < 7) { /* multi-byte UTF-8, 4-byte emoji, NUL */
+        random_from(a, multi, DSA_ARRAY_SIZE(multi), rnd(60));
+        if (rnd(2))
+            random_from(b, multi, DSA_ARRAY_SIZE(multi), rnd(60));
+        else
+            mutate(b, a, (int)rnd(6), edge_char);
+    } else if (cat < 15) { /* around the autojunk edge: len(b) in 195..205, 295..305, 395..405 */
+        static const size_t base[] = {200, 300, 400};
+        size_t lb = base[rnd(3)] - 5 + rnd(11);
+        for (size_t i = 0; i < lb; i++)
+            push(b, edge_char());
+        if (rnd(4))
+            mutate(a, b, (int)rnd(25), edge_char);
+        else
+            for (size_t n = rnd(450), i = 0; i < n; i++)
+                push(a, edge_char());
+    } else if (cat < 17) { /* repeated runs */
+        static const char *const units[] = {"ab", "a", "abc", "\xF0\x9F\x8C\x8D", "xy "};
+        const char *u = units[rnd(5)];
+        size_t nu;
+        uint32_t *cu = dsa_utf8_decode_alloc(u, strlen(u), &nu, NULL);
+        size_t reps = (90 + rnd(130)) / nu;
+        for (size_t r = 0; r < reps; r++)
+            for (size_t i = 0; i < nu; i++)
+                push(b, cu[i]);
+        free(cu);
+        switch (rnd(4)) {
+        case 0:
+            push(a, 'x');
+            for (size_t i = 0; i < b->n; i++)
+                push(a, b->v[i]);
+            break;
+        case 1:
+            for (size_t i = 1; i < b->n; i++)
+                push(a, b->v[i]);
+            break;
+        case 2:
+            for (size_t i = 0; i < b->n; i++)
+                push(a, b->v[i]);
+            break;
+        default:
+            mutate(a, b, 1 + (int)rnd(5), edge_char);
+        }
+    } else if (cat < 18) { /* empty strings */
+        size_t which = rnd(3);
+        if (which != 0)
+            random_from(a, multi, DSA_ARRAY_SIZE(multi), rnd(250));
+        if (which != 1)
+            random_from(b, multi, DSA_ARRAY_SIZE(multi), rnd(250));
+    } else { /* lone surrogates */
+        random_from(a, sur, DSA_ARRAY_SIZE(sur), rnd(80));
+        if (rnd(2))
+            random_from(b, sur, DSA_ARRAY_SIZE(sur), rnd(240));
+        else
+            mutate(b, a, (int)rnd(6), edge_char);
+    }
+    if (rnd(8) == 0) { /* both orders matter: ratio(a, b) != ratio(b, a) */
+        struct cps t = *a;
+        *a = *b;
+        *b = t;
+    }
+}
+
+static void write_cps(FILE *f, const struct cps *s)
+{
+    fputc('[', f);
+    for (size_t i = 0; i < s->n; i++)
+        fprintf(f, i ? ",%u" : "%u", s->v[i]);
+    fputc(']', f);
+}
+
+static const char py_ratio[] =
+    "import sys, json\n"
+    "from difflib import SequenceMatcher\n"
+    "with open(sys.argv[1]) as f, open(sys.argv[2], 'w') as out:\n"
+    "    for line in f:\n"
+    "        a, b = json.loads(line)\n"
+    "        a = ''.join(map(chr, a)); b = ''.join(map(chr, b))\n"
+    "        out.write(SequenceMatcher(None, a, b).ratio().hex() + '\\n')\n";
+
+/* the official grade() of specs/mrcr.md §2 over JSON lines read by json.loads */
+static const char py_grade[] =
+    "import sys, json\n"
+    "from difflib import SequenceMatcher\n"
+    "def grade(response, answer, p):\n"
+    "    if not response.startswith(p):\n"
+    "        return 0\n"
+    "    response = response.removeprefix(p)\n"
+    "    answer = answer.removeprefix(p)\n"
+    "    return float(SequenceMatcher(None, response, answer).ratio())\n"
+    "with open(sys.argv[1], encoding='utf-8') as f, open(sys.argv[2], 'w') as out:\n"
+    "    for line in f:\n"
+    "        d = json.loads(line)\n"
+    "        out.write(float(grade(d['response'], d['answer'], d['prefix'])).hex() + '\\n')\n";
+
+/* Runs $DSA_PYTHON on a script with (input, output) paths; returns the output lines. */
+static char **run_python(const char *dir, const char *script, const char *in, size_t nlines)
+{
+    const char *py = getenv("DSA_PYTHON");
+    char spath[4200], opath[4200], cmd[9000];
+    snprintf(spath, sizeof spath, "%s/ref.py", dir);
+    snprintf(opath, sizeof opath, "%s/out.txt", dir);
+    FILE *f = fopen(spath, "w");
+    assert_non_null(f);
+    fputs(script, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' '%s'", py, spath, in, opath);
+    assert_int_equal(system(cmd), 0);
+    dsa_lines *rd = dsa_lines_open(opath);
+    assert_non_null(rd);
+    char **out = dsa_xcalloc(nlines, sizeof *out);
+    const char *line;
+    size_t len, n = 0;
+    while (dsa_lines_next(rd, &line, &len) > 0) {
+        assert_true(n < nlines);
+        out[n++] = dsa_xstrndup(line, len);
+    }
+    assert_int_equal(n, nlines);
+    dsa_lines_free(&rd);
+    return out;
+}
+
+static double parse_hex(const char *s)
+{
+    char *end;
+    double d = strtod(s, &end);
+    assert_true(*end == '\0' && end != s);
+    return d;
+}
+
+#define N_PAIRS 6000
+
+static void test_python_parity_ratio(void **state)
+{
+    (void)state;
+    const char *py = getenv("DSA_PYTHON");
+    if (!py || !*py)
+        skip();
+    char dir[] = "/tmp/dsa-mrcr-parity.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char in[4200];
+    snprintf(in, sizeof in, "%s/pairs.txt", dir);
+    FILE *f = fopen(in, "w");
+    assert_non_null(f);
+    struct cps *as = dsa_xcalloc(N_PAIRS, sizeof *as), *bs = dsa_xcalloc(N_PAIRS, sizeof *bs);
+    size_t long_edge = 0;
+    for (size_t k = 0; k < N_PAIRS; k++) {
+        make_pair(k, &as[k], &bs[k]);
+        long_edge += bs[k].n >= 195 && bs[k].n <= 205;
+        fputc('[', f);
+        write_cps(f, &as[k]);
+        fputc(',', f);
+        write_cps(f, &bs[k]);
+        fputs("]\n", f);
+    }
+    fclose(f);
+    assert_true(long_edge >= 300); /* the 199/200/201 edge is well covered */
+    char **want = run_python(dir, py_ratio, in, N_PAIRS);
+    size_t zero = 0, one = 0;
+    for (size_t k = 0; k < N_PAIRS; k++) {
+        double got = dsa_difflib_ratio(as[k].v, as[k].n, bs[k].v, bs[k].n);
+        double w = parse_hex(want[k]);
+        if (bits(got) != bits(w))
+            fail_msg("pair %zu (la %zu, lb %zu): got %.17g, CPython %.17g", k, as[k].n, bs[k].n,
+                     got, w);
+        zero += got == 0.0;
+        one += got == 1.0;
+        free(want[k]);
+        free(as[k].v);
+        free(bs[k].v);
+    }
+    /* the test means something: most pairs are partial matches */
+    assert_true(zero + one < N_PAIRS / 4);
+    free(want);
+    free(as);
+    free(bs);
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void json_escape_cps(struct dsa_buf *b, const uint32_t *v, size_t n)
+{
+    dsa_buf_addch(b, '"');
+    for (size_t i = 0; i < n; i++) {
+        uint32_t c = v[i];
+        if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+            dsa_buf_addch(b, (char)c);
+        } else if (c == '"' || c == '\\') {
+            dsa_buf_addch(b, '\\');
+            dsa_buf_addch(b, (char)c);
+        } else if (c < 0x10000 && (c < 0x80 || (c >= 0xD800 && c <= 0xDFFF) || rnd(2))) {
+            if (rnd(2))
+                dsa_buf_addf(b, "\\u%04x", c);
+            else
+                dsa_buf_addf(b, "\\u%04X", c);
+        } else if (c >= 0x10000 && rnd(2)) { /* an escaped valid pair: one code point */
+            uint32_t u = c - 0x10000;
+            dsa_buf_addf(b, "\\u%04x\\u%04x", 0xD800 + (u >> 10), 0xDC00 + (u & 0x3FF));
+        } else {
+            char u8[4];
+            dsa_buf_add(b, u8, (size_t)dsa_utf8_encode(c, u8));
+        }
+    }
+    dsa_buf_addch(b, '"');
+}
+
+#define N_LINES 1500
+
+/* JSON lines through dsa_mrcr_grade_line() vs json.loads + the official grade() */
+static void test_python_parity_lines(void **state)
+{
+    (void)state;
+    const char *py = getenv("DSA_PYTHON");
+    if (!py || !*py)
+        skip();
+    char dir[] = "/tmp/dsa-mrcr-lines.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char in[4200];
+    snprintf(in, sizeof in, "%s/lines.jsonl", dir);
+    FILE *f = fopen(in, "w");
+    assert_non_null(f);
+    char **lines = dsa_xcalloc(N_LINES, sizeof *lines);
+    size_t lone = 0;
+    for (size_t k = 0; k < N_LINES; k++) {
+        struct cps a = {0}, b = {0}, p = {0}, r = {0}, ans = {0};
+        make_pair(k * 7 + 3, &a, &b);
+        /* a prefix of 10 code points, mostly alphanumeric, sometimes a surrogate */
+        for (int i = 0; i < 10; i++)
+            push(&p, rnd(20) ? (uint32_t) "aZ09xQ"[rnd(6)] : sur[rnd(DSA_ARRAY_SIZE(sur))]);
+        size_t mode = rnd(6); /* the response: prefix + a, a alone, a space first, ... */
+        if (mode == 1)
+            push(&r, ' ');
+        if (mode != 2)
+            for (size_t i = 0; i < p.n; i++)
+                push(&r, p.v[i]);
+        for (size_t i = 0; i < a.n; i++)
+            push(&r, a.v[i]);
+        if (rnd(8))
+            for (size_t i = 0; i < p.n; i++)
+                push(&ans, p.v[i]);
+        for (size_t i = 0; i < b.n; i++)
+            push(&ans, b.v[i]);
+        for (size_t i = 0; i < r.n; i++)
+            lone += r.v[i] >= 0xD800 && r.v[i] <= 0xDFFF;
+        struct dsa_buf line = DSA_BUF_INIT;
+        dsa_buf_adds(&line, "{\"response\":");
+        json_escape_cps(&line, r.v, r.n);
+        dsa_buf_adds(&line, ",\"answer\":");
+        json_escape_cps(&line, ans.v, ans.n);
+        dsa_buf_adds(&line, ",\"prefix\":");
+        json_escape_cps(&line, p.v, p.n);
+        dsa_buf_addf(&line, ",\"id\":%zu}", k);
+        fprintf(f, "%s\n", line.data);
+        lines[k] = dsa_buf_detach(&line, NULL);
+        free(a.v);
+        free(b.v);
+        free(p.v);
+        free(r.v);
+        free(ans.v);
+    }
+    fclose(f);
+    assert_true(lone >= 100);
+    char **want = run_python(dir, py_grade, in, N_LINES);
+    for (size_t k = 0; k < N_LINES; k++) {
+        struct dsa_mrcr_line ln;
+        if (dsa_mrcr_grade_line(lines[k], strlen(lines[k]), &ln) != DSA_MRCR_LINE_GRADED)
+            fail_msg("line %zu: %s", k + 1, ln.why);
+        double w = parse_hex(want[k]);
+        if (bits(ln.grade.score) != bits(w))
+            fail_msg("line %zu: got %.17g, CPython %.17g: %s", k + 1, ln.grade.score, w, lines[k]);
+        json_decref(ln.ids);
+        free(lines[k]);
+        free(want[k]);
+    }
+    free(lines);
+    free(want);
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spec_vectors),
+        cmocka_unit_test(test_prefix_rule),
+        cmocka_unit_test(test_spec_vectors_real_answer),
+        cmocka_unit_test(test_pro_logs_exact),
+        cmocka_unit_test(test_flash_logs_no_strip),
+        cmocka_unit_test(test_python_parity_ratio),
+        cmocka_unit_test(test_python_parity_lines),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
