@@ -54,9 +54,15 @@ static double score(const double *q, const double *w, int H, const double *k)
     double acc = 0.0;
     for (int h = 0; h < H; h++) {
         const double *qh = q + (size_t)h * DSA_K_HEAD_DIM;
-        double dot = 0.0;
-        for (int i = 0; i < DSA_K_HEAD_DIM; i++)
-            dot += qh[i] * k[i];
+        /* four partial sums: each is exact, so the order does not change the result */
+        double d0 = 0.0, d1 = 0.0, d2 = 0.0, d3 = 0.0;
+        for (int i = 0; i < DSA_K_HEAD_DIM; i += 4) {
+            d0 += qh[i] * k[i];
+            d1 += qh[i + 1] * k[i + 1];
+            d2 += qh[i + 2] * k[i + 2];
+            d3 += qh[i + 3] * k[i + 3];
+        }
+        double dot = (d0 + d1) + (d2 + d3);
         if (dot > 0.0)
             acc += w[h] * dot;
     }
