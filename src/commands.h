@@ -41,6 +41,7 @@ int cmd_datasets(int argc, char **argv);
 int cmd_grade(int argc, char **argv);
 int cmd_grade_gsm8k(int argc, char **argv);
 int cmd_gsm8k(int argc, char **argv);
+int cmd_kernels(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_mrcr(int argc, char **argv);
 int cmd_plan(int argc, char **argv);

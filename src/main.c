@@ -22,6 +22,8 @@ const struct dsa_command dsa_commands[] = {
     {"grade", cmd_grade, 0, "regrade outputs offline: official MRCR score (and GSM8K extraction)"},
     {"gsm8k", cmd_gsm8k, DSA_CMD_INTERRUPTIBLE,
      "GSM8K greedy (with MTP acceptance length) against an endpoint or in-process"},
+    {"kernels", cmd_kernels, 0,
+     "check the DSA indexer kernels against the C reference and its fp64 golden"},
     {"merge", cmd_merge, 0, "merge shard run files (--shard i/n) into one run file"},
     {"mrcr", cmd_mrcr, DSA_CMD_INTERRUPTIBLE,
      "run MRCR multi-needle against an endpoint (or in-process), binned by context length"},
