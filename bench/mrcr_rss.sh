@@ -15,12 +15,16 @@ trap 'kill $SP 2>/dev/null; rm -rf "$T"' EXIT
 SP=$!
 for i in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.05; done
 URL=http://127.0.0.1:$(cat "$T/port")
+printf 'baseline: dsa-eval version, peak RSS %s MB\n' \
+    "$(/usr/bin/time -f %M "$BIN" version 2>&1 >/dev/null | awk '{printf "%.1f", $1 / 1024}')"
 printf '%-34s %10s %12s %14s %14s\n' "run" "rows" "dataset MB" "largest row MB" "peak RSS MB"
-for rows in 2 8; do
+for rows in 2 8 32; do
     "$BIN" datasets synth mrcr --needles 8 --bins 256k --per-bin $rows --seed 1 -o "$T/ds$rows.jsonl"
     ds_mb=$(awk -v b=$(stat -c %s "$T/ds$rows.jsonl") 'BEGIN {printf "%.1f", b / 1048576}')
     row_mb=$(awk '{ if (length($0) > m) m = length($0) } END {printf "%.1f", m / 1048576}' "$T/ds$rows.jsonl")
-    for c in 1 4; do
+    cs="1 4"
+    [ $rows = 32 ] && cs=1
+    for c in $cs; do
         rm -rf "$T/out"
         /usr/bin/time -f %M -o "$T/rss" "$BIN" mrcr --endpoint "$URL" --dataset "$T/ds$rows.jsonl" \
             --concurrency $c --out "$T/out" -q >/dev/null
