@@ -234,7 +234,12 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
     if (x->mode == 0) {
         long code = 0;
         curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
-        x->mode = x->stream && code / 100 == 2 ? 2 : 1;
+        char *ctype = NULL;
+        curl_easy_getinfo(x->easy, CURLINFO_CONTENT_TYPE, &ctype);
+        /* SSE only when the server streams; a 2xx JSON answer to a streaming request (a
+           server that ignores "stream") is read whole */
+        bool sse = !ctype || strstr(ctype, "event-stream") || !strstr(ctype, "json");
+        x->mode = x->stream && code / 100 == 2 && sse ? 2 : 1;
     }
     if (x->mode == 2) {
         int rc = dsa_sse_feed(&x->sse, ptr, n);

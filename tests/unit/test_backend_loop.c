@@ -441,6 +441,29 @@ static void test_stream(void **state)
     dsa_backend_free(&b);
 }
 
+static enum action h_ignores_stream(int n, const struct sreq *rq, struct dsa_buf *out)
+{
+    (void)n;
+    (void)rq;
+    json_reply(out, 200, CHAT_OK); /* application/json although "stream": true was asked */
+    return REPLY;
+}
+
+static void test_stream_ignored_by_server(void **state)
+{
+    (void)state;
+    reset_log(h_ignores_stream);
+    dsa_backend *b = open_client(1, 2, 0, 10, NULL, NULL);
+    json_t *body = hello_body();
+    struct dsa_result r;
+    assert_int_equal(chat(b, body, true, &r), DSA_RES_OK);
+    assert_string_equal(r.content, "pong");
+    assert_int_equal(r.retries, 0);
+    dsa_result_release(&r);
+    json_decref(body);
+    dsa_backend_free(&b);
+}
+
 static void on_count(const struct dsa_result *res)
 {
     int *counts = res->ud;
@@ -742,6 +765,7 @@ int main(void)
         cmocka_unit_test(test_retries_exhausted),
         cmocka_unit_test(test_4xx_not_retried_and_over_context),
         cmocka_unit_test(test_stream),
+        cmocka_unit_test(test_stream_ignored_by_server),
         cmocka_unit_test(test_two_endpoints),
         cmocka_unit_test(test_tokenize_unsupported),
         cmocka_unit_test(test_timeout_and_cancel),
