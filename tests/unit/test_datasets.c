@@ -258,6 +258,33 @@ static void test_official_block_map(void **state)
     dsa_mrcr_free(&rd);
     assert_null(rd);
 
+    /* a bin filter on the block map: ≤8K is block 4 (rows 400-499) of each needle count;
+       skipped rows keep their numbers */
+    struct dsa_mrcr_filter f0 = {0, 1u << 0, 0};
+    rd = dsa_mrcr_open(path, &f0);
+    assert_int_equal(dsa_mrcr_nselected(rd), 200);
+    i = 0;
+    while (dsa_mrcr_next(rd, &row) > 0) {
+        assert_int_equal(row.r, 400 + i % 100);
+        assert_int_equal(row.n_needles, i < 100 ? 2 : 8);
+        assert_int_equal(row.bin, 0);
+        i++;
+    }
+    assert_int_equal(i, 200);
+    dsa_mrcr_row_release(&row);
+    dsa_mrcr_free(&rd);
+    struct dsa_mrcr_filter f8 = {1u << 8, 0x3fu, 10}; /* --needles 8 --max-bin 256k, 10/bin */
+    rd = dsa_mrcr_open(path, &f8);
+    assert_int_equal(dsa_mrcr_nselected(rd), 60);
+    i = 0;
+    while (dsa_mrcr_next(rd, &row) > 0) {
+        assert_true(row.bin <= 5 && row.n_needles == 8 && row.r % 100 < 10);
+        i++;
+    }
+    assert_int_equal(i, 60);
+    dsa_mrcr_row_release(&row);
+    dsa_mrcr_free(&rd);
+
     /* sha256 is the file's */
     char hex[65];
     dsa_sha256_hex(b.data, b.len, hex);
