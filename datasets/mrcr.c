@@ -199,11 +199,11 @@ static int parse_head(json_t *row, const struct dsa_json_where *w, struct row_he
         return where_errorf(w, "\"n_chars\" is negative");
     h->bin = -1;
     h->context_tokens = -1;
-    long long ct = -1;
+    long long ct = 0;
+    json_t *ctv = json_object_get(row, "context_tokens");
     if (!dsa_json_get_int(row, "context_tokens", true, &ct, w))
         return -1;
-    if (json_object_get(row, "context_tokens") &&
-        !json_is_null(json_object_get(row, "context_tokens"))) {
+    if (ctv && !json_is_null(ctv)) {
         h->context_tokens = (long)ct;
         h->bin = dsa_mrcr_bin_of_tokens(h->context_tokens);
         if (h->bin < 0) {

@@ -506,6 +506,8 @@ static void test_bad_input(void **state)
         {"{\"n_needles\":99,\"n_chars\":1,\"bin\":\"8k\"}", true},    /* needles range */
         {"{\"n_needles\":8,\"n_chars\":1,\"context_tokens\":9000,\"bin\":\"8k\"}", true},
         {"{\"n_needles\":8,\"n_chars\":1,\"context_tokens\":2000000}", true},
+        {"{\"n_needles\":8,\"n_chars\":1,\"context_tokens\":-1}", true},
+        {"{\"n_needles\":8,\"n_chars\":1,\"context_tokens\":\"5k\"}", true},
         {"{\"n_needles\":8,\"n_chars\":1,\"bin\":\"8k\",\"x\":\"\xff\"}", true}, /* UTF-8 */
         {"{\"n_needles\":8,\"n_chars\":1,\"bin\":\"8k\"}", false},               /* no prompt */
         {"{\"n_needles\":8,\"n_chars\":1,\"bin\":\"8k\",\"prompt\":\"[]\",\"answer\":\"x\","
