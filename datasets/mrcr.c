@@ -91,6 +91,11 @@ const char *dsa_mrcr_bin_label(int bin)
     return bin >= 0 && bin < DSA_MRCR_NBINS ? bin_labels[bin] : "?";
 }
 
+int dsa_mrcr_official_bin(long r)
+{
+    return r >= 0 && r < 8 * ROWS_PER_BLOCK ? block_to_bin[r / ROWS_PER_BLOCK] : -1;
+}
+
 int dsa_mrcr_bin_of_tokens(long tokens)
 {
     if (tokens <= 0)
