@@ -46,7 +46,7 @@ int main(int argc, char **argv)
 
     double t0 = now();
     FILE *f = fopen(path, "wb");
-    struct dsa_synth_mrcr_opts o = {1u << 8, 1u << 7, rows, 1};
+    struct dsa_synth_mrcr_opts o = {1u << 8, 1u << 7, rows, 1, NULL};
     if (!f || dsa_synth_mrcr_write(f, &o, path) || fclose(f))
         return 1;
     double t_synth = now() - t0;

@@ -563,7 +563,7 @@ static char *synth_file(unsigned needles, unsigned bins, int per_bin, unsigned l
 {
     char *path = tmp_path("synth");
     FILE *f = fopen(path, "wb");
-    struct dsa_synth_mrcr_opts o = {needles, bins, per_bin, seed};
+    struct dsa_synth_mrcr_opts o = {needles, bins, per_bin, seed, NULL};
     assert_int_equal(dsa_synth_mrcr_write(f, &o, path), 0);
     fclose(f);
     return path;
@@ -707,7 +707,7 @@ static char *child_synth(unsigned bins, int per_bin)
     assert_true(pid >= 0);
     if (pid == 0) {
         FILE *f = fopen(path, "wb");
-        struct dsa_synth_mrcr_opts o = {1u << 8, bins, per_bin, 3};
+        struct dsa_synth_mrcr_opts o = {1u << 8, bins, per_bin, 3, NULL};
         int bad = !f || dsa_synth_mrcr_write(f, &o, path) || fclose(f);
         _exit(bad);
     }
