@@ -370,8 +370,10 @@ static char *recorded_sha(const char *path)
     return out;
 }
 
-/* Progress on stderr: redrawn in place on a terminal (at most every 500 ms), one line per
-   step otherwise, off with -q. */
+/* Progress on stderr: redrawn in place on a terminal (at most every 500 ms); otherwise the
+   first and the final line only; off with -q.
+ *   dsa-eval: openai/mrcr 8needle: 120/800 rows, 96.4 MB
+ */
 struct progress {
     bool tty;
     struct timespec last;

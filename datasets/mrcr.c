@@ -747,9 +747,8 @@ int dsa_mrcr_next(dsa_mrcr_reader *rd, struct dsa_mrcr_row *row)
     }
 }
 
-/* unused (static) in builds without tests */
-__attribute__((unused)) DSA_UNITTEST int dsa_mrcr_parse_row_text(const char *text, size_t len,
-                                                                 struct dsa_mrcr_row *row)
+#ifdef DSA_UNITTEST_BUILD
+int dsa_mrcr_parse_row_text(const char *text, size_t len, struct dsa_mrcr_row *row)
 {
     struct dsa_json_where w = {"<row>", 1};
     struct row_head h;
@@ -770,6 +769,7 @@ __attribute__((unused)) DSA_UNITTEST int dsa_mrcr_parse_row_text(const char *tex
     row->n_chars = (long)h.n_chars;
     return 0;
 }
+#endif
 
 const char *dsa_mrcr_sha256(const dsa_mrcr_reader *rd)
 {

@@ -127,7 +127,12 @@ cleanup:
  *       8      5      5      5     15
  */
 /* --verify: every row read in full (prompt parsed), and the §9 invariants counted; the real
-   data may break an invariant on some rows, so they are reported, not fatal. */
+   data may break an invariant on some rows, so they are reported, not fatal.
+ *   verified  15 rows read in full
+ *             answer starts with random_string_to_prepend: 15/15
+ *             total_messages = len(messages): 15/15
+ *             answer = prefix + messages[desired_msg_index+1]: 15/15
+ */
 static int verify_mrcr(dsa_mrcr_reader *rd)
 {
     struct dsa_mrcr_row row = {0};
