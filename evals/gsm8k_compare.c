@@ -82,10 +82,26 @@ static void excerpt(struct dsa_buf *b, const char *s, size_t len, size_t at)
     dsa_buf_adds(b, to < len ? "...\"" : "\"");
 }
 
+/* The run's acceptance length: its summary file's, else one its header carries (runs written
+   by other tools may record it there, as "mtp": {"acceptance_length"} or at the top). */
 static double summary_al(const struct dsa_gsm8k_side *s)
 {
     json_t *al = json_object_get(json_object_get(s->summary, "mtp"), "acceptance_length");
+    if (!json_is_number(al))
+        al = json_object_get(json_object_get(s->header, "mtp"), "acceptance_length");
+    if (!json_is_number(al))
+        al = json_object_get(s->header, "acceptance_length");
     return json_is_number(al) ? json_number_value(al) : NAN;
+}
+
+/* "correct" as dsa-eval writes it, else a score of 1 (plain GSM8K runs of other tools) */
+static bool rec_correct(json_t *rec)
+{
+    json_t *c = json_object_get(rec, "correct");
+    if (json_is_boolean(c))
+        return json_is_true(c);
+    json_t *sc = json_object_get(rec, "score");
+    return json_is_number(sc) && json_number_value(sc) == 1.0;
 }
 
 static const char *prompt_mode(const struct dsa_gsm8k_side *s)
@@ -157,8 +173,8 @@ int dsa_gsm8k_compare(const struct dsa_gsm8k_side *a, const struct dsa_gsm8k_sid
         bool oka = rec_ok(ra), okb = rec_ok(rb);
         fail_a += !oka;
         fail_b += !okb;
-        bool ca = oka && json_is_true(json_object_get(ra, "correct"));
-        bool cb = okb && json_is_true(json_object_get(rb, "correct"));
+        bool ca = oka && rec_correct(ra);
+        bool cb = okb && rec_correct(rb);
         ok_a += oka;
         ok_b += okb;
         cor_a += ca;

@@ -703,6 +703,15 @@ int cmd_gsm8k(int argc, char **argv)
     free(records);
     if (run_path && summary) {
         char *sp = dsa_gsm8k_summary_path(run_path);
+        /* an attempt that measured no acceptance (a resume without --mtp, or with nothing
+           left to send) keeps the one an earlier attempt measured */
+        json_t *old = dsa_gsm8k_summary_read(sp);
+        json_t *old_mtp = json_object_get(old, "mtp");
+        json_t *new_mtp = json_object_get(summary, "mtp");
+        if (json_is_true(json_object_get(old_mtp, "measured")) &&
+            !json_is_true(json_object_get(new_mtp, "measured")))
+            json_object_set(summary, "mtp", old_mtp);
+        json_decref(old);
         if (dsa_gsm8k_summary_write(sp, summary) && !ret)
             ret = DSA_EXIT_IO;
         free(sp);
