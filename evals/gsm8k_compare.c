@@ -233,7 +233,10 @@ int dsa_gsm8k_compare(const struct dsa_gsm8k_side *a, const struct dsa_gsm8k_sid
         al_same = !strcmp(ala, alb);
 
     fprintf(out, "gsm8k: %s (A) vs %s (B)\n", a->name, b->name);
-    fprintf(out, "questions           %zu, same set and prompts (%s)\n", n, prompt_mode(a));
+    if (strcmp(prompt_mode(a), "?"))
+        fprintf(out, "questions           %zu, same set and prompts (%s)\n", n, prompt_mode(a));
+    else
+        fprintf(out, "questions           %zu, same set and prompts\n", n);
     fprintf(out, "identical outputs   %zu/%zu\n", identical, n);
     if (first) {
         fprintf(out, "first difference    question %s at byte %zu\n", first, first_off);
