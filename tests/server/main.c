@@ -69,6 +69,7 @@ int main(int argc, char **argv)
         .answer = {.build = "", .gsm8k_build_question = 7},
     };
     const char *host = "127.0.0.1", *port_file = NULL, *dialect = "vllm", *log_path = NULL;
+    const char *per_request = "none";
     const char *gsm8k_data = NULL;
     const char *wrong = NULL, *garble = NULL, *rates = NULL, *context_error = "new";
     int port = 8000, max_conn = 2048;
@@ -103,7 +104,10 @@ int main(int argc, char **argv)
         DSA_OPT_DOUBLE(0, "acceptance-length", &length, "L", "synthetic acceptance length"),
         DSA_OPT_STRING(0, "acceptance-rates", &rates, "R0,R1,..",
                        "synthetic per-position acceptance rates"),
-        DSA_OPT_STRLIST(0, "fault", &faults, "KIND[:RATE|:first]", "inject a fault (repeatable)"),
+        DSA_OPT_STRING(0, "per-request-spec-decode-metrics", &per_request, "MODE",
+                       "none (default), summary or detailed, as vLLM's flag"),
+        DSA_OPT_STRLIST(0, "fault", &faults, "KIND[:WHEN]",
+                        "inject a fault; WHEN = RATE, first, nth=N or match=TEXT (repeatable)"),
         DSA_OPT_LONG(0, "fault-seed", &fault_seed, "N", "seed of the fault decisions"),
         DSA_OPT_INT(0, "stall-seconds", &cfg.stall_s, "S", "how long the stall fault waits"),
         DSA_OPT_INT(0, "retry-after", &cfg.retry_after_s, "S", "Retry-After of 429/503"),
@@ -177,6 +181,18 @@ int main(int argc, char **argv)
         /* No rates given: every draft token accepted. */
         for (int i = 0; i < cfg.spec.k; i++)
             cfg.spec.rates[i] = 1.0;
+    }
+    if (strcmp(per_request, "none") == 0) {
+        cfg.per_request_spec = 0;
+    } else if (strcmp(per_request, "summary") == 0) {
+        cfg.per_request_spec = 1;
+    } else if (strcmp(per_request, "detailed") == 0) {
+        cfg.per_request_spec = 2;
+    } else {
+        dsa_errorf("unknown --per-request-spec-decode-metrics '%s' (want none, summary or "
+                   "detailed)",
+                   per_request);
+        goto cleanup;
     }
     if (faults.n > SRV_MAX_FAULT_RULES) {
         dsa_errorf("at most %d --fault rules", SRV_MAX_FAULT_RULES);
