@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "evals/gsm8k_run.h"
+#include "stats/compare.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -322,4 +323,40 @@ void dsa_gsm8k_side_release(struct dsa_gsm8k_side *side)
     json_decref(side->records);
     json_decref(side->summary);
     side->header = side->records = side->summary = NULL;
+}
+
+json_t *dsa_gsm8k_compare_identity(const struct dsa_cmp_side *base, const struct dsa_cmp_side *cand)
+{
+    if (!base->n_runs || !cand->n_runs)
+        return NULL;
+    struct dsa_gsm8k_side s[2] = {
+        {base->path, base->runs[0].header, base->runs[0].records, NULL},
+        {cand->path, cand->runs[0].header, cand->runs[0].records, NULL},
+    };
+    const char *paths[2] = {base->runs[0].path, cand->runs[0].path};
+    for (int k = 0; k < 2; k++) {
+        char *sp = dsa_gsm8k_summary_path(paths[k]);
+        s[k].summary = dsa_gsm8k_summary_read(sp);
+        free(sp);
+    }
+    char *text = NULL;
+    size_t len = 0;
+    json_t *doc = NULL;
+    FILE *f = open_memstream(&text, &len);
+    int rc = f ? dsa_gsm8k_compare(&s[0], &s[1], f, &doc) : DSA_EXIT_INTERNAL;
+    if (f)
+        fclose(f);
+    if (!doc)
+        /* not comparable (the reason was printed): compare exits 1 on "identical": false */
+        doc = json_pack("{s:s,s:I,s:I,s:b,s:b,s:n,s:n,s:s}", "eval", "gsm8k", "n", (json_int_t)0,
+                        "same", (json_int_t)0, "identical", 0, "comparable", 0, "first_diff",
+                        "acceptance_length", "error",
+                        rc == DSA_EXIT_DATA ? "different question sets or prompts"
+                                            : "comparison failed");
+    else
+        json_object_set_new(doc, "report", json_stringn(text ? text : "", len));
+    free(text);
+    json_decref(s[0].summary);
+    json_decref(s[1].summary);
+    return doc;
 }

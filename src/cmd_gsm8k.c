@@ -19,9 +19,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* NEEDSWORK: remove this guard once the endpoint backend is on main (it lands in parallel);
-   until then the command builds and says what is missing. */
-#if __has_include("backend/backend.h")
 #include "backend/backend.h"
 #include "backend/endpoint.h"
 #include "commands.h"
@@ -736,22 +733,3 @@ cleanup:
     free(argv0);
     return ret;
 }
-
-#else /* no backend yet */
-#include "commands.h"
-#include "util/exitcode.h"
-#include "util/msg.h"
-
-#include <stdio.h>
-#include <string.h>
-
-int cmd_gsm8k(int argc, char **argv)
-{
-    if (argc > 1 && !strcmp(argv[1], "--help")) {
-        puts("usage: dsa-eval gsm8k --endpoint URL [--mtp] [--limit N] [--out DIR] [options]");
-        return DSA_EXIT_OK;
-    }
-    dsa_errorf("this dsa-eval was built without the endpoint backend");
-    return DSA_EXIT_BACKEND;
-}
-#endif
