@@ -55,6 +55,13 @@ cmp -s "$TMP/a.json" "$TMP/b.json" && ok "byte-identical reruns" || not_ok "byte
 "$DSA_BIN" compare $D/main3 $D/pr3 --json --seed 2 >"$TMP/c.json"
 cmp -s "$TMP/a.json" "$TMP/c.json" && not_ok "--seed changes the CIs" || ok "--seed changes the CIs"
 
+# nor on the number of threads
+for t in 1 2 5; do
+    "$DSA_BIN" compare $D/main3 $D/pr3 --baseline-aa $D/main-again --json --threads $t >"$TMP/t$t.json"
+done
+cmp -s "$TMP/t1.json" "$TMP/t2.json" && cmp -s "$TMP/t1.json" "$TMP/t5.json" \
+    && ok "byte-identical with 1, 2 and 5 threads" || not_ok "byte-identical with 1, 2 and 5 threads"
+
 # a bin's numbers do not depend on which other bins are present (one stream per bin)
 mkdir -p "$TMP/b16" "$TMP/c16"
 for s in main pr; do
