@@ -323,7 +323,8 @@ static int universe_build(struct universe *u, const struct dsa_cmp_side *const *
     /* sort the bins, then renumber the samples' bins */
     size_t *order = dsa_xmalloc((u->n_bins ? u->n_bins : 1) * sizeof *order);
     struct bin_info *sorted = dsa_xmalloc((u->n_bins ? u->n_bins : 1) * sizeof *sorted);
-    memcpy(sorted, u->bins, u->n_bins * sizeof *sorted);
+    if (u->n_bins)
+        memcpy(sorted, u->bins, u->n_bins * sizeof *sorted);
     qsort(sorted, u->n_bins, sizeof *sorted, bin_cmp);
     for (size_t b = 0; b < u->n_bins; b++)
         for (size_t c = 0; c < u->n_bins; c++)
