@@ -1093,48 +1093,84 @@ static bool header_al(const struct dsa_cmp_side *s, double *al)
     return false;
 }
 
+/* the record's output text: "output" (run files), else "text" (the GSM8K spec's name) */
+static json_t *rec_output(json_t *r)
+{
+    json_t *o = json_object_get(r, "output");
+    return json_is_string(o)                            ? o
+           : json_is_string(json_object_get(r, "text")) ? json_object_get(r, "text")
+                                                        : NULL;
+}
+
 json_t *dsa_cmp_identity_builtin(const struct dsa_cmp_side *base, const struct dsa_cmp_side *cand)
 {
     if (!base->n_runs || !cand->n_runs)
         return NULL;
-    /* first run of each side: greedy runs are compared byte for byte */
+    /* first run of each side: greedy runs are compared byte for byte, over the union of ids
+       (an id with an output on one side only differs), and prompts must hash the same */
     json_t *rb = base->runs[0].records, *rc = cand->runs[0].records;
-    json_t *outs = json_object();
+    json_t *by_id = json_object();
     bool any = false;
     for (size_t k = 0; k < json_array_size(rb); k++) {
-        json_t *r = json_array_get(rb, k), *o = json_object_get(r, "output");
-        if (json_is_string(o)) {
-            json_object_set(outs, json_string_value(json_object_get(r, "id")), o);
+        json_t *r = json_array_get(rb, k);
+        if (rec_output(r)) {
+            json_object_set(by_id, json_string_value(json_object_get(r, "id")), r);
             any = true;
         }
     }
     double alb = NAN, alc = NAN;
     bool has_al = header_al(base, &alb) && header_al(cand, &alc);
     if (!any && !has_al) {
-        json_decref(outs);
+        json_decref(by_id);
         return NULL;
     }
     size_t n = 0, same = 0;
-    json_t *first = json_null();
+    json_t *first = json_null(), *seen = json_object();
     for (size_t k = 0; k < json_array_size(rc) && any; k++) {
-        json_t *r = json_array_get(rc, k), *o = json_object_get(r, "output");
+        json_t *r = json_array_get(rc, k), *o = rec_output(r);
         const char *id = json_string_value(json_object_get(r, "id"));
-        json_t *ob = json_object_get(outs, id);
-        if (!json_is_string(o) || !ob)
+        json_t *rbase = json_object_get(by_id, id);
+        if (!o)
             continue;
         n++;
-        size_t la = json_string_length(ob), lb = json_string_length(o);
-        const char *a = json_string_value(ob), *b = json_string_value(o);
+        json_object_set_new(seen, id, json_true());
+        const char *why = NULL;
         size_t off = 0;
-        while (off < la && off < lb && a[off] == b[off])
-            off++;
-        if (la == lb && off == la) {
-            same++;
-        } else if (json_is_null(first)) {
-            first = json_pack("{s:s,s:I}", "id", id, "offset", (json_int_t)off);
+        if (!rbase) {
+            why = "missing from the baseline";
+        } else {
+            json_t *ob = rec_output(rbase);
+            json_t *pa = json_object_get(rbase, "prompt_sha256"),
+                   *pb = json_object_get(r, "prompt_sha256");
+            size_t la = json_string_length(ob), lb = json_string_length(o);
+            const char *a = json_string_value(ob), *b = json_string_value(o);
+            while (off < la && off < lb && a[off] == b[off])
+                off++;
+            if (json_is_string(pa) && json_is_string(pb) && !json_equal(pa, pb))
+                why = "different prompt";
+            else if (la != lb || off != la)
+                why = "different output";
         }
+        if (!why)
+            same++;
+        else if (json_is_null(first))
+            first = json_pack("{s:s,s:I,s:s}", "id", id, "offset", (json_int_t)off, "why", why);
     }
-    json_decref(outs);
+    /* ids with an output in the baseline only */
+    const char *id;
+    json_t *v;
+    json_object_foreach(by_id, id, v)
+    {
+        (void)v;
+        if (json_object_get(seen, id))
+            continue;
+        n++;
+        if (json_is_null(first))
+            first = json_pack("{s:s,s:I,s:s}", "id", id, "offset", (json_int_t)0, "why",
+                              "missing from the candidate");
+    }
+    json_decref(seen);
+    json_decref(by_id);
     json_t *al = has_al ? json_pack("{s:f,s:f}", "base", alb, "cand", alc) : json_null();
     const char *ev = side_eval(base) ? side_eval(base) : side_eval(cand);
     return json_pack("{s:s,s:I,s:I,s:b,s:o,s:o}", "eval", ev ? ev : "unknown", "n", (json_int_t)n,
