@@ -585,9 +585,10 @@ static long resume_rows(const char *part, int n)
     return rows;
 }
 
-/* Checks one /rows page and appends its rows to f. Returns an exit status (printed). */
-static int write_page(const char *url, const struct dsa_buf *body, long first, long len, int n,
-                      FILE *f, const char *part)
+/* Checks one /rows page and appends its rows but the first `skip` (already in the .part)
+   to f. Returns an exit status (printed). */
+static int write_page(const char *url, const struct dsa_buf *body, long first, long len, long skip,
+                      int n, FILE *f, const char *part)
 {
     json_error_t err;
     json_t *page = json_loadb(body->data, body->len, 0, &err);
@@ -626,6 +627,8 @@ static int write_page(const char *url, const struct dsa_buf *body, long first, l
                        url, i, n, first + i, idx, nn);
             goto cleanup;
         }
+        if (i < skip)
+            continue;
         /* the HF row as the page has it, column order kept, one line */
         char *line = json_dumps(row, JSON_COMPACT | JSON_PRESERVE_ORDER);
         errno = 0;
@@ -697,10 +700,14 @@ static int fetch_mrcr_needles(const struct dsa_fetch_opts *o, const char *dir, i
     struct progress pr = {isatty(2), {0, 0}, false};
     double mb = 0;
     long first_idx = mrcr_split_offset(n);
-    for (long r = done; r < MRCR_ROWS_PER_NEEDLE; r += o->page_rows) {
-        long len =
-            MRCR_ROWS_PER_NEEDLE - r < o->page_rows ? MRCR_ROWS_PER_NEEDLE - r : o->page_rows;
-        long offset = first_idx + r;
+    /* pages start at multiples of page_rows from the needle count's first row, also after
+       a resume (the rows before the resume point are fetched again, checked and skipped), so
+       every request names the same pages and a file:// mirror needs one page size only */
+    for (long r = done; r < MRCR_ROWS_PER_NEEDLE;) {
+        long start = r - r % o->page_rows;
+        long len = MRCR_ROWS_PER_NEEDLE - start < o->page_rows ? MRCR_ROWS_PER_NEEDLE - start
+                                                               : o->page_rows;
+        long offset = first_idx + start;
         /* file:// mirrors cannot answer a query string: pages are files named by offset */
         char *url = is_file_url(base)
                         ? strf("%s/rows/%ld-%ld.json", base, offset, len)
@@ -711,11 +718,12 @@ static int fetch_mrcr_needles(const struct dsa_fetch_opts *o, const char *dir, i
                  MRCR_ROWS_PER_NEEDLE, mb);
         ret = get(url, NULL, &body, o->interrupted);
         if (!ret)
-            ret = write_page(url, &body, offset, len, n, f, part);
+            ret = write_page(url, &body, offset, len, r - start, n, f, part);
         mb += (double)body.len / 1e6;
         free(url);
         if (ret)
             goto cleanup; /* the .part keeps every complete row: the next fetch resumes */
+        r = start + len;
     }
     progress(&pr, true, "openai/mrcr %dneedle: %d/%d rows, %.1f MB", n, MRCR_ROWS_PER_NEEDLE,
              MRCR_ROWS_PER_NEEDLE, mb);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "datasets/samples.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -636,7 +637,16 @@ dsa_mrcr_reader *dsa_mrcr_open(const char *path, const struct dsa_mrcr_filter *f
         return NULL;
     }
     dsa_mrcr_reader *rd = dsa_xcalloc(1, sizeof *rd);
-    rd->path = dsa_xstrdup(path);
+    if (!strncmp(path, DSA_SAMPLE_PREFIX, strlen(DSA_SAMPLE_PREFIX))) {
+        /* an embedded sample, read from its verified copy in the cache */
+        if (!(rd->path = dsa_sample_path(path))) {
+            free(rd);
+            return NULL;
+        }
+        path = rd->path;
+    } else {
+        rd->path = dsa_xstrdup(path);
+    }
     if (filter)
         rd->filter = *filter;
     if (detect_format(rd) || pass1(rd)) {
@@ -703,6 +713,30 @@ int dsa_mrcr_next(dsa_mrcr_reader *rd, struct dsa_mrcr_row *row)
         row->n_chars = (long)h.n_chars;
         return 1;
     }
+}
+
+/* unused (static) in builds without tests */
+__attribute__((unused)) DSA_UNITTEST int dsa_mrcr_parse_row_text(const char *text, size_t len,
+                                                                 struct dsa_mrcr_row *row)
+{
+    struct dsa_json_where w = {"<row>", 1};
+    struct row_head h;
+    dsa_mrcr_row_release(row);
+    json_t *obj = dsa_json_parse_object(text, len, &w);
+    if (!obj)
+        return -1;
+    int bad = parse_head(obj, &w, &h) || parse_full(obj, &w, row);
+    json_decref(obj);
+    if (bad) {
+        dsa_mrcr_row_release(row);
+        return -1;
+    }
+    row->n_needles = h.n_needles;
+    row->bin = h.bin;
+    row->bin_explicit = h.bin >= 0;
+    row->context_tokens = h.context_tokens;
+    row->n_chars = (long)h.n_chars;
+    return 0;
 }
 
 const char *dsa_mrcr_sha256(const dsa_mrcr_reader *rd)

@@ -15,12 +15,20 @@
 volatile int dsa_interrupted;
 
 const struct dsa_command dsa_commands[] = {
+    {"compare", cmd_compare, 0,
+     "paired per-bin differences with bootstrap CIs between two sets of runs"},
     {"datasets", cmd_datasets, DSA_CMD_INTERRUPTIBLE,
      "make, fetch and describe datasets (MRCR, GSM8K)"},
     {"grade", cmd_grade, 0, "regrade outputs offline: official MRCR score (and GSM8K extraction)"},
+    {"gsm8k", cmd_gsm8k, DSA_CMD_INTERRUPTIBLE,
+     "GSM8K greedy (with MTP acceptance length) against an endpoint or in-process"},
     {"kernels", cmd_kernels, 0,
      "check the DSA indexer kernels against the C reference and its fp64 golden"},
     {"merge", cmd_merge, 0, "merge shard run files (--shard i/n) into one run file"},
+    {"mrcr", cmd_mrcr, DSA_CMD_INTERRUPTIBLE,
+     "run MRCR multi-needle against an endpoint (or in-process), binned by context length"},
+    {"plan", cmd_plan, 0, "runs needed per side to detect a given change"},
+    {"report", cmd_report, 0, "markdown, HTML (SVG plots), CSV or JSON report of a comparison"},
     {"version", cmd_version, 0, "print version, build and library information"},
     {NULL, NULL, 0, NULL},
 };

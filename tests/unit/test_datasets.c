@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "datasets/mrcr.h"
+#include "datasets/samples.h"
 #include "datasets/synth.h"
 #include "datasets/tokenize.h"
 #include "util/buf.h"
@@ -707,6 +708,63 @@ static void test_streaming_memory(void **state)
     free(small), free(big);
 }
 
+/* ---------------------------------------------------------------- samples */
+
+static void test_embedded_samples(void **state)
+{
+    (void)state;
+    const char *src = getenv("DSA_SRC");
+    if (!src)
+        skip();
+    static const char *const names[] = {"mrcr-synth-8needle.jsonl",
+                                        "mrcr-synth-2needle-tiny.jsonl"};
+    char *cache = tmp_path("cache");
+    unlink(cache);
+    setenv("DSA_EVAL_CACHE", cache, 1);
+    for (size_t i = 0; i < DSA_ARRAY_SIZE(names); i++) {
+        struct dsa_buf p = DSA_BUF_INIT;
+        dsa_buf_addf(&p, "%s/datasets/samples/%s", src, names[i]);
+        size_t len;
+        char *want = slurp(p.data, &len);
+        const struct dsa_sample *s = dsa_sample_find(names[i]);
+        assert_non_null(s);
+        assert_ptr_equal(dsa_sample_find(strchr(DSA_SAMPLE_MRCR_DEFAULT, ':') + 1),
+                         dsa_sample_find(DSA_SAMPLE_MRCR_DEFAULT));
+        /* the embedded bytes are the shipped file (a rebuild after a regeneration) */
+        assert_int_equal(s->len, len);
+        assert_memory_equal(s->data, want, len);
+        char hex[65];
+        dsa_sha256_hex(want, len, hex);
+        assert_string_equal(s->sha256, hex);
+        /* materialised once, verified on reuse, rewritten when damaged */
+        char *path = dsa_sample_path(names[i]);
+        assert_non_null(path);
+        assert_int_equal(dsa_sha256_file(path, hex), 0);
+        assert_string_equal(hex, s->sha256);
+        FILE *f = fopen(path, "ab");
+        fputs("x", f);
+        fclose(f);
+        char *again = dsa_sample_path(names[i]);
+        assert_string_equal(again, path);
+        assert_int_equal(dsa_sha256_file(path, hex), 0);
+        assert_string_equal(hex, s->sha256);
+        /* and the reader opens it by name */
+        struct dsa_buf sname = DSA_BUF_INIT;
+        dsa_buf_addf(&sname, "sample:%s", names[i]);
+        assert_true(count_rows(sname.data, NULL) > 0);
+        unlink(path);
+        free(path);
+        free(again);
+        free(want);
+        dsa_buf_release(&p);
+        dsa_buf_release(&sname);
+    }
+    assert_null(dsa_sample_find("nope.jsonl"));
+    assert_null(dsa_sample_path("sample:nope.jsonl"));
+    unsetenv("DSA_EVAL_CACHE");
+    free(cache);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -722,6 +780,7 @@ int main(void)
         cmocka_unit_test(test_synth_determinism),
         cmocka_unit_test(test_synth_rows_parse_back),
         cmocka_unit_test(test_streaming_memory),
+        cmocka_unit_test(test_embedded_samples),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

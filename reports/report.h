@@ -1,0 +1,25 @@
+/*
+ * Report writers: render a comparison document (stats/compare.h, schema in docs/compare.md)
+ * as Markdown (PR-ready tables), a self-contained HTML page with SVG plots, CSV, or long-form
+ * JSON (one object per (bin, statistic)). They read only the document.
+ *
+ * Ownership: the document is borrowed; dsa_report_rows() returns a new reference.
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#ifndef DSA_REPORTS_REPORT_H
+#define DSA_REPORTS_REPORT_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+/* All return 0, or -1 on a write error (errno set). */
+int dsa_report_md(const json_t *doc, FILE *out);
+int dsa_report_html(const json_t *doc, FILE *out);
+int dsa_report_csv(const json_t *doc, FILE *out);
+int dsa_report_json(const json_t *doc, FILE *out);
+
+/* The long form: an array of {"bin", "statistic", "value", "ci_lo", "ci_hi", "n"} (value and
+   ends may be null), in bin order, "all" after the bins, then "latency" and "outputs". */
+json_t *dsa_report_rows(const json_t *doc);
+
+#endif

@@ -1,0 +1,257 @@
+/*
+ * dsa-eval compare: paired per-bin differences with bootstrap CIs between two sets of runs
+ * (specs/stats.md §9). The numbers come from stats/compare.h; this file prints them.
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "stats/compare.h"
+#include "util/exitcode.h"
+#include "util/msg.h"
+#include "util/opt.h"
+
+static const char *const usage[] = {
+    "dsa-eval compare BASELINE CANDIDATE [--json] [--baseline-aa RUNS] [--fail-if-worse X]",
+    "  BASELINE, CANDIDATE: a directory of run files (one per run) or one run file; plain score",
+    "  files (JSONL lines {\"id\", \"bin\", \"score\"}) work too",
+    NULL,
+};
+
+static double num(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static long inum(json_t *o, const char *key)
+{
+    return (long)json_integer_value(json_object_get(o, key));
+}
+
+/* "+0.009 [-0.029, +0.047]", or "n/a" */
+static void print_diff_ci(double d, json_t *ci)
+{
+    if (isnan(d)) {
+        printf("n/a");
+        return;
+    }
+    printf("%+.3f", d);
+    if (json_is_array(ci))
+        printf(" [%+.3f, %+.3f]", json_real_value(json_array_get(ci, 0)),
+               json_real_value(json_array_get(ci, 1)));
+    else
+        printf(" [n/a]");
+}
+
+static void print_perm(json_t *p, const char *what)
+{
+    printf("  run-level permutation p = %ld/%ld = %.4f (%s)", inum(p, "k"), inum(p, "N"),
+           num(p, "p"), what);
+    if (json_is_true(json_object_get(p, "cannot_reach_5pct")))
+        printf("; cannot reach 5%% with this many runs, use >= 4 per side");
+    printf("\n");
+}
+
+/*
+ * One block per bin, "all" last:
+ *
+ *   ≤8K  n 100 used, 0 excluded, 0 dropped
+ *     baseline    0.912
+ *     candidate   0.921
+ *     difference  +0.009 [-0.029, +0.047]  SE 0.019  MDE80 0.053
+ *     run 1 vs 1  +0.010 [-0.030, +0.050]  0.900 vs 0.910 (n 100)     several runs only
+ *     runs disagree (candidate F = 13.00, p = 0.0002): two-level CI [-0.389, +0.361]
+ *     run-level permutation p = 2/20 = 0.1000 (...)
+ *     McNemar exact p = 0.1480 (28 baseline-only correct, 41 candidate-only correct)
+ *     A/A         +0.002 [-0.020, +0.024]                              --baseline-aa only
+ */
+static void print_bin(json_t *b, const char *lb, const char *lc)
+{
+    printf("%s  n %ld used, %ld excluded, %ld dropped\n",
+           json_string_value(json_object_get(b, "bin")), inum(b, "n"), inum(b, "n_excluded"),
+           inum(b, "n_dropped"));
+    if (inum(b, "n") == 0) {
+        printf("  no paired samples\n");
+        return;
+    }
+    printf("  %-11s %.3f\n", lb, num(b, "base"));
+    printf("  %-11s %.3f\n", lc, num(b, "cand"));
+    printf("  difference  ");
+    print_diff_ci(num(b, "diff"), json_object_get(b, "ci"));
+    if (!isnan(num(b, "se")))
+        printf("  SE %.4f  MDE80 %.3f", num(b, "se"), num(b, "mde80"));
+    if (json_is_true(json_object_get(b, "small_n")))
+        printf("  (small n)");
+    long rb = inum(b, "runs_base"), rc = inum(b, "runs_cand");
+    if (rb > 1 || rc > 1)
+        printf("  pooled over %ld vs %ld runs", rb, rc);
+    printf("\n");
+    json_t *runs = json_object_get(b, "runs");
+    for (size_t k = 0; k < json_array_size(runs); k++) {
+        json_t *r = json_array_get(runs, k);
+        char name[32];
+        snprintf(name, sizeof name, "run %ld vs %ld", inum(r, "base_run"), inum(r, "cand_run"));
+        printf("  %-11s ", name);
+        print_diff_ci(num(r, "diff"), json_object_get(r, "ci"));
+        printf("  %.3f vs %.3f (n %ld)\n", num(r, "base"), num(r, "cand"), inum(r, "n"));
+    }
+    json_t *re = json_object_get(b, "run_effect");
+    if (json_is_true(json_object_get(re, "disagree"))) {
+        printf("  runs disagree (");
+        const char *sep = "";
+        for (int s = 0; s < 2; s++) {
+            json_t *a = json_object_get(re, s ? "cand" : "base");
+            if (!isnan(num(a, "p")) && num(a, "p") < 0.01) {
+                printf("%s%s F = %.2f, p = %.2g", sep, s ? lc : lb, num(a, "F"), num(a, "p"));
+                sep = "; ";
+            }
+        }
+        printf(")");
+        json_t *tl = json_object_get(b, "two_level");
+        if (tl) {
+            printf(": two-level CI ");
+            print_diff_ci(num(b, "diff"), json_object_get(tl, "ci"));
+        }
+        printf("\n");
+    }
+    json_t *perm = json_object_get(b, "permutation");
+    if (perm)
+        print_perm(perm, "mean score per run");
+    json_t *mc = json_object_get(b, "mcnemar");
+    if (mc)
+        printf("  McNemar exact p = %.4f (%ld %s-only correct, %ld %s-only correct)\n",
+               num(mc, "p"), inum(mc, "b"), lb, inum(mc, "c"), lc);
+    json_t *aa = json_object_get(b, "aa");
+    if (aa) {
+        printf("  %-11s ", "A/A");
+        print_diff_ci(num(aa, "diff"), json_object_get(aa, "ci"));
+        printf("  (n %ld)\n", inum(aa, "n"));
+    }
+}
+
+static void print_text(json_t *doc)
+{
+    json_t *base = json_object_get(doc, "base"), *cand = json_object_get(doc, "cand");
+    const char *lb = json_string_value(json_object_get(base, "label"));
+    const char *lc = json_string_value(json_object_get(cand, "label"));
+    printf("%s\n", json_string_value(json_object_get(json_object_get(doc, "method"), "text")));
+    json_t *sides[3] = {base, cand, json_object_get(doc, "aa")};
+    for (int s = 0; s < 3; s++) {
+        if (!sides[s])
+            continue;
+        size_t nr = json_array_size(json_object_get(sides[s], "runs"));
+        printf("%-11s %s (%zu run%s)\n", json_string_value(json_object_get(sides[s], "label")),
+               json_string_value(json_object_get(sides[s], "path")), nr, nr == 1 ? "" : "s");
+    }
+    json_t *bins = json_object_get(doc, "bins");
+    for (size_t k = 0; k < json_array_size(bins); k++) {
+        printf("\n");
+        print_bin(json_array_get(bins, k), lb, lc);
+    }
+    json_t *lat = json_object_get(doc, "latency");
+    if (json_is_object(lat)) {
+        printf("\nlatency: median per-request ratio %s/%s with a %g%% paired bootstrap CI\n", lc,
+               lb, num(json_object_get(doc, "method"), "confidence") * 100);
+        json_t *aa = json_object_get(lat, "aa");
+        if (aa)
+            printf("  %-11s %.3f [%.3f, %.3f]  (%ld requests)\n", "A/A", num(aa, "ratio"),
+                   json_real_value(json_array_get(json_object_get(aa, "ci"), 0)),
+                   json_real_value(json_array_get(json_object_get(aa, "ci"), 1)), inum(aa, "n"));
+        printf("  %-11s %.3f [%.3f, %.3f]  (%ld requests)\n", lc, num(lat, "ratio"),
+               json_real_value(json_array_get(json_object_get(lat, "ci"), 0)),
+               json_real_value(json_array_get(json_object_get(lat, "ci"), 1)), inum(lat, "n"));
+        json_t *perm = json_object_get(lat, "permutation");
+        if (perm)
+            print_perm(perm, "log median latency per run");
+    }
+    json_t *id = json_object_get(doc, "identity");
+    if (json_is_object(id)) {
+        printf("\noutputs: ");
+        if (inum(id, "n") > 0) {
+            printf("same %ld/%ld", inum(id, "same"), inum(id, "n"));
+            json_t *fd = json_object_get(id, "first_diff");
+            if (json_is_object(fd))
+                printf(" (first difference: '%s' at byte %ld)",
+                       json_string_value(json_object_get(fd, "id")), inum(fd, "offset"));
+        } else {
+            printf("no output text recorded");
+        }
+        json_t *al = json_object_get(id, "acceptance_length");
+        if (json_is_object(al))
+            printf("; acceptance length %.4f vs %.4f", num(al, "base"), num(al, "cand"));
+        printf("\n");
+    }
+    json_t *ex = json_object_get(doc, "excluded");
+    if (json_array_size(ex)) {
+        /* at most 20 ids here; --json lists them all */
+        printf("\nnot compared (%zu, the same set on both sides):", json_array_size(ex));
+        for (size_t k = 0; k < json_array_size(ex) && k < 20; k++) {
+            json_t *e = json_array_get(ex, k);
+            printf("%s %s (%s)", k ? "," : "", json_string_value(json_object_get(e, "id")),
+                   json_string_value(json_object_get(e, "reason")));
+        }
+        if (json_array_size(ex) > 20)
+            printf(", and %zu more (see --json)", json_array_size(ex) - 20);
+        printf("\n");
+    }
+}
+
+int cmd_compare(int argc, char **argv)
+{
+    bool as_json = false;
+    double fail_if_worse = NAN;
+    struct dsa_cmp_cli cli = DSA_CMP_CLI_INIT;
+    struct dsa_option opts[] = {
+        DSA_OPT_BOOL(0, "json", &as_json, "print the comparison document (JSON) instead of text"),
+        DSA_OPT_DOUBLE(0, "fail-if-worse", &fail_if_worse, "X",
+                       "exit 1 if any bin's CI lies wholly below -X"),
+        DSA_CMP_CLI_OPTIONS(&cli),
+        DSA_OPT_END(),
+    };
+    int n = dsa_opt_parse(&argc, argv, opts, usage);
+    if (n < 0)
+        return dsa_opt_exit(n);
+    if (n != 2) {
+        dsa_errorf("compare needs two run sets, BASELINE and CANDIDATE (got %d)", n);
+        return DSA_EXIT_USAGE;
+    }
+    struct dsa_cmp_opts o;
+    if (dsa_cmp_cli_apply(&cli, &o) < 0)
+        return DSA_EXIT_USAGE;
+    if (!isnan(fail_if_worse) && !(fail_if_worse >= 0)) {
+        dsa_errorf("--fail-if-worse must be >= 0, not %g", fail_if_worse);
+        return DSA_EXIT_USAGE;
+    }
+    o.fail_if_worse = fail_if_worse;
+    json_t *doc;
+    int ret = dsa_cmp_load_build(argv[0], argv[1], cli.baseline_aa, &o, &doc);
+    if (ret)
+        return ret;
+    if (as_json) {
+        char *s = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+        printf("%s\n", s);
+        free(s);
+    } else {
+        print_text(doc);
+    }
+    json_t *worse = json_object_get(json_object_get(doc, "fail_if_worse"), "bins");
+    for (size_t k = 0; k < json_array_size(worse); k++) {
+        dsa_errorf("regression: the CI of bin '%s' lies wholly below -%g",
+                   json_string_value(json_array_get(worse, k)), fail_if_worse);
+        ret = DSA_EXIT_FAIL;
+    }
+    json_t *id = json_object_get(doc, "identity");
+    if (json_is_object(id) && json_is_false(json_object_get(id, "identical")) &&
+        !strcmp(json_string_value(json_object_get(id, "eval")), "gsm8k")) {
+        dsa_errorf("outputs differ: %ld of %ld identical",
+                   (long)json_integer_value(json_object_get(id, "same")),
+                   (long)json_integer_value(json_object_get(id, "n")));
+        ret = DSA_EXIT_FAIL;
+    }
+    json_decref(doc);
+    return ret;
+}

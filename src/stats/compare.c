@@ -1,0 +1,1051 @@
+/*
+ * The comparison document: loading, pairing, exclusion, per-bin statistics. See compare.h;
+ * the schema is documented in docs/compare.md.
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <gsl/gsl_statistics_double.h>
+
+#include "stats/compare.h"
+#include "store/store.h"
+#include "util/buf.h"
+#include "util/exitcode.h"
+#include "util/msg.h"
+#include "util/opt.h"
+
+/* Eval-specific identity hooks: the GSM8K engineer adds {"gsm8k", dsa_gsm8k_compare_identity}
+   here (and its #include above). Evals without a row get dsa_cmp_identity_builtin(). */
+static const struct {
+    const char *eval;
+    dsa_cmp_identity_fn fn;
+} dsa_cmp_identity_hooks[] = {
+    {NULL, NULL},
+};
+
+/* ---- loading --------------------------------------------------------------------------- */
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* the "line N" of record k for messages: run files have their header on line 1 */
+static long record_line(const struct dsa_cmp_run *run, size_t k)
+{
+    return (long)k + (json_object_size(run->header) ? 2 : 1);
+}
+
+/* Checks the keys every reader relies on: "id" string, "bin" string (default "all"),
+   "status" one of ok/failed/excluded (default: ok when "score" is a number), "score" a
+   finite number when ok, "latency_ms" a number when present. */
+static int validate_run(const struct dsa_cmp_run *run)
+{
+    json_t *seen = json_object();
+    int ret = -1;
+    for (size_t k = 0; k < json_array_size(run->records); k++) {
+        json_t *r = json_array_get(run->records, k);
+        long line = record_line(run, k);
+        json_t *id = json_object_get(r, "id"), *bin = json_object_get(r, "bin");
+        json_t *st = json_object_get(r, "status"), *score = json_object_get(r, "score");
+        json_t *lat = json_object_get(r, "latency_ms");
+        if (!json_is_string(id) || !json_string_length(id)) {
+            dsa_errorf("line %ld of '%s': \"id\" must be a non-empty string", line, run->path);
+            goto cleanup;
+        }
+        if (bin && !json_is_string(bin)) {
+            dsa_errorf("line %ld of '%s': \"bin\" must be a string", line, run->path);
+            goto cleanup;
+        }
+        const char *status = "ok";
+        if (st && !json_is_null(st)) {
+            if (!json_is_string(st) ||
+                (strcmp(json_string_value(st), "ok") && strcmp(json_string_value(st), "failed") &&
+                 strcmp(json_string_value(st), "excluded"))) {
+                dsa_errorf("line %ld of '%s': \"status\" must be \"ok\", \"failed\" or "
+                           "\"excluded\"",
+                           line, run->path);
+                goto cleanup;
+            }
+            status = json_string_value(st);
+        }
+        if (!strcmp(status, "ok") &&
+            (!json_is_number(score) || !isfinite(json_number_value(score)))) {
+            dsa_errorf("line %ld of '%s': \"score\" must be a number", line, run->path);
+            goto cleanup;
+        }
+        if (lat && !json_is_null(lat) &&
+            (!json_is_number(lat) || !(json_number_value(lat) > 0) ||
+             !isfinite(json_number_value(lat)))) {
+            dsa_errorf("line %ld of '%s': \"latency_ms\" must be a positive number", line,
+                       run->path);
+            goto cleanup;
+        }
+        if (json_object_get(seen, json_string_value(id))) {
+            dsa_errorf("line %ld of '%s': duplicate id '%s'", line, run->path,
+                       json_string_value(id));
+            goto cleanup;
+        }
+        json_object_set_new(seen, json_string_value(id), json_true());
+    }
+    ret = 0;
+cleanup:
+    json_decref(seen);
+    return ret;
+}
+
+int dsa_cmp_side_add(struct dsa_cmp_side *side, const char *path, json_t *header, json_t *records)
+{
+    if (!json_is_object(header) || !json_is_array(records)) {
+        json_decref(header);
+        json_decref(records);
+        return dsa_errorf("cannot load '%s'", path);
+    }
+    for (size_t k = 0; k < json_array_size(records); k++)
+        if (!json_is_object(json_array_get(records, k))) {
+            json_decref(header);
+            json_decref(records);
+            return dsa_errorf("line %zu of '%s': a record must be a JSON object", k + 1, path);
+        }
+    side->runs = dsa_xrealloc(side->runs, (side->n_runs + 1) * sizeof *side->runs);
+    struct dsa_cmp_run *run = &side->runs[side->n_runs++];
+    run->path = dsa_xstrdup(path);
+    run->header = header;
+    run->records = records;
+    return validate_run(run);
+}
+
+static int load_run(struct dsa_cmp_side *side, const char *path)
+{
+    json_t *header = NULL, *records = NULL;
+    if (dsa_run_load(path, &header, &records) < 0)
+        return -1;
+    return dsa_cmp_side_add(side, path, header, records);
+}
+
+int dsa_cmp_side_load(struct dsa_cmp_side *side, const char *path)
+{
+    memset(side, 0, sizeof *side);
+    side->path = dsa_xstrdup(path);
+    struct stat sb;
+    if (stat(path, &sb) < 0)
+        return dsa_errorf("cannot open '%s': %s", path, strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return load_run(side, path);
+    DIR *d = opendir(path);
+    if (!d)
+        return dsa_errorf("cannot open '%s': %s", path, strerror(errno));
+    char **names = NULL;
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.' || len < 7 || strcmp(e->d_name + len - 6, ".jsonl"))
+            continue;
+        names = dsa_xrealloc(names, (n + 1) * sizeof *names);
+        names[n++] = dsa_xstrdup(e->d_name);
+    }
+    closedir(d);
+    /* runs in name order (run-001.jsonl, run-002.jsonl, ...), never readdir order */
+    qsort(names, n, sizeof *names, cmp_names);
+    int ret = n ? 0 : dsa_errorf("no run files (*.jsonl) in '%s'", path);
+    for (size_t k = 0; k < n; k++) {
+        if (!ret) {
+            struct dsa_buf p = DSA_BUF_INIT;
+            dsa_buf_addf(&p, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/", names[k]);
+            ret = load_run(side, p.data);
+            dsa_buf_release(&p);
+        }
+        free(names[k]);
+    }
+    free(names);
+    return ret;
+}
+
+void dsa_cmp_side_release(struct dsa_cmp_side *side)
+{
+    for (size_t k = 0; k < side->n_runs; k++) {
+        free(side->runs[k].path);
+        json_decref(side->runs[k].header);
+        json_decref(side->runs[k].records);
+    }
+    free(side->runs);
+    free(side->path);
+    memset(side, 0, sizeof *side);
+}
+
+/* ---- helpers --------------------------------------------------------------------------- */
+
+long dsa_cmp_bin_key(const char *label, long bin_tokens)
+{
+    if (bin_tokens > 0)
+        return bin_tokens;
+    const char *s = label;
+    if (!strncmp(s, "\xe2\x89\xa4", 3)) /* "≤" */
+        s += 3;
+    else if (!strncmp(s, "<=", 2))
+        s += 2;
+    else if (*s == '<')
+        s++;
+    return dsa_parse_tokens(s);
+}
+
+char *dsa_cmp_method_text(const struct dsa_boot_cfg *cfg)
+{
+    struct dsa_buf b = DSA_BUF_INIT;
+    dsa_buf_addf(&b,
+                 "Difference is the paired per-sample mean with a %g%% bootstrap CI (%s, "
+                 "B=%ld, seed=%llu, %s).",
+                 cfg->confidence * 100, dsa_stats_ci_name(cfg->ci), cfg->resamples,
+                 (unsigned long long)cfg->seed, dsa_stats_rng_name(cfg->rng));
+    return dsa_buf_detach(&b, NULL);
+}
+
+/* a real, or null for NaN/inf (JSON has neither) */
+static json_t *jreal(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
+static json_t *jci(double lo, double hi)
+{
+    if (!isfinite(lo) || !isfinite(hi))
+        return json_null();
+    return json_pack("[oo]", json_real(lo), json_real(hi));
+}
+
+enum { ST_MISSING = 0, ST_OK = 1, ST_FAILED = 2, ST_EXCLUDED = 3 };
+
+struct bin_info {
+    char *label;
+    long key;
+    long tokens;
+};
+
+/* All samples of all sides, indexed once: id -> k, bin of each sample, and per side and run
+   the state, score and latency of each sample. */
+struct universe {
+    json_t *index; /* id -> integer k */
+    size_t n;
+    const char **ids; /* borrowed from the records */
+    size_t *bin;      /* bin index of each sample */
+    const char **why; /* first exclusion reason seen (borrowed), or NULL */
+    size_t n_bins;
+    struct bin_info *bins; /* sorted */
+};
+
+struct side_data {
+    size_t R;
+    unsigned char *state; /* R x n */
+    double *score;        /* R x n, NAN unless ok */
+    double *lat;          /* R x n, NAN when absent */
+};
+
+static int bin_cmp(const void *a, const void *b)
+{
+    const struct bin_info *x = a, *y = b;
+    if (x->key >= 0 && y->key >= 0 && x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    if ((x->key >= 0) != (y->key >= 0))
+        return x->key >= 0 ? -1 : 1;
+    return strcmp(x->label, y->label);
+}
+
+static const char *rec_bin(json_t *r)
+{
+    json_t *b = json_object_get(r, "bin");
+    return json_is_string(b) ? json_string_value(b) : "all";
+}
+
+static int universe_build(struct universe *u, const struct dsa_cmp_side *const *sides,
+                          size_t n_sides)
+{
+    memset(u, 0, sizeof *u);
+    u->index = json_object();
+    json_t *bin_index = json_object();
+    size_t cap = 0;
+    size_t *bin_of = NULL;
+    int ret = -1;
+    for (size_t s = 0; s < n_sides; s++)
+        for (size_t q = 0; q < sides[s]->n_runs; q++) {
+            const struct dsa_cmp_run *run = &sides[s]->runs[q];
+            for (size_t k = 0; k < json_array_size(run->records); k++) {
+                json_t *r = json_array_get(run->records, k);
+                const char *id = json_string_value(json_object_get(r, "id"));
+                const char *bl = rec_bin(r);
+                json_t *bi = json_object_get(bin_index, bl);
+                if (!bi) {
+                    u->bins = dsa_xrealloc(u->bins, (u->n_bins + 1) * sizeof *u->bins);
+                    json_t *bt = json_object_get(r, "bin_tokens");
+                    long tok = json_is_integer(bt) ? (long)json_integer_value(bt) : -1;
+                    u->bins[u->n_bins] =
+                        (struct bin_info){dsa_xstrdup(bl), dsa_cmp_bin_key(bl, tok), tok};
+                    bi = json_integer((json_int_t)u->n_bins++);
+                    json_object_set_new(bin_index, bl, bi);
+                }
+                json_t *ki = json_object_get(u->index, id);
+                if (ki) {
+                    size_t k0 = (size_t)json_integer_value(ki);
+                    if (bin_of[k0] != (size_t)json_integer_value(bi)) {
+                        dsa_errorf("line %ld of '%s': sample '%s' is in bin '%s' here but in "
+                                   "bin '%s' elsewhere",
+                                   record_line(run, k), run->path, id, bl,
+                                   u->bins[bin_of[k0]].label);
+                        goto cleanup;
+                    }
+                    continue;
+                }
+                if (u->n == cap) {
+                    cap = cap ? 2 * cap : 256;
+                    u->ids = dsa_xrealloc(u->ids, cap * sizeof *u->ids);
+                    bin_of = dsa_xrealloc(bin_of, cap * sizeof *bin_of);
+                }
+                u->ids[u->n] = id;
+                bin_of[u->n] = (size_t)json_integer_value(bi);
+                json_object_set_new(u->index, id, json_integer((json_int_t)u->n));
+                u->n++;
+            }
+        }
+    if (u->n_bins > 1)
+        for (size_t b = 0; b < u->n_bins; b++)
+            if (!strcmp(u->bins[b].label, "all")) {
+                dsa_errorf("bin label 'all' is reserved for the overall row; the runs use it "
+                           "beside other bins");
+                goto cleanup;
+            }
+    /* sort the bins, then renumber the samples' bins */
+    size_t *order = dsa_xmalloc((u->n_bins ? u->n_bins : 1) * sizeof *order);
+    struct bin_info *sorted = dsa_xmalloc((u->n_bins ? u->n_bins : 1) * sizeof *sorted);
+    memcpy(sorted, u->bins, u->n_bins * sizeof *sorted);
+    qsort(sorted, u->n_bins, sizeof *sorted, bin_cmp);
+    for (size_t b = 0; b < u->n_bins; b++)
+        for (size_t c = 0; c < u->n_bins; c++)
+            if (sorted[c].label == u->bins[b].label)
+                order[b] = c;
+    free(u->bins);
+    u->bins = sorted;
+    u->bin = dsa_xmalloc((u->n ? u->n : 1) * sizeof *u->bin);
+    for (size_t k = 0; k < u->n; k++)
+        u->bin[k] = order[bin_of[k]];
+    free(order);
+    u->why = dsa_xcalloc(u->n ? u->n : 1, sizeof *u->why);
+    ret = 0;
+cleanup:
+    free(bin_of);
+    json_decref(bin_index);
+    return ret;
+}
+
+static void universe_release(struct universe *u)
+{
+    json_decref(u->index);
+    for (size_t b = 0; b < u->n_bins; b++)
+        free(u->bins[b].label);
+    free(u->bins);
+    free(u->ids);
+    free(u->bin);
+    free(u->why);
+}
+
+static void side_data_build(struct side_data *sd, const struct dsa_cmp_side *side,
+                            struct universe *u)
+{
+    size_t n = u->n, R = side->n_runs;
+    sd->R = R;
+    sd->state = dsa_xcalloc(R * n + 1, 1);
+    sd->score = dsa_xmalloc((R * n + 1) * sizeof *sd->score);
+    sd->lat = dsa_xmalloc((R * n + 1) * sizeof *sd->lat);
+    for (size_t k = 0; k < R * n; k++)
+        sd->score[k] = sd->lat[k] = NAN;
+    for (size_t q = 0; q < R; q++) {
+        json_t *recs = side->runs[q].records;
+        for (size_t j = 0; j < json_array_size(recs); j++) {
+            json_t *r = json_array_get(recs, j);
+            size_t k = (size_t)json_integer_value(
+                json_object_get(u->index, json_string_value(json_object_get(r, "id"))));
+            json_t *st = json_object_get(r, "status");
+            const char *s = json_is_string(st) ? json_string_value(st) : "ok";
+            size_t at = q * n + k;
+            if (!strcmp(s, "ok")) {
+                sd->state[at] = ST_OK;
+                sd->score[at] = json_number_value(json_object_get(r, "score"));
+                json_t *lat = json_object_get(r, "latency_ms");
+                if (json_is_number(lat))
+                    sd->lat[at] = json_number_value(lat);
+            } else if (!strcmp(s, "failed")) {
+                sd->state[at] = ST_FAILED;
+            } else {
+                sd->state[at] = ST_EXCLUDED;
+                json_t *e = json_object_get(r, "error");
+                if (!u->why[k])
+                    u->why[k] = json_is_string(e) ? json_string_value(e) : "excluded";
+            }
+        }
+    }
+}
+
+static void side_data_release(struct side_data *sd)
+{
+    free(sd->state);
+    free(sd->score);
+    free(sd->lat);
+}
+
+/* ---- one pair of sides ------------------------------------------------------------------ */
+
+enum { USE_OK = 0, USE_EXCLUDED, USE_FAILED, USE_UNPAIRED };
+
+/* Per sample: used, excluded (over context or excluded in any run of either side), failed
+   (no finished run on a side that has failed records for it) or unpaired (absent from a
+   side). One set for both sides: a sample dropped on one side is dropped on the other. */
+static unsigned char *classify(const struct universe *u, const struct side_data *a,
+                               const struct side_data *b)
+{
+    size_t n = u->n;
+    unsigned char *use = dsa_xcalloc(n ? n : 1, 1);
+    for (size_t k = 0; k < n; k++) {
+        bool excl = false, ok_a = false, ok_b = false, seen_a = false, seen_b = false;
+        for (size_t q = 0; q < a->R; q++) {
+            unsigned char s = a->state[q * n + k];
+            excl |= s == ST_EXCLUDED;
+            ok_a |= s == ST_OK;
+            seen_a |= s != ST_MISSING;
+        }
+        for (size_t q = 0; q < b->R; q++) {
+            unsigned char s = b->state[q * n + k];
+            excl |= s == ST_EXCLUDED;
+            ok_b |= s == ST_OK;
+            seen_b |= s != ST_MISSING;
+        }
+        if (excl)
+            use[k] = USE_EXCLUDED;
+        else if (!seen_a || !seen_b)
+            use[k] = USE_UNPAIRED;
+        else if (!ok_a || !ok_b)
+            use[k] = USE_FAILED;
+        else
+            use[k] = USE_OK;
+    }
+    return use;
+}
+
+static json_t *perm_json(const struct dsa_perm_result *p)
+{
+    return json_pack("{s:o,s:I,s:I,s:o,s:b}", "t", jreal(p->t_obs), "k", (json_int_t)p->k, "N",
+                     (json_int_t)p->n_total, "p", jreal(p->p), "cannot_reach_5pct",
+                     p->cannot_reach_5pct);
+}
+
+static void stream_label(struct dsa_buf *b, const char *cmp, const char *what)
+{
+    dsa_buf_reset(b);
+    dsa_buf_addf(b, "%s/%s", cmp, what);
+}
+
+/* Runs the statistics of one bin (or of "all" when stratum != NULL) over the used samples
+   listed in ks[0..m) and returns the bin's JSON object (statistics part). */
+static json_t *bin_stats(const size_t *ks, size_t m, const size_t *stratum, size_t n_strata,
+                         const struct side_data *a, const struct side_data *b, size_t n,
+                         const struct dsa_boot_cfg *cfg, const char *cmp, const char *label,
+                         bool full)
+{
+    double *B = dsa_xmalloc((a->R * m + 1) * sizeof *B);
+    double *C = dsa_xmalloc((b->R * m + 1) * sizeof *C);
+    for (size_t q = 0; q < a->R; q++)
+        for (size_t j = 0; j < m; j++)
+            B[q * m + j] = a->score[q * n + ks[j]];
+    for (size_t q = 0; q < b->R; q++)
+        for (size_t j = 0; j < m; j++)
+            C[q * m + j] = b->score[q * n + ks[j]];
+    struct dsa_paired_input in = {m, a->R, b->R, B, C, stratum, n_strata};
+    struct dsa_paired_result r;
+    struct dsa_buf sl = DSA_BUF_INIT;
+    stream_label(&sl, cmp, label);
+    uint32_t seed = dsa_stats_stream_seed(cfg->seed, sl.data);
+    dsa_buf_adds(&sl, "/two-level");
+    uint32_t seed2 = dsa_stats_stream_seed(cfg->seed, sl.data);
+    dsa_buf_release(&sl);
+    json_t *o = json_object();
+    if (dsa_stats_paired(&in, cfg, seed, seed2, full ? 0 : DSA_PAIRED_NO_TWO_LEVEL, &r) < 0) {
+        free(B);
+        free(C);
+        return o;
+    }
+    json_object_set_new(o, "base", jreal(r.base_mean));
+    json_object_set_new(o, "cand", jreal(r.cand_mean));
+    json_object_set_new(o, "diff", jreal(r.diff));
+    json_object_set_new(o, "ci", jci(r.lo, r.hi));
+    if (!full) {
+        dsa_paired_result_release(&r);
+        free(B);
+        free(C);
+        return o;
+    }
+    json_object_set_new(o, "se", jreal(r.se));
+    json_object_set_new(o, "mde80", jreal(r.mde80));
+    json_object_set_new(o, "sd_diff", jreal(r.sd_d));
+    json_object_set_new(o, "rho", jreal(r.rho));
+    json_object_set_new(o, "boot_sd", jreal(r.boot_sd));
+    /* per-side 95 % normal CIs of the means, for the plot's bars */
+    double *bm = dsa_xmalloc((m + 1) * sizeof *bm), *cm = dsa_xmalloc((m + 1) * sizeof *cm);
+    for (size_t j = 0; j < m; j++) {
+        double sb = 0, sc = 0;
+        size_t nb = 0, nc = 0;
+        for (size_t q = 0; q < a->R; q++)
+            if (!isnan(B[q * m + j]))
+                sb += B[q * m + j], nb++;
+        for (size_t q = 0; q < b->R; q++)
+            if (!isnan(C[q * m + j]))
+                sc += C[q * m + j], nc++;
+        bm[j] = sb / (double)nb;
+        cm[j] = sc / (double)nc;
+    }
+    json_object_set_new(o, "base_se",
+                        jreal(m >= 2 ? gsl_stats_sd(bm, 1, m) / sqrt((double)m) : NAN));
+    json_object_set_new(o, "cand_se",
+                        jreal(m >= 2 ? gsl_stats_sd(cm, 1, m) / sqrt((double)m) : NAN));
+    free(bm);
+    free(cm);
+    json_object_set_new(o, "small_n", json_boolean(r.small_n));
+    json_object_set_new(o, "degenerate", json_boolean(r.degenerate));
+    json_object_set_new(o, "runs_base", json_integer((json_int_t)r.rb_used));
+    json_object_set_new(o, "runs_cand", json_integer((json_int_t)r.rc_used));
+    if (r.n_runs) {
+        json_t *runs = json_array();
+        for (size_t p = 0; p < r.n_runs; p++) {
+            const struct dsa_paired_run *pr = &r.runs[p];
+            json_array_append_new(runs, json_pack("{s:I,s:I,s:I,s:o,s:o,s:o,s:o}", "base_run",
+                                                  (json_int_t)pr->base_run + 1, "cand_run",
+                                                  (json_int_t)pr->cand_run + 1, "n",
+                                                  (json_int_t)pr->n, "base", jreal(pr->base_mean),
+                                                  "cand", jreal(pr->cand_mean), "diff",
+                                                  jreal(pr->diff), "ci", jci(pr->lo, pr->hi)));
+        }
+        json_object_set_new(o, "runs", runs);
+        json_object_set_new(o, "run_effect",
+                            json_pack("{s:{s:o,s:o},s:{s:o,s:o},s:b}", "base", "F", jreal(r.f_base),
+                                      "p", jreal(r.p_base), "cand", "F", jreal(r.f_cand), "p",
+                                      jreal(r.p_cand), "disagree", r.runs_disagree));
+    }
+    if (r.has_two_level)
+        json_object_set_new(
+            o, "two_level",
+            json_pack("{s:I,s:o}", "n", (json_int_t)r.two_level_n, "ci", jci(r.tl_lo, r.tl_hi)));
+    if (r.has_perm)
+        json_object_set_new(o, "permutation", perm_json(&r.perm));
+    if (r.binary)
+        json_object_set_new(o, "mcnemar",
+                            json_pack("{s:I,s:I,s:o}", "b", (json_int_t)r.mc_b, "c",
+                                      (json_int_t)r.mc_c, "p", jreal(r.mc_p)));
+    dsa_paired_result_release(&r);
+    free(B);
+    free(C);
+    return o;
+}
+
+/* median of an arm's latencies of sample k over its runs (NAN if none) */
+static double lat_median(const struct side_data *s, size_t n, size_t k, double *tmp)
+{
+    size_t c = 0;
+    for (size_t q = 0; q < s->R; q++)
+        if (s->state[q * n + k] == ST_OK && !isnan(s->lat[q * n + k]))
+            tmp[c++] = s->lat[q * n + k];
+    return c ? gsl_stats_median(tmp, 1, c) : NAN;
+}
+
+/* latency: median over requests of cand/base (per-request median over runs first), with a
+   percentile bootstrap CI; run-level permutation on log median latency per run */
+static json_t *latency_stats(const struct universe *u, const unsigned char *use,
+                             const struct side_data *a, const struct side_data *b,
+                             const struct dsa_boot_cfg *cfg, const char *cmp)
+{
+    size_t n = u->n, m = 0;
+    size_t R = a->R > b->R ? a->R : b->R;
+    double *tmp = dsa_xmalloc((R + 1) * sizeof *tmp);
+    double *lb = dsa_xmalloc((n + 1) * sizeof *lb), *lc = dsa_xmalloc((n + 1) * sizeof *lc);
+    size_t *ks = dsa_xmalloc((n + 1) * sizeof *ks);
+    for (size_t k = 0; k < n; k++) {
+        if (use[k] != USE_OK)
+            continue;
+        double x = lat_median(a, n, k, tmp), y = lat_median(b, n, k, tmp);
+        if (isnan(x) || isnan(y))
+            continue;
+        lb[m] = x;
+        lc[m] = y;
+        ks[m++] = k;
+    }
+    json_t *o = NULL;
+    if (m > 0) {
+        struct dsa_buf sl = DSA_BUF_INIT;
+        stream_label(&sl, cmp, "latency");
+        double med, lo, hi;
+        dsa_stats_median_ratio(lb, lc, m, cfg, dsa_stats_stream_seed(cfg->seed, sl.data), &med, &lo,
+                               &hi);
+        dsa_buf_release(&sl);
+        o = json_pack("{s:I,s:o,s:o}", "n", (json_int_t)m, "ratio", jreal(med), "ci", jci(lo, hi));
+        if (a->R >= 2 && b->R >= 2) {
+            /* run summaries: log of each run's median latency over the paired requests */
+            double *sa = dsa_xmalloc(a->R * sizeof *sa), *sb = dsa_xmalloc(b->R * sizeof *sb);
+            double *buf = dsa_xmalloc((m + 1) * sizeof *buf);
+            bool ok = true;
+            for (int side = 0; side < 2 && ok; side++) {
+                const struct side_data *s = side ? b : a;
+                for (size_t q = 0; q < s->R && ok; q++) {
+                    size_t c = 0;
+                    for (size_t j = 0; j < m; j++) {
+                        double x = s->lat[q * n + ks[j]];
+                        if (s->state[q * n + ks[j]] == ST_OK && !isnan(x))
+                            buf[c++] = x;
+                    }
+                    ok = c > 0;
+                    if (ok)
+                        (side ? sb : sa)[q] = log(gsl_stats_median(buf, 1, c));
+                }
+            }
+            struct dsa_perm_result p;
+            if (ok && dsa_stats_perm_exact(sa, a->R, sb, b->R, &p) == 0)
+                json_object_set_new(o, "permutation", perm_json(&p));
+            free(sa);
+            free(sb);
+            free(buf);
+        }
+    }
+    free(tmp);
+    free(lb);
+    free(lc);
+    free(ks);
+    return o;
+}
+
+/* One comparison (a = baseline, b = candidate or A/A runs): per-bin objects in bin order,
+   "all" last. full = everything; otherwise only n, means, diff and CI (the A/A rows). */
+static json_t *pair_bins(const struct universe *u, const unsigned char *use,
+                         const struct side_data *a, const struct side_data *b,
+                         const struct dsa_boot_cfg *cfg, const char *cmp, bool full)
+{
+    size_t n = u->n;
+    json_t *bins = json_array();
+    size_t *ks = dsa_xmalloc((n + 1) * sizeof *ks);
+    size_t *stratum = dsa_xmalloc((n + 1) * sizeof *stratum);
+    size_t *remap = dsa_xmalloc((u->n_bins + 1) * sizeof *remap);
+    size_t tot_used = 0, tot_excl = 0, tot_drop = 0, strata = 0;
+    bool single_all = u->n_bins == 1 && !strcmp(u->bins[0].label, "all");
+    for (size_t bi = 0; bi < u->n_bins; bi++) {
+        size_t m = 0, excl = 0, drop = 0;
+        for (size_t k = 0; k < n; k++) {
+            if (u->bin[k] != bi)
+                continue;
+            if (use[k] == USE_OK)
+                ks[m++] = k;
+            else if (use[k] == USE_EXCLUDED)
+                excl++;
+            else
+                drop++;
+        }
+        remap[bi] = m ? strata++ : (size_t)-1;
+        tot_used += m;
+        tot_excl += excl;
+        tot_drop += drop;
+        if (single_all)
+            break;
+        json_t *o = bin_stats(ks, m, NULL, 0, a, b, n, cfg, cmp, u->bins[bi].label, full);
+        json_t *head = json_pack("{s:s,s:I,s:I,s:I}", "bin", u->bins[bi].label, "n", (json_int_t)m,
+                                 "n_excluded", (json_int_t)excl, "n_dropped", (json_int_t)drop);
+        if (u->bins[bi].tokens > 0)
+            json_object_set_new(head, "bin_tokens", json_integer(u->bins[bi].tokens));
+        json_object_update(head, o);
+        json_decref(o);
+        json_array_append_new(bins, head);
+    }
+    /* "all": stratified by bin (resample within each bin, keep the bin sizes) */
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++)
+        if (use[k] == USE_OK) {
+            ks[m] = k;
+            stratum[m++] = single_all ? 0 : remap[u->bin[k]];
+        }
+    json_t *o = bin_stats(ks, m, single_all ? NULL : stratum, single_all ? 0 : strata, a, b, n, cfg,
+                          cmp, "all", full);
+    json_t *head = json_pack("{s:s,s:I,s:I,s:I}", "bin", "all", "n", (json_int_t)m, "n_excluded",
+                             (json_int_t)tot_excl, "n_dropped", (json_int_t)tot_drop);
+    json_object_update(head, o);
+    json_decref(o);
+    json_array_append_new(bins, head);
+    free(ks);
+    free(stratum);
+    free(remap);
+    (void)tot_used;
+    return bins;
+}
+
+static json_t *side_json(const struct dsa_cmp_side *s, const char *label)
+{
+    json_t *runs = json_array();
+    for (size_t q = 0; q < s->n_runs; q++)
+        json_array_append_new(runs, json_pack("{s:s,s:I,s:O}", "file", s->runs[q].path, "records",
+                                              (json_int_t)json_array_size(s->runs[q].records),
+                                              "header", s->runs[q].header));
+    return json_pack("{s:s,s:s,s:o}", "label", label, "path", s->path, "runs", runs);
+}
+
+static const char *side_eval(const struct dsa_cmp_side *s)
+{
+    for (size_t q = 0; q < s->n_runs; q++) {
+        json_t *e = json_object_get(s->runs[q].header, "eval");
+        if (json_is_string(e))
+            return json_string_value(e);
+    }
+    return NULL;
+}
+
+static json_t *method_json(const struct dsa_boot_cfg *cfg)
+{
+    char *text = dsa_cmp_method_text(cfg);
+    json_t *m = json_pack(
+        "{s:s,s:s,s:s,s:f,s:I,s:I,s:s,s:s,s:s,s:s,s:s}", "statistic",
+        "paired per-sample mean difference (candidate - baseline)", "ci",
+        dsa_stats_ci_name(cfg->ci), "ci_method",
+        cfg->ci == DSA_CI_BCA ? "paired BCa bootstrap over samples"
+                              : "paired percentile bootstrap over samples",
+        "confidence", cfg->confidence, "resamples", (json_int_t)cfg->resamples, "seed",
+        (json_int_t)cfg->seed, "rng", dsa_stats_rng_name(cfg->rng), "runs",
+        "per-sample mean over each side's finished runs (Miller), then the paired bootstrap",
+        "overall", "\"all\" resamples within each bin, keeping the bin sizes", "streams",
+        "seed of each (comparison, bin) stream = low32(splitmix64(S ^ fnv1a64(label))), label "
+        "= \"main..cand/<bin>\" (A/A: \"main..main-aa/<bin>\")",
+        "text", text);
+    free(text);
+    return m;
+}
+
+json_t *dsa_cmp_build(const struct dsa_cmp_side *base, const struct dsa_cmp_side *cand,
+                      const struct dsa_cmp_side *aa, const struct dsa_cmp_opts *opts)
+{
+    const struct dsa_cmp_side *sides[3] = {base, cand, aa};
+    struct universe u;
+    if (universe_build(&u, sides, aa ? 3 : 2) < 0) {
+        universe_release(&u);
+        return NULL;
+    }
+    struct side_data sb, sc, sa;
+    side_data_build(&sb, base, &u);
+    side_data_build(&sc, cand, &u);
+    if (aa)
+        side_data_build(&sa, aa, &u);
+    const struct dsa_boot_cfg *cfg = &opts->boot;
+    unsigned char *use = classify(&u, &sb, &sc);
+
+    json_t *doc = json_object();
+    json_object_set_new(doc, "dsa_eval_compare", json_integer(1));
+    const char *ev = side_eval(base) ? side_eval(base) : side_eval(cand);
+    json_object_set_new(doc, "eval", ev ? json_string(ev) : json_null());
+    json_object_set_new(doc, "method", method_json(cfg));
+    json_object_set_new(doc, "base", side_json(base, opts->label_base));
+    json_object_set_new(doc, "cand", side_json(cand, opts->label_cand));
+    json_t *bins = pair_bins(&u, use, &sb, &sc, cfg, "main..cand", true);
+    json_t *lat = latency_stats(&u, use, &sb, &sc, cfg, "main..cand");
+
+    if (aa) {
+        json_object_set_new(doc, "aa", side_json(aa, "A/A"));
+        unsigned char *use_aa = classify(&u, &sb, &sa);
+        json_t *abins = pair_bins(&u, use_aa, &sb, &sa, cfg, "main..main-aa", false);
+        for (size_t k = 0; k < json_array_size(bins); k++) {
+            json_t *src = json_array_get(abins, k);
+            json_t *row = json_pack("{s:O,s:O,s:O,s:O}", "n", json_object_get(src, "n"), "diff",
+                                    json_object_get(src, "diff"), "ci", json_object_get(src, "ci"),
+                                    "base", json_object_get(src, "cand"));
+            json_object_set_new(json_array_get(bins, k), "aa", row);
+        }
+        json_decref(abins);
+        json_t *alat = latency_stats(&u, use_aa, &sb, &sa, cfg, "main..main-aa");
+        if (lat && alat)
+            json_object_set_new(lat, "aa", alat);
+        else
+            json_decref(alat);
+        free(use_aa);
+    }
+    json_object_set_new(doc, "bins", bins);
+    json_object_set_new(doc, "latency", lat ? lat : json_null());
+
+    /* the exclusion set, listed: one entry per sample not used, in bin then id order */
+    json_t *excl = json_array();
+    for (size_t bi = 0; bi < u.n_bins; bi++)
+        for (size_t k = 0; k < u.n; k++) {
+            if (u.bin[k] != bi || use[k] == USE_OK)
+                continue;
+            const char *reason = use[k] == USE_EXCLUDED ? "excluded"
+                                 : use[k] == USE_FAILED ? "failed"
+                                                        : "unpaired";
+            json_t *e = json_pack("{s:s,s:s,s:s}", "id", u.ids[k], "bin", u.bins[bi].label,
+                                  "reason", reason);
+            if (use[k] == USE_EXCLUDED && u.why[k])
+                json_object_set_new(e, "detail", json_string(u.why[k]));
+            json_array_append_new(excl, e);
+        }
+    json_object_set_new(doc, "excluded", excl);
+
+    /* eval-specific identity (GSM8K outputs and acceptance length) */
+    json_t *ident = NULL;
+    dsa_cmp_identity_fn fn = dsa_cmp_identity_builtin;
+    for (size_t h = 0; ev && dsa_cmp_identity_hooks[h].eval; h++)
+        if (!strcmp(dsa_cmp_identity_hooks[h].eval, ev))
+            fn = dsa_cmp_identity_hooks[h].fn;
+    if (fn != dsa_cmp_identity_builtin || !ev || !strcmp(ev, "gsm8k"))
+        ident = fn(base, cand);
+    json_object_set_new(doc, "identity", ident ? ident : json_null());
+
+    if (!isnan(opts->fail_if_worse)) {
+        json_t *worse = json_array();
+        for (size_t k = 0; k < json_array_size(bins); k++) {
+            json_t *ci = json_object_get(json_array_get(bins, k), "ci");
+            if (json_is_array(ci) && json_real_value(json_array_get(ci, 1)) < -opts->fail_if_worse)
+                json_array_append_new(worse, json_string(json_string_value(
+                                                 json_object_get(json_array_get(bins, k), "bin"))));
+        }
+        json_object_set_new(
+            doc, "fail_if_worse",
+            json_pack("{s:f,s:o}", "threshold", opts->fail_if_worse, "bins", worse));
+    }
+
+    free(use);
+    side_data_release(&sb);
+    side_data_release(&sc);
+    if (aa)
+        side_data_release(&sa);
+    universe_release(&u);
+    return doc;
+}
+
+int dsa_cmp_load_build(const char *base_path, const char *cand_path, const char *aa_path,
+                       const struct dsa_cmp_opts *opts, json_t **doc)
+{
+    struct dsa_cmp_side s[3];
+    memset(s, 0, sizeof s);
+    int ret = DSA_EXIT_DATA;
+    *doc = NULL;
+    if (dsa_cmp_side_load(&s[0], base_path) < 0 || dsa_cmp_side_load(&s[1], cand_path) < 0 ||
+        (aa_path && dsa_cmp_side_load(&s[2], aa_path) < 0))
+        goto cleanup;
+    *doc = dsa_cmp_build(&s[0], &s[1], aa_path ? &s[2] : NULL, opts);
+    if (*doc)
+        ret = DSA_EXIT_OK;
+cleanup:
+    for (int k = 0; k < 3; k++)
+        dsa_cmp_side_release(&s[k]);
+    return ret;
+}
+
+int dsa_cmp_parse_ci(const char *s)
+{
+    return !strcmp(s, "percentile") ? DSA_CI_PERCENTILE : !strcmp(s, "bca") ? DSA_CI_BCA : -1;
+}
+
+int dsa_cmp_parse_rng(const char *s)
+{
+    return !strcmp(s, "taus2") ? DSA_RNG_TAUS2 : !strcmp(s, "mt19937") ? DSA_RNG_MT19937 : -1;
+}
+
+int dsa_cmp_cli_apply(const struct dsa_cmp_cli *c, struct dsa_cmp_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->fail_if_worse = NAN;
+    o->label_base = c->label_base;
+    o->label_cand = c->label_cand;
+    o->boot.resamples = c->resamples;
+    o->boot.confidence = c->confidence;
+    o->boot.seed = (uint64_t)c->seed;
+    int ci = dsa_cmp_parse_ci(c->ci), rng = dsa_cmp_parse_rng(c->rng);
+    if (ci < 0)
+        return dsa_errorf("--ci must be 'percentile' or 'bca', not '%s'", c->ci);
+    if (rng < 0)
+        return dsa_errorf("--rng must be 'taus2' or 'mt19937', not '%s'", c->rng);
+    /* B below 100 gives meaningless 95 % ends; above 10^7 the replicates alone need 80 MB */
+    if (c->resamples < 100 || c->resamples > 10000000)
+        return dsa_errorf("--resamples must be between 100 and 10000000, not %ld", c->resamples);
+    if (!(c->confidence >= 0.5 && c->confidence < 1))
+        return dsa_errorf("--confidence must be in [0.5, 1), not %g", c->confidence);
+    if (c->seed < 0)
+        return dsa_errorf("--seed must be >= 0, not %ld", c->seed);
+    o->boot.ci = (enum dsa_ci_method)ci;
+    o->boot.rng = (enum dsa_rng_kind)rng;
+    return 0;
+}
+
+/* ---- planning --------------------------------------------------------------------------- */
+
+static bool bin_matches(const struct bin_info *b, const char *want)
+{
+    if (!want || !strcmp(want, b->label))
+        return true;
+    long k = dsa_cmp_bin_key(want, -1);
+    return k > 0 && k == b->key;
+}
+
+static json_t *plan_bin(const struct side_data *sd, size_t n, const size_t *ks, size_t m,
+                        const char *label, double detect, long max_runs, double confidence,
+                        double power)
+{
+    /* active runs, then the samples finished in all of them */
+    size_t *runs = dsa_xmalloc((sd->R + 1) * sizeof *runs), R = 0;
+    for (size_t q = 0; q < sd->R; q++) {
+        bool any = false;
+        for (size_t j = 0; j < m && !any; j++)
+            any = sd->state[q * n + ks[j]] == ST_OK;
+        if (any)
+            runs[R++] = q;
+    }
+    size_t *keep = dsa_xmalloc((m + 1) * sizeof *keep), nk = 0;
+    for (size_t j = 0; j < m; j++) {
+        bool all = R > 0;
+        for (size_t q = 0; q < R && all; q++)
+            all = sd->state[runs[q] * n + ks[j]] == ST_OK;
+        if (all)
+            keep[nk++] = ks[j];
+    }
+    double *y = dsa_xmalloc((R * nk + 1) * sizeof *y);
+    for (size_t q = 0; q < R; q++)
+        for (size_t j = 0; j < nk; j++)
+            y[q * nk + j] = sd->score[runs[q] * n + keep[j]];
+    struct dsa_var_components vc;
+    json_t *o =
+        json_pack("{s:s,s:I,s:I}", "bin", label, "n", (json_int_t)nk, "runs", (json_int_t)R);
+    if (dsa_stats_var_components(y, nk, R, &vc) == 0) {
+        json_object_set_new(o, "mean", jreal(vc.mean));
+        json_object_set_new(o, "var_sample", jreal(vc.var_sample));
+        json_object_set_new(o, "var_resid", jreal(vc.var_resid));
+        json_object_set_new(o, "var_run", jreal(vc.var_run));
+        json_object_set_new(o, "bound", json_boolean(vc.bound));
+        if (!isnan(detect)) {
+            double need = dsa_stats_plan_runs(&vc, detect, confidence, power);
+            json_object_set_new(o, "runs_needed_exact", jreal(need));
+            json_object_set_new(o, "runs_needed",
+                                isfinite(need)
+                                    ? json_integer((json_int_t)(need <= 1 ? 1 : ceil(need)))
+                                    : json_null());
+        }
+        json_t *mde = json_array();
+        for (long k = 1; k <= max_runs; k++)
+            json_array_append_new(
+                mde, json_pack("{s:I,s:o}", "runs", (json_int_t)k, "mde",
+                               jreal(dsa_stats_plan_mde(&vc, (double)k, confidence, power))));
+        json_object_set_new(o, "mde", mde);
+    }
+    free(y);
+    free(keep);
+    free(runs);
+    return o;
+}
+
+json_t *dsa_cmp_plan(const struct dsa_cmp_side *s, const char *only_bin, double detect,
+                     long max_runs, double confidence, double power)
+{
+    const struct dsa_cmp_side *sides[1] = {s};
+    struct universe u;
+    if (universe_build(&u, sides, 1) < 0) {
+        universe_release(&u);
+        return NULL;
+    }
+    struct side_data sd;
+    side_data_build(&sd, s, &u);
+    json_t *bins = json_array();
+    size_t *ks = dsa_xmalloc((u.n + 1) * sizeof *ks);
+    bool single_all = u.n_bins == 1 && !strcmp(u.bins[0].label, "all");
+    for (size_t bi = 0; bi < u.n_bins && !single_all; bi++) {
+        if (!bin_matches(&u.bins[bi], only_bin))
+            continue;
+        size_t m = 0;
+        for (size_t k = 0; k < u.n; k++)
+            if (u.bin[k] == bi)
+                ks[m++] = k;
+        json_array_append_new(
+            bins, plan_bin(&sd, u.n, ks, m, u.bins[bi].label, detect, max_runs, confidence, power));
+    }
+    if (!only_bin || !strcmp(only_bin, "all")) {
+        for (size_t k = 0; k < u.n; k++)
+            ks[k] = k;
+        json_array_append_new(
+            bins, plan_bin(&sd, u.n, ks, u.n, "all", detect, max_runs, confidence, power));
+    }
+    free(ks);
+    side_data_release(&sd);
+    universe_release(&u);
+    if (!json_array_size(bins)) {
+        json_decref(bins);
+        dsa_errorf("no bin '%s' in '%s'", only_bin, s->path);
+        return NULL;
+    }
+    return json_pack("{s:s,s:I,s:o,s:f,s:f,s:o}", "source", s->path, "runs", (json_int_t)s->n_runs,
+                     "detect", jreal(detect), "confidence", confidence, "power", power, "bins",
+                     bins);
+}
+
+/* ---- built-in identity check ------------------------------------------------------------ */
+
+static bool header_al(const struct dsa_cmp_side *s, double *al)
+{
+    for (size_t q = 0; q < s->n_runs; q++) {
+        json_t *h = s->runs[q].header;
+        json_t *v = json_object_get(h, "acceptance_length");
+        if (!json_is_number(v))
+            v = json_object_get(json_object_get(h, "mtp"), "acceptance_length");
+        if (json_is_number(v)) {
+            *al = json_number_value(v);
+            return true;
+        }
+    }
+    return false;
+}
+
+json_t *dsa_cmp_identity_builtin(const struct dsa_cmp_side *base, const struct dsa_cmp_side *cand)
+{
+    if (!base->n_runs || !cand->n_runs)
+        return NULL;
+    /* first run of each side: greedy runs are compared byte for byte */
+    json_t *rb = base->runs[0].records, *rc = cand->runs[0].records;
+    json_t *outs = json_object();
+    bool any = false;
+    for (size_t k = 0; k < json_array_size(rb); k++) {
+        json_t *r = json_array_get(rb, k), *o = json_object_get(r, "output");
+        if (json_is_string(o)) {
+            json_object_set(outs, json_string_value(json_object_get(r, "id")), o);
+            any = true;
+        }
+    }
+    double alb = NAN, alc = NAN;
+    bool has_al = header_al(base, &alb) && header_al(cand, &alc);
+    if (!any && !has_al) {
+        json_decref(outs);
+        return NULL;
+    }
+    size_t n = 0, same = 0;
+    json_t *first = json_null();
+    for (size_t k = 0; k < json_array_size(rc) && any; k++) {
+        json_t *r = json_array_get(rc, k), *o = json_object_get(r, "output");
+        const char *id = json_string_value(json_object_get(r, "id"));
+        json_t *ob = json_object_get(outs, id);
+        if (!json_is_string(o) || !ob)
+            continue;
+        n++;
+        size_t la = json_string_length(ob), lb = json_string_length(o);
+        const char *a = json_string_value(ob), *b = json_string_value(o);
+        size_t off = 0;
+        while (off < la && off < lb && a[off] == b[off])
+            off++;
+        if (la == lb && off == la) {
+            same++;
+        } else if (json_is_null(first)) {
+            first = json_pack("{s:s,s:I}", "id", id, "offset", (json_int_t)off);
+        }
+    }
+    json_decref(outs);
+    json_t *al = has_al ? json_pack("{s:f,s:f}", "base", alb, "cand", alc) : json_null();
+    const char *ev = side_eval(base) ? side_eval(base) : side_eval(cand);
+    return json_pack("{s:s,s:I,s:I,s:b,s:o,s:o}", "eval", ev ? ev : "unknown", "n", (json_int_t)n,
+                     "same", (json_int_t)same, "identical", any ? same == n : 1, "first_diff",
+                     first, "acceptance_length", al);
+}

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# dsa-eval compare / report / plan on the small checked-in runs of tests/data/compare:
+# golden outputs (exact bytes), reproducibility, per-bin stream independence, exit codes,
+# parity of the deterministic numbers with a Python recomputation, HTML in headless Chromium.
+# Regenerate the goldens (after checking the change is intended) with DSA_UPDATE_GOLDEN=1.
+. "$(dirname "$0")/lib.sh"
+cd "$DSA_SRC" || exit 1
+D=tests/data/compare
+G=$D/golden
+
+# golden NAME CMD...: stdout of CMD equals $G/NAME byte for byte
+golden() {
+    local name=$1; shift
+    "$@" >"$TMP/g.out" 2>"$TMP/g.err"
+    if [ -n "${DSA_UPDATE_GOLDEN:-}" ]; then cp "$TMP/g.out" "$G/$name"; fi
+    if cmp -s "$TMP/g.out" "$G/$name"; then ok "golden $name"; else
+        not_ok "golden $name"; diff "$G/$name" "$TMP/g.out" | head -20 | sed 's/^/#   /'; fi
+}
+
+golden compare-aa.txt "$DSA_BIN" compare $D/main $D/pr --baseline-aa $D/main-again
+golden compare-aa.json "$DSA_BIN" compare $D/main $D/pr --baseline-aa $D/main-again --json
+golden compare-runs.txt "$DSA_BIN" compare $D/main3 $D/pr3
+golden compare-plain-bca.txt "$DSA_BIN" compare $D/plain/base.jsonl $D/plain/cand.jsonl --ci bca --rng mt19937 --seed 7
+golden compare-gsm8k.txt "$DSA_BIN" compare $D/gsm8k/main.jsonl $D/gsm8k/pr.jsonl
+golden report-runs.md "$DSA_BIN" report $D/main3 $D/pr3 --baseline-aa $D/main-again --label-base main --label-cand "PR #5"
+golden report-aa.md "$DSA_BIN" report $D/main $D/pr --baseline-aa $D/main-again
+golden report-gsm8k.md "$DSA_BIN" report $D/gsm8k/main.jsonl $D/gsm8k/pr.jsonl --format md
+golden report-runs.csv "$DSA_BIN" report $D/main3 $D/pr3 --format csv
+golden report-aa.json "$DSA_BIN" report $D/main $D/pr --format json
+golden compare-episode256k.txt "$DSA_BIN" compare $D/episode256k/main $D/episode256k/pr
+golden plan-runs.txt "$DSA_BIN" plan --from $D/main3 --detect 0.02
+golden plan-one.txt "$DSA_BIN" plan --from $D/main/run-001.jsonl --bin 16k --detect 0.02 --runs 3
+
+# the seed's 256K episode: run 1 alone shows a significant drop, the three runs pooled do not
+"$DSA_BIN" compare $D/episode256k/main $D/episode256k/pr --json >"$TMP/ep.json"
+if [ -n "${DSA_PYTHON:-}" ]; then
+    if "$DSA_PYTHON" - "$TMP/ep.json" <<'PY'
+import json, sys
+b = json.load(open(sys.argv[1]))["bins"][0]
+assert b["bin"] == "≤256K" and b["n"] == 94
+r1 = b["runs"][0]
+assert r1["diff"] < -0.04 and r1["ci"][1] < 0, r1          # run 1: CI wholly below zero
+assert b["ci"][0] < 0 < b["ci"][1], b["ci"]                 # pooled: CI across zero
+assert b["run_effect"]["disagree"] and b["two_level"]["ci"][0] < 0 < b["two_level"]["ci"][1]
+PY
+    then ok "256K episode: one run negative, pooled across zero"; else not_ok "256K episode: one run negative, pooled across zero"; fi
+else
+    ok "256K episode # SKIP python not available"
+fi
+
+# reproducible: the same inputs and seed give the same bytes; another seed moves the CIs
+"$DSA_BIN" compare $D/main3 $D/pr3 --json >"$TMP/a.json"
+"$DSA_BIN" compare $D/main3 $D/pr3 --json >"$TMP/b.json"
+cmp -s "$TMP/a.json" "$TMP/b.json" && ok "byte-identical reruns" || not_ok "byte-identical reruns"
+"$DSA_BIN" compare $D/main3 $D/pr3 --json --seed 2 >"$TMP/c.json"
+cmp -s "$TMP/a.json" "$TMP/c.json" && not_ok "--seed changes the CIs" || ok "--seed changes the CIs"
+
+# a bin's numbers do not depend on which other bins are present (one stream per bin)
+mkdir -p "$TMP/b16" "$TMP/c16"
+for s in main pr; do
+    out=$([ $s = main ] && echo "$TMP/b16" || echo "$TMP/c16")
+    { head -1 $D/$s/run-001.jsonl; grep '"bin": "≤16K"' $D/$s/run-001.jsonl; } >"$out/run-001.jsonl"
+done
+"$DSA_BIN" compare "$TMP/b16" "$TMP/c16" | sed -n '/^≤16K/,/^$/p' | grep difference >"$TMP/one"
+"$DSA_BIN" compare $D/main $D/pr | sed -n '/^≤16K/,/^$/p' | grep difference >"$TMP/all"
+[ -s "$TMP/one" ] && cmp -s "$TMP/one" "$TMP/all" && ok "bin stream independent of other bins" \
+    || not_ok "bin stream independent of other bins"
+
+# a report from a saved document equals the report computed from the runs
+"$DSA_BIN" compare $D/main $D/pr --baseline-aa $D/main-again --json >"$TMP/cmp.json"
+"$DSA_BIN" report "$TMP/cmp.json" >"$TMP/from-doc.md"
+cmp -s "$TMP/from-doc.md" $G/report-aa.md && ok "report from compare --json" || not_ok "report from compare --json"
+
+# exit codes: 1 regression / differing GSM8K outputs, 2 usage, 3 bad input
+expect_code 1 "--fail-if-worse flags a regression" "$DSA_BIN" compare $D/main3 $D/pr3 --fail-if-worse 0.01
+grep -q "regression: the CI of bin '≤8K' lies wholly below -0.01" "$TMP/err" && ok "regression message" || not_ok "regression message"
+expect_code 0 "--fail-if-worse with a wide margin" "$DSA_BIN" compare $D/main3 $D/pr3 --fail-if-worse 0.5
+expect_code 1 "GSM8K outputs differ" "$DSA_BIN" compare $D/gsm8k/main.jsonl $D/gsm8k/pr-diff.jsonl
+grep -q "same 31/32 (first difference: 'q0017' at byte 4); acceptance length 3.4904 vs 3.4711" "$TMP/out" \
+    && ok "GSM8K identity line" || not_ok "GSM8K identity line"
+expect_code 2 "one run set" "$DSA_BIN" compare $D/main
+expect_code 2 "bad --ci" "$DSA_BIN" compare $D/main $D/pr --ci basic
+expect_code 2 "bad --resamples" "$DSA_BIN" compare $D/main $D/pr --resamples 5
+expect_code 2 "bad report format" "$DSA_BIN" report $D/main $D/pr --format pdf
+expect_code 2 "plan without --from" "$DSA_BIN" plan --detect 0.02
+expect_code 3 "missing run set" "$DSA_BIN" compare $D/nope $D/pr
+mkdir -p "$TMP/empty"
+expect_code 3 "directory without run files" "$DSA_BIN" compare "$TMP/empty" $D/pr
+grep -q "no run files (\*.jsonl) in" "$TMP/err" && ok "empty directory message" || not_ok "empty directory message"
+printf '{"id": "a", "bin": "8k", "score": 1}\n{"id": "b", "bin": "8k", "score": "x"}\n' >"$TMP/bad.jsonl"
+expect_code 3 "score must be a number" "$DSA_BIN" compare "$TMP/bad.jsonl" $D/plain/cand.jsonl
+grep -q "line 2 of '$TMP/bad.jsonl': \"score\" must be a number" "$TMP/err" && ok "bad score message" || not_ok "bad score message"
+printf '{"id": "a", "bin": "8k", "score": 1}\n{"id": "a", "bin": "8k", "score": 0}\n' >"$TMP/dup.jsonl"
+expect_code 3 "duplicate id" "$DSA_BIN" compare "$TMP/dup.jsonl" $D/plain/cand.jsonl
+printf '{"id": "a", "bin": "8k", "score": 1}\n{"id": "b", "bin": "8k", "sc' >"$TMP/torn.jsonl"
+printf '{"id": "a", "bin": "8k", "score": 1}\n{"id": "b", "bin": "8k", "score": 0}\n' >"$TMP/ok.jsonl"
+expect_code 0 "torn last line is ignored" "$DSA_BIN" compare "$TMP/torn.jsonl" "$TMP/ok.jsonl"
+printf '{"id": "a", "bin": "8k", "score": 1}\n{"id": "a2", "bin": "16k", nope}\n{"id": "b", "bin": "8k", "score": 0}\n' >"$TMP/mid.jsonl"
+expect_code 3 "unparsable line" "$DSA_BIN" compare "$TMP/mid.jsonl" "$TMP/ok.jsonl"
+grep -q "cannot parse line 2 of '$TMP/mid.jsonl'" "$TMP/err" && ok "unparsable line message" || not_ok "unparsable line message"
+printf '{"id": "a", "bin": "8k", "score": 1}\n' >"$TMP/b1.jsonl"
+printf '{"id": "a", "bin": "16k", "score": 1}\n' >"$TMP/c1.jsonl"
+expect_code 3 "sample in two bins" "$DSA_BIN" compare "$TMP/b1.jsonl" "$TMP/c1.jsonl"
+expect_code 5 "report -o into a missing directory" "$DSA_BIN" report $D/main $D/pr -o "$TMP/no/such/dir/r.md"
+
+# parity: means, difference, SE and MDE80 of every bin recomputed from the raw files
+if [ -n "${DSA_PYTHON:-}" ] && "$DSA_PYTHON" -c 'import numpy' 2>/dev/null; then
+    "$DSA_BIN" compare $D/main $D/pr --json >"$TMP/p.json"
+    if "$DSA_PYTHON" - "$TMP/p.json" $D/main/run-001.jsonl $D/pr/run-001.jsonl <<'PY'
+import json, sys, math
+import numpy as np
+doc = json.load(open(sys.argv[1]))
+def load(p):
+    recs = [json.loads(l) for l in open(p, encoding="utf-8")][1:]
+    return {r["id"]: r for r in recs}
+b, c = load(sys.argv[2]), load(sys.argv[3])
+ids = [i for i in b if b[i]["status"] == "ok" and i in c and c[i]["status"] == "ok"]
+bins = sorted({b[i]["bin"] for i in ids}, key=lambda l: b[[i for i in ids if b[i]["bin"] == l][0]]["bin_tokens"])
+assert [x["bin"] for x in doc["bins"]] == bins + ["all"], [x["bin"] for x in doc["bins"]]
+for row in doc["bins"]:
+    sel = [i for i in ids if row["bin"] in ("all", b[i]["bin"])]
+    bb = np.array([b[i]["score"] for i in sel]); cc = np.array([c[i]["score"] for i in sel])
+    d = cc - bb
+    se = d.std(ddof=1) / math.sqrt(len(d))
+    for k, v in (("n", len(d)), ("base", bb.mean()), ("cand", cc.mean()), ("diff", d.mean()),
+                 ("se", se), ("mde80", 2.8015852181 * se)):
+        assert abs(row[k] - v) <= 1e-12, (row["bin"], k, row[k], v)
+    lo, hi = row["ci"]
+    assert lo <= row["diff"] <= hi
+PY
+    then ok "python parity of the deterministic numbers"; else not_ok "python parity of the deterministic numbers"; fi
+else
+    ok "python parity of the deterministic numbers # SKIP numpy not available"
+fi
+
+# HTML: self-contained (no http(s) resource), renders in headless Chromium, and the plots have
+# one point per bin and side (score plot) and per bin (difference plot)
+"$DSA_BIN" report $D/main3 $D/pr3 --format html -o "$TMP/r.html"
+grep -Eq '(src|href)="https?:' "$TMP/r.html" && not_ok "html is self-contained" || ok "html is self-contained"
+CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
+if [ -n "$CHROMIUM" ]; then
+    flags="--headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update --disable-sync --no-first-run --user-data-dir=$TMP/chrome"
+    timeout 120 "$CHROMIUM" $flags --dump-dom "file://$TMP/r.html" >"$TMP/dom.html" 2>/dev/null
+    nb=$(grep -o 'class="pt-base"' "$TMP/dom.html" | wc -l)
+    nc=$(grep -o 'class="pt-cand"' "$TMP/dom.html" | wc -l)
+    nd=$(grep -o 'class="pt-diff"' "$TMP/dom.html" | wc -l)
+    expect_eq "chromium: score plot points (4 bins x 2 sides)" "$nb+$nc" "4+4"
+    expect_eq "chromium: difference plot points" "$nd" "4"
+    grep -q '<polygon class="band"' "$TMP/dom.html" && ok "chromium: CI band" || not_ok "chromium: CI band"
+    timeout 120 "$CHROMIUM" $flags --screenshot="$TMP/r.png" --window-size=900,1400 "file://$TMP/r.html" >/dev/null 2>&1
+    [ -s "$TMP/r.png" ] && ok "chromium: screenshot" || not_ok "chromium: screenshot"
+else
+    for t in "score plot points" "difference plot points" "CI band" "screenshot"; do
+        ok "chromium: $t # SKIP chromium not installed"
+    done
+fi
+done_testing
