@@ -155,6 +155,10 @@ static int run_inprocess(const char *dataset, const char *out, const struct dsa_
                        variants->v[i]);
             return DSA_EXIT_USAGE;
         }
+    if (device && strcmp(device, "cuda") && strcmp(device, "cpu") && strcmp(device, "auto")) {
+        dsa_errorf("unknown device '%s' (use cuda or cpu)", device);
+        return DSA_EXIT_USAGE;
+    }
     if (topk != 512 && topk != 1024 && topk != 2048) {
         dsa_errorf("--topk must be 512, 1024 or 2048");
         return DSA_EXIT_USAGE;
