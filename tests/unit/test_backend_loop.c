@@ -512,7 +512,9 @@ static void test_tokenize_unsupported(void **state)
 {
     (void)state;
     reset_log(h_404);
-    dsa_backend *b = open_client(1, 2, 3, 10, NULL, NULL);
+    json_t *extra = json_pack("{s:{s:b},s:f}", "chat_template_kwargs", "thinking", 0, "top_p", 1.0);
+    dsa_backend *b = open_client(1, 2, 3, 10, extra, NULL);
+    json_decref(extra);
     json_t *body = hello_body();
     struct dsa_request rq = {.api = DSA_API_TOKENIZE, .body = body, .endpoint = -1};
     struct dsa_result r;
@@ -521,6 +523,9 @@ static void test_tokenize_unsupported(void **state)
     assert_int_equal(n_requests(), 1);
     assert_string_equal(S.reqs[0].path, "/tokenize");
     assert_non_null(strstr(S.reqs[0].body, "\"add_generation_prompt\":true"));
+    /* the template kwargs of --extra-body reach the count; sampling keys do not */
+    assert_non_null(strstr(S.reqs[0].body, "\"chat_template_kwargs\":{\"thinking\":false}"));
+    assert_null(strstr(S.reqs[0].body, "top_p"));
     /* known missing now: answered without a request */
     assert_int_equal(dsa_backend_call(b, &rq, &r), DSA_RES_UNSUPPORTED);
     dsa_result_release(&r);
