@@ -305,6 +305,12 @@ expect_code 4 "a wrong key is exit 4" env DSA_EVAL_API_KEY=wrong "$DSA_BIN" mrcr
 if grep -q "wrong" "$TMP/err"; then not_ok "the wrong key is not echoed"; else ok "the wrong key is not echoed"; fi
 stop_server
 
+# --insecure is loud (on plain http it changes nothing else)
+expect_code 0 "--insecure runs" "$DSA_BIN" mrcr --endpoint "$URL1" --dataset "$DS" --needles 2 \
+    --limit 1 --insecure --out "$TMP/insecure" -q
+grep -q "warning: --insecure: TLS certificates are NOT verified" "$TMP/err" &&
+    ok "--insecure warns even with -q" || not_ok "--insecure warns even with -q"
+
 # exit codes
 expect_code 4 "unreachable endpoint: exit 4" "$DSA_BIN" mrcr --endpoint http://127.0.0.1:1 \
     --retries 0 --dataset "$DS" --out "$TMP/x" -q
