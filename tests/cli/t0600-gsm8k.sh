@@ -168,6 +168,33 @@ grep -q '^acceptance length   3.0000   ' "$TMP/out" && ok "AL 3.0000 from meta_i
     || { not_ok "AL 3.0000 from meta_info"; sed 's/^/#   /' "$TMP/out" "$TMP/err"; }
 grep -q '(8/8 correct, vllm' "$TMP/out" && ok "sglang5 scores 8/8" || not_ok "sglang5 scores 8/8"
 
+# ---- the exact requests: greedy parameters, stop strings, the prompt bytes, extra body
+start_server --gsm8k-data "$D/test.jsonl" --log-requests "$TMP/requests.jsonl" \
+    || not_ok "logging server starts"
+expect_success "completions request" "${G[@]}" --endpoint "$SERVER_URL" --limit 1 -q
+expect_success "chat request" "${G[@]}" --endpoint "$SERVER_URL" --limit 1 -q --prompt chat \
+    --no-token-ids --max-tokens 64 --seed 7 --extra-body '{"chat_template_kwargs":{"thinking":false}}'
+expect_success "cot8 request" "${G[@]}" --endpoint "$SERVER_URL" --limit 1 -q --prompt cot8
+py "request bodies" <<PYEOF
+import json
+reqs = [json.loads(l) for l in open("$TMP/requests.jsonl")]
+gen = [r for r in reqs if r["method"] == "POST"]
+assert [r["path"] for r in gen] == ["/v1/completions", "/v1/chat/completions", "/v1/completions"]
+prompts = open("$TMP/prompts.bin", "rb").read().split(b"\0")
+test = [json.loads(l) for l in open("$D/test.jsonl")]
+b = json.loads(gen[0]["body"])
+assert b == {"model": "dsa-test-model", "prompt": prompts[0].decode(), "max_tokens": 256,
+             "temperature": 0, "top_p": 1, "seed": 42, "return_token_ids": True,
+             "stop": ["Question", "Assistant:", "<|separator|>"]}, b
+c = json.loads(gen[1]["body"])
+assert c == {"model": "dsa-test-model", "max_completion_tokens": 64, "temperature": 0,
+             "top_p": 1, "seed": 7, "stop": ["Question", "Assistant:", "<|separator|>"],
+             "messages": [{"role": "user", "content": "Question: " + test[0]["question"] + "\nAnswer:"}],
+             "chat_template_kwargs": {"thinking": False}}, c
+d = json.loads(gen[2]["body"])
+assert d["stop"] == ["Q:", "</s>", "<|im_end|>"] and d["prompt"].endswith("Q: " + test[0]["question"] + "\nA:")
+PYEOF
+
 # ---- streaming gives the same bytes
 expect_success "--stream run" "${G[@]}" --endpoint "$MAIN_URL" --stream --limit 4 --out "$TMP/stream" -q
 py "streamed outputs equal the non-streamed ones" <<PYEOF
