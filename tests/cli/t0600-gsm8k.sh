@@ -123,6 +123,15 @@ assert diff == [7], diff
 assert b[7]["pred"] == str(int(a[7]["gold"]) + 1)
 PYEOF
 
+# ---- two replicas: requests spread over both, /metrics of both summed
+expect_success "two endpoints" "${G[@]}" --endpoint "$MAIN_URL" --endpoint "$PR_URL" --mtp \
+    --expect-mtp --limit 8 -c 2 -q
+grep -q '^acceptance length   3.0000   ' "$TMP/out" && ok "AL over two servers" \
+    || { not_ok "AL over two servers"; sed 's/^/#   /' "$TMP/out"; }
+expect_code 4 "unreachable server" "${G[@]}" --endpoint http://127.0.0.1:1 --limit 2 --retries 0
+grep -q "cannot reach 'http://127.0.0.1:1/v1/models'" "$TMP/err" && ok "unreachable message" \
+    || not_ok "unreachable message"
+
 # ---- a per-position profile is recovered exactly: the expected counters are recomputed
 # from each record's completion_tokens with the server's documented synthetic schedule
 start_server --gsm8k-data "$D/test.jsonl" --spec-tokens 3 --acceptance-rates 0.9,0.6,0.3 \
