@@ -53,8 +53,9 @@ struct dsa_mrcr_filter {
 
 typedef struct dsa_mrcr_reader dsa_mrcr_reader;
 
-/* Opens a JSONL or /rows-page file. Runs the official-bin sanity check (a first streaming
-   pass) unless every row carries an explicit bin. Prints the error and returns NULL on
+/* Opens a JSONL or /rows-page file, or an embedded sample named "sample:<name>"
+   (datasets/samples.h, e.g. DSA_SAMPLE_MRCR_DEFAULT). Runs the official-bin sanity check (a first
+   streaming pass) unless every row carries an explicit bin. Prints the error and returns NULL on
    failure (caller exits DSA_EXIT_DATA). */
 dsa_mrcr_reader *dsa_mrcr_open(const char *path, const struct dsa_mrcr_filter *filter);
 /* 1 = a row that passed the filter, 0 = end, -1 = error (printed, names the line) */
@@ -80,6 +81,9 @@ long dsa_mrcr_nrows(const dsa_mrcr_reader *rd, int n_needles, int bin);
 long dsa_mrcr_nselected(const dsa_mrcr_reader *rd);
 /* "--max-bin 256k": mask of the bins whose upper edge is at most K; -1 on a bad value. */
 int dsa_mrcr_parse_max_bin(const char *edge, unsigned *mask);
+/* The official bin of row r of a needle count (the block map of specs/mrcr.md §8):
+   BLOCK_TO_BIN[r/100]; -1 unless 0 <= r < 800. */
+int dsa_mrcr_official_bin(long r);
 /* The bin holding a token count: ≤8192 -> 0 (rows below 4096 included), …, ≤1048576 -> 7;
    -1 if the count is not positive or above 1M. */
 int dsa_mrcr_bin_of_tokens(long tokens);
@@ -90,5 +94,11 @@ int dsa_mrcr_parse_bins(const char *list, unsigned *mask);
 int dsa_mrcr_parse_needles(const char *list, unsigned *mask);
 /* "≤8K" for bin 0 … "≤1M" for bin 7 */
 const char *dsa_mrcr_bin_label(int bin);
+
+#ifdef DSA_UNITTEST_BUILD
+/* For the fuzz target: parses one JSONL row (all fields, prompt included) as pass 2 would;
+   the bin comes from the row's explicit fields, else it is left -1. 0 or -1 (printed). */
+int dsa_mrcr_parse_row_text(const char *text, size_t len, struct dsa_mrcr_row *row);
+#endif
 
 #endif

@@ -88,14 +88,19 @@ static void matcher_init(struct matcher *m, const uint32_t *a, uint32_t la, cons
     m->la = la;
     m->lb = lb;
 
+    /* dense group ids: a table for ASCII (most of every MRCR string), a hash map for the rest,
+       sized by the number of non-ASCII elements */
+    int32_t ascii[128];
+    for (int c = 0; c < 128; c++)
+        ascii[c] = -1;
+    uint32_t nonascii = 0;
+    for (uint32_t j = 0; j < lb; j++)
+        nonascii += b[j] >= 128;
     struct cpmap map;
-    cpmap_init(&map, lb);
+    cpmap_init(&map, nonascii);
     uint32_t *bid = dsa_xmalloc((lb ? lb : 1) * sizeof *bid);
     uint32_t *count = dsa_xcalloc((size_t)lb + 1, sizeof *count);
     uint32_t ngroups = 0;
-    int32_t ascii[128]; /* ASCII, most of every MRCR string, skips the hash table */
-    for (int c = 0; c < 128; c++)
-        ascii[c] = -1;
     for (uint32_t j = 0; j < lb; j++) {
         int32_t *id;
         if (b[j] < 128) {
@@ -111,34 +116,44 @@ static void matcher_init(struct matcher *m, const uint32_t *a, uint32_t la, cons
         count[bid[j]]++;
     }
     /* autojunk: with len(b) >= 200, a code point seen more than len(b)//100 + 1 times is
-       "popular" and loses its b2j entry (it can still be matched by the extension loops) */
+       "popular" and loses its b2j entry (it can still be matched by the extension loops).
+       Popular groups keep their positions in pos[] but are never looked up. */
     uint32_t ntest = lb / 100 + 1;
     bool autojunk = lb >= 200;
+    bool *popular = dsa_xmalloc((size_t)ngroups + 1);
     m->start = dsa_xmalloc(((size_t)ngroups + 1) * sizeof *m->start);
     uint32_t total = 0;
     for (uint32_t g = 0; g < ngroups; g++) {
+        popular[g] = autojunk && count[g] > ntest;
         m->start[g] = total;
-        if (autojunk && count[g] > ntest)
-            count[g] = 0; /* popular: an empty group */
         total += count[g];
+        count[g] = m->start[g]; /* from here on: the fill cursor of group g */
     }
     m->start[ngroups] = total;
-    m->pos = dsa_xmalloc((total ? total : 1) * sizeof *m->pos);
-    memset(count, 0, ((size_t)lb + 1) * sizeof *count); /* reused as fill cursors */
-    for (uint32_t j = 0; j < lb; j++) {
-        uint32_t g = bid[j];
-        if (m->start[g + 1] > m->start[g])
-            m->pos[m->start[g] + count[g]++] = j;
-    }
+    /* stable counting sort: positions ascending within a group, as CPython's lists are */
+    m->pos = dsa_xmalloc((lb ? lb : 1) * sizeof *m->pos);
+    for (uint32_t j = 0; j < lb; j++)
+        m->pos[count[bid[j]]++] = j;
+    for (int c = 0; c < 128; c++)
+        if (ascii[c] >= 0 && popular[ascii[c]])
+            ascii[c] = -1;
+    /* a[i] -> group, and anext, in one backward pass */
     m->akey = dsa_xmalloc((la ? la : 1) * sizeof *m->akey);
-    for (uint32_t i = 0; i < la; i++) {
-        int32_t g = a[i] < 128 ? ascii[a[i]] : map.ids[cpmap_slot(&map, a[i])];
-        m->akey[i] = (g >= 0 && m->start[g + 1] > m->start[g]) ? g : -1;
-    }
     m->anext = dsa_xmalloc(((size_t)la + 1) * sizeof *m->anext);
     m->anext[la] = la;
-    for (uint32_t i = la; i-- > 0;)
-        m->anext[i] = m->akey[i] >= 0 ? i : m->anext[i + 1];
+    for (uint32_t i = la; i-- > 0;) {
+        int32_t g;
+        if (a[i] < 128) {
+            g = ascii[a[i]];
+        } else {
+            g = map.ids[cpmap_slot(&map, a[i])];
+            if (g >= 0 && popular[g])
+                g = -1;
+        }
+        m->akey[i] = g;
+        m->anext[i] = g >= 0 ? i : m->anext[i + 1];
+    }
+    free(popular);
     free(bid);
     free(count);
     cpmap_free(&map);
@@ -200,7 +215,9 @@ static void find_longest_match(struct matcher *m, uint32_t alo, uint32_t ahi, ui
         struct j2len_slot *cur = m->row[gen & 1];
         const uint32_t *p = m->pos;
         uint32_t end = m->start[g + 1];
-        uint32_t q = lower_bound(p, m->start[g], end, blo);
+        uint32_t q = m->start[g];
+        if (p[q] < blo) /* the first call of get_matching_blocks has blo = 0 */
+            q = lower_bound(p, q + 1, end, blo);
         for (; q < end; q++) {
             uint32_t j = p[q];
             if (j >= bhi)

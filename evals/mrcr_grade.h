@@ -54,7 +54,8 @@ struct dsa_mrcr_line {
     struct dsa_mrcr_grade grade; /* when GRADED */
     json_t *ids;      /* GRADED/SKIPPED: a new object with the identifying keys found on the
                          line ("id", "dataset_index", "needle_count", "n_needles"), copied
-                         as they are; NULL when BAD. The caller json_decref()s it. */
+                         as they are (a lone surrogate in such a string becomes U+FFFD);
+                         NULL when BAD. The caller json_decref()s it. */
     bool parse_error; /* BAD because the line is not a JSON object (vs. a bad field) */
     char why[256];    /* BAD: what is wrong, one line, printable ASCII; SKIPPED: the reason */
 };

@@ -223,6 +223,24 @@ static uint32_t *code_points(const char *s, size_t len, bool remapped, uint32_t 
     return cp;
 }
 
+/* An identifying string of a line that had lone surrogates: output is UTF-8, which cannot
+   carry them, so each becomes U+FFFD (as Python's errors="replace" would write it). */
+static json_t *id_string(json_t *v, uint32_t base)
+{
+    size_t n;
+    uint32_t *cp = dsa_utf8_decode_alloc(json_string_value(v), json_string_length(v), &n, NULL);
+    struct dsa_buf b = DSA_BUF_INIT;
+    for (size_t i = 0; cp && i < n; i++) {
+        char u8[4];
+        uint32_t c = cp[i] >= base && cp[i] < base + PUA_WINDOW ? 0xFFFD : cp[i];
+        dsa_buf_add(&b, u8, (size_t)dsa_utf8_encode(c, u8));
+    }
+    free(cp);
+    json_t *s = json_stringn(b.data, b.len);
+    dsa_buf_release(&b);
+    return s;
+}
+
 enum dsa_mrcr_line_status dsa_mrcr_grade_line(const char *text, size_t len,
                                               struct dsa_mrcr_line *out)
 {
@@ -262,7 +280,9 @@ enum dsa_mrcr_line_status dsa_mrcr_grade_line(const char *text, size_t len,
     out->ids = json_object();
     for (size_t k = 0; k < DSA_ARRAY_SIZE(id_keys); k++) {
         json_t *v = json_object_get(root, id_keys[k]);
-        if (v)
+        if (v && remapped && json_is_string(v))
+            json_object_set_new(out->ids, id_keys[k], id_string(v, base));
+        else if (v)
             json_object_set(out->ids, id_keys[k], v);
     }
 

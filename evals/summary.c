@@ -475,3 +475,19 @@ void dsa_summary_render_json(json_t *summary, struct dsa_buf *out)
     dsa_buf_addch(out, '\n');
     free(s);
 }
+
+int dsa_summary_print(json_t *runs, bool as_json, FILE *out)
+{
+    json_t *s = dsa_summary_new(runs);
+    if (!s)
+        return -1;
+    struct dsa_buf b = DSA_BUF_INIT;
+    if (as_json)
+        dsa_summary_render_json(s, &b);
+    else
+        dsa_summary_render_text(s, &b);
+    fwrite(b.data, 1, b.len, out);
+    dsa_buf_release(&b);
+    json_decref(s);
+    return 0;
+}

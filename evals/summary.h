@@ -29,6 +29,8 @@
 #define DSA_EVALS_SUMMARY_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
 
 #include "util/buf.h"
 
@@ -43,5 +45,9 @@ json_t *dsa_summary_new(json_t *runs);
 void dsa_summary_render_text(json_t *summary, struct dsa_buf *out);
 /* The document as indented JSON with sorted keys, ending with '\n' (for --json). */
 void dsa_summary_render_json(json_t *summary, struct dsa_buf *out);
+
+/* Convenience for the end of a run: dsa_summary_new() then the text or (as_json) the JSON
+   rendering written to `out`. Returns 0, or -1 when the records are unusable (printed). */
+int dsa_summary_print(json_t *runs, bool as_json, FILE *out);
 
 #endif

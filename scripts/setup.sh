@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config git
           libcurl4-openssl-dev libjansson-dev libpcre2-dev libgsl-dev libssl-dev
-          libmicrohttpd-dev libcmocka-dev
-          python3 python3-numpy python3-scipy)   # references used by the tests
+          libmicrohttpd-dev libcmocka-dev curl
+          python3 python3-numpy python3-scipy python3-prometheus-client)   # test references
 if [ "${DSA_WITH_CHROMIUM:-0}" = 1 ]; then
     packages+=(chromium)                          # renders the HTML report in its test
 fi

@@ -184,6 +184,9 @@ static void print_text(json_t *doc)
         if (json_is_object(al))
             printf("; acceptance length %.4f vs %.4f", num(al, "base"), num(al, "cand"));
         printf("\n");
+        /* an eval's own identity report (GSM8K: evals/gsm8k_compare.c) */
+        if (json_is_string(json_object_get(id, "report")))
+            printf("\n%s", json_string_value(json_object_get(id, "report")));
     }
     json_t *ex = json_object_get(doc, "excluded");
     if (json_array_size(ex)) {

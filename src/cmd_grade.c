@@ -27,7 +27,11 @@ struct grade_sub {
 static int grade_mrcr(int argc, char **argv);
 
 static const struct grade_sub grade_subs[] = {
-    {"mrcr", grade_mrcr, "official MRCR score of (response, answer, prefix) JSONL lines"},
+    {"gsm8k", cmd_grade_gsm8k,
+     "GSM8K answer of {output, gold?} JSONL lines (vllm, cot-strict, gsm8k-strict, flexible)"},
+    {"mrcr", grade_mrcr,
+     "official MRCR score of (response, answer, prefix) JSONL lines, bit-exact with CPython "
+     "difflib"},
     {NULL, NULL, NULL},
 };
 
@@ -54,20 +58,14 @@ static void write_record(json_t *ids, long lineno, const struct dsa_mrcr_line *l
 
 static int grade_mrcr(int argc, char **argv)
 {
-    static const char *const usage[] = {
-        "dsa-eval grade mrcr [--keep-going] [-q] [FILE]",
-        "",
-        "Grades JSONL lines {\"response\", \"answer\", \"prefix\"} (or MRCR log lines with",
-        "\"model_response\", \"ground_truth\" and the question in \"input\") with the official",
-        "MRCR grader, bit-exact with CPython's difflib, and writes one JSON line per input",
-        "line: {\"line\", \"score\", \"prefix_hit\", \"exact\", ...}. FILE defaults to '-' "
-        "(stdin).",
-        NULL};
+    /* one usage line (util/opt.h prints further lines as alternatives); the input and
+       output formats are in docs/grade.md */
+    static const char *const usage[] = {"dsa-eval grade mrcr [--keep-going] [-q] [FILE]", NULL};
     bool keep_going = false, quiet = false;
     struct dsa_option opts[] = {
         DSA_OPT_BOOL(0, "keep-going", &keep_going,
                      "report bad lines and continue (exit 1 at the end if any)"),
-        DSA_OPT_BOOL('q', "quiet", &quiet, "no summary line on stderr"),
+        DSA_OPT_BOOL('q', "quiet", &quiet, "no summary lines on stderr"),
         DSA_OPT_END(),
     };
     int n = dsa_opt_parse(&argc, argv, opts, usage);
@@ -145,7 +143,8 @@ static void grade_usage(FILE *out)
 {
     fprintf(out,
             "usage: dsa-eval grade <eval> [options] [FILE]   (dsa-eval grade <eval> --help)\n\n"
-            "Regrades recorded outputs offline.\n\nevals:\n");
+            "Regrades recorded outputs offline. Reads JSON Lines from FILE (default: stdin),\n"
+            "writes one JSON line per input line to stdout (docs/grade.md).\n\nevals:\n");
     for (const struct grade_sub *s = grade_subs; s->name; s++)
         fprintf(out, "    %-8s %s\n", s->name, s->summary);
 }

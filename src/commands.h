@@ -39,9 +39,15 @@ extern const struct dsa_command dsa_commands[];
 int cmd_compare(int argc, char **argv);
 int cmd_datasets(int argc, char **argv);
 int cmd_grade(int argc, char **argv);
+int cmd_grade_gsm8k(int argc, char **argv);
+int cmd_gsm8k(int argc, char **argv);
+int cmd_kernels(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_mrcr(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_version(int argc, char **argv);
+
+/* sub-commands of `dsa-eval grade` (rows of grade_subs[] in src/cmd_grade.c) */
 
 #endif

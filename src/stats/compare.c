@@ -15,6 +15,8 @@
 #include <gsl/gsl_statistics_double.h>
 
 #include "stats/compare.h"
+
+#include "evals/gsm8k_compare.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -27,6 +29,7 @@ static const struct {
     const char *eval;
     dsa_cmp_identity_fn fn;
 } dsa_cmp_identity_hooks[] = {
+    {"gsm8k", dsa_gsm8k_compare_identity},
     {NULL, NULL},
 };
 

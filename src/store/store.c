@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -368,6 +369,88 @@ static int write_line(dsa_run *r, const char *line, size_t n)
     return 0;
 }
 
+static int open_locked(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return dsa_errorf("cannot open '%s': %s", path, strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        close(fd);
+        if (e == EWOULDBLOCK)
+            return dsa_errorf("run file '%s' is in use by another dsa-eval process", path);
+        return dsa_errorf("cannot lock '%s': %s", path, strerror(e));
+    }
+    return fd;
+}
+
+static bool is_failed(json_t *rec)
+{
+    const char *st = json_string_value(json_object_get(rec, "status"));
+    if (st)
+        return !strcmp(st, "failed");
+    return !json_is_number(json_object_get(rec, "score"));
+}
+
+/*
+ * --retry-failed: rewrites the file without its failed records so that those samples run
+ * again. The new file is written beside the old one and renamed over it: a crash leaves
+ * either file whole, never a mix. Returns 0 (nothing failed), 1 (rewritten) or -1.
+ */
+static int drop_failed(const char *path, struct scan *s)
+{
+    size_t n_failed = 0, i;
+    json_t *rec;
+    json_array_foreach(s->records, i, rec) n_failed += is_failed(rec);
+    if (!n_failed)
+        return 0;
+    struct dsa_buf tmp = DSA_BUF_INIT, text = DSA_BUF_INIT;
+    dsa_buf_addf(&tmp, "%s.tmp-%ld", path, (long)getpid());
+    json_t *kept = json_array();
+    char *line = dsa_json_dumps_line(s->header);
+    dsa_buf_adds(&text, line);
+    dsa_buf_addch(&text, '\n');
+    free(line);
+    json_array_foreach(s->records, i, rec)
+    {
+        if (is_failed(rec)) {
+            json_object_del(s->index, json_string_value(json_object_get(rec, "id")));
+            continue;
+        }
+        json_array_append(kept, rec);
+        line = dsa_json_dumps_line(rec);
+        dsa_buf_adds(&text, line);
+        dsa_buf_addch(&text, '\n');
+        free(line);
+    }
+    int ret = -1;
+    int fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0 || write_full(fd, text.data, text.len) < 0 || fsync(fd) < 0) {
+        dsa_errorf("cannot write '%s': %s", tmp.data, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        unlink(tmp.data);
+        goto cleanup;
+    }
+    close(fd);
+    if (rename(tmp.data, path) < 0) {
+        dsa_errorf("cannot rename '%s' to '%s': %s", tmp.data, path, strerror(errno));
+        unlink(tmp.data);
+        goto cleanup;
+    }
+    dsa_notef("'%s': %zu failed sample%s will run again (--retry-failed)", path, n_failed,
+              n_failed == 1 ? "" : "s");
+    ret = 1;
+    json_decref(s->records);
+    s->records = json_incref(kept);
+    s->good_end = (off_t)text.len;
+cleanup:
+    json_decref(kept);
+    dsa_buf_release(&tmp);
+    dsa_buf_release(&text);
+    return ret;
+}
+
 static char *iso_now(void)
 {
     char buf[32];
@@ -446,8 +529,14 @@ int dsa_run_open(dsa_run **out, const char *path, json_t *header, unsigned flags
     }
     free(dir);
 
+    /* the lock keeps a second dsa-eval (the same command started twice) from interleaving
+       its records with ours; it goes away with the process, kill -9 included */
+    r->fd = open_locked(path);
+    if (r->fd < 0)
+        goto cleanup;
     struct stat st;
-    bool exists = stat(path, &st) == 0 && st.st_size > 0;
+    bool exists = fstat(r->fd, &st) == 0 && st.st_size > 0;
+    bool replaced = false; /* path now names another inode than r->fd */
     if (exists) {
         int rc = scan_file(path, false, &s);
         if (rc < 0) {
@@ -465,16 +554,22 @@ int dsa_run_open(dsa_run **out, const char *path, json_t *header, unsigned flags
                 goto cleanup;
             scan_release(&s);
             exists = false;
+            replaced = true;
         } else if (!s.header) {
             /* only a torn header: the crash came before any record; start the file anew */
             exists = false;
+        } else if (flags & DSA_RUN_RETRY_FAILED) {
+            int rc = drop_failed(path, &s);
+            if (rc < 0)
+                goto cleanup;
+            replaced = rc > 0;
         }
     }
-
-    r->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-    if (r->fd < 0) {
-        dsa_errorf("cannot open '%s': %s", path, strerror(errno));
-        goto cleanup;
+    if (replaced) {
+        close(r->fd);
+        r->fd = open_locked(path);
+        if (r->fd < 0)
+            goto cleanup;
     }
     if (exists) {
         if (s.torn) {
@@ -593,6 +688,15 @@ json_t *dsa_run_record(const dsa_run *r, size_t i)
     json_t *v = json_array_get(r->records, i);
     pthread_mutex_unlock(mu);
     return v;
+}
+
+json_t *dsa_run_records(const dsa_run *r)
+{
+    pthread_mutex_t *mu = (pthread_mutex_t *)&r->mu;
+    pthread_mutex_lock(mu);
+    json_t *a = json_copy(r->records); /* shallow: the records themselves are shared */
+    pthread_mutex_unlock(mu);
+    return a;
 }
 
 const char *dsa_run_path(const dsa_run *r)

@@ -51,6 +51,9 @@ enum dsa_run_flags {
     /* skip the fdatasync after each line (fuzzing, scratch runs): a crash of the process
        still loses nothing, as the line is in the kernel; a power cut may */
     DSA_RUN_NO_SYNC = (1 << 1),
+    /* --retry-failed: records with status "failed" are removed from the file at open (the
+       file is rewritten beside itself and renamed over), so those samples run again */
+    DSA_RUN_RETRY_FAILED = (1 << 2),
 };
 
 /*
@@ -59,8 +62,10 @@ enum dsa_run_flags {
  * header's "match" (compared as canonical JSON), else the call fails with
  * "run file 'P' was made by another command (different KEY: A vs B); use --force-new",
  * unless DSA_RUN_FORCE_NEW, which renames the old file to P.old-N and starts anew.
- * Returns 0, -1 (I/O error, printed; exit DSA_EXIT_IO), -2 (header mismatch, printed; exit
- * DSA_EXIT_MISMATCH) or -3 (unreadable file, printed; exit DSA_EXIT_DATA).
+ * The file stays locked (flock, exclusive) until dsa_run_free(): a second writer, in this
+ * process or another, gets -1 ("run file 'P' is in use by another dsa-eval process").
+ * Returns 0, -1 (I/O error or locked, printed; exit DSA_EXIT_IO), -2 (header mismatch,
+ * printed; exit DSA_EXIT_MISMATCH) or -3 (unreadable file, printed; exit DSA_EXIT_DATA).
  */
 int dsa_run_open(dsa_run **out, const char *path, json_t *header, unsigned flags);
 /* true if a record with this id is already in the file (finished in an earlier attempt) */
@@ -78,6 +83,9 @@ int dsa_run_append(dsa_run *r, json_t *record);
 size_t dsa_run_count(const dsa_run *r);
 /* iterate over all records in file order: i in [0, count) */
 json_t *dsa_run_record(const dsa_run *r, size_t i);
+/* a snapshot of all records in file order: a new array (new reference) holding references
+   to the run's records, e.g. for dsa_summary_new() at the end of a run */
+json_t *dsa_run_records(const dsa_run *r);
 const char *dsa_run_path(const dsa_run *r);
 /* the header on disk: the earlier one when resumed, else the caller's completed with
    "dsa_eval_run", "tool" and "created" when it left them out (borrowed) */

@@ -4,8 +4,8 @@
  * On a terminal one line is redrawn in place ('\r'), at most every 500 ms, then a final
  * line ends with '\n':
  *
- *   mrcr run 1/3   412/2400   17%   2.34/s  elapsed 2m51s  ETA   14m  retries     3  errors     1
- *   label          done/total  pct  rate            duration      duration         count         count
+ *   run 1/3   412/2400   17%   2.34/s  elapsed 2m51s  ETA   14m  retries     3  errors     1
+ *   label   done/total   pct  rate           elapsed      ETA        retries       failed
  *
  * Every field has a fixed width (durations and counts 5 columns, rate 7, done/total the
  * width of total twice), so the line never jitters. When stderr is not a terminal (CI logs,

@@ -20,6 +20,16 @@ expect_success "synth --max-bin" "$DSA_BIN" datasets synth mrcr --needles 2,4 --
     --per-bin 1 -o "$TMP/m.jsonl"
 expect_eq "--max-bin 16k: 2 needle counts x 2 bins" "$(wc -l <"$TMP/m.jsonl" | tr -d ' ')" 4
 
+# --- SIGINT during a long synth: exit 130, no output and no temporary file left
+"$DSA_BIN" datasets synth mrcr --bins 1m --per-bin 200 -o "$TMP/int.jsonl" 2>"$TMP/err" &
+pid=$!
+sleep 1
+kill -INT "$pid"
+wait "$pid"
+expect_eq "synth interrupted: exit 130" "$?" 130
+[ ! -e "$TMP/int.jsonl" ] && [ ! -e "$TMP/int.jsonl.tmp" ] && ok "no partial synth output" ||
+    not_ok "no partial synth output"
+
 # --- info
 expect_success "info" "$DSA_BIN" datasets info "$TMP/a.jsonl"
 sha=$(sha256sum "$TMP/a.jsonl" | cut -d' ' -f1)
@@ -28,6 +38,12 @@ grep -q '^bins      explicit' "$TMP/out" && ok "info bin source" || not_ok "info
 grep -q '^      8      5      5      5     15$' "$TMP/out" && ok "info table" || {
     not_ok "info table"; sed 's/^/#   /' "$TMP/out"; }
 grep -q '≤8K   ≤16K   ≤32K  total' "$TMP/out" && ok "info labels" || not_ok "info labels"
+
+expect_success "info --verify" "$DSA_BIN" datasets info --verify "$TMP/a.jsonl"
+grep -q '^          answer = prefix + messages\[desired_msg_index+1\]: 15/15$' "$TMP/out" &&
+    ok "verify: needle invariant on every synthetic row" || not_ok "verify: needle invariant on every synthetic row"
+grep -q '^          total_messages = len(messages): 15/15$' "$TMP/out" && ok "verify: total_messages" ||
+    not_ok "verify: total_messages"
 
 # --- the shipped samples are exactly what the documented commands make
 cmds=$(grep -E '^    dsa-eval datasets synth mrcr ' "$DSA_SRC/datasets/samples/README.md")
@@ -44,6 +60,15 @@ while read -r _ rest; do
     [ "$size" -lt 1048576 ] && ok "sample $name < 1 MB ($size B)" || not_ok "sample $name < 1 MB"
 done <<<"$cmds"
 
+# --- the embedded samples: the binary carries the shipped bytes
+for f in "$DSA_SRC"/datasets/samples/*.jsonl; do
+    name=$(basename "$f")
+    expect_success "info sample:$name" "$DSA_BIN" datasets info "sample:$name"
+    grep -q "^sha256    $(sha256sum "$f" | cut -d' ' -f1)\$" "$TMP/out" &&
+        ok "embedded $name = shipped file" || not_ok "embedded $name = shipped file"
+done
+expect_code 3 "unknown sample" "$DSA_BIN" datasets info sample:nope.jsonl
+
 # --- bad input: one line naming file and line, exit 3
 printf '' >"$TMP/empty.jsonl"
 expect_code 3 "empty file" "$DSA_BIN" datasets info "$TMP/empty.jsonl"
@@ -54,6 +79,11 @@ expect_code 3 "truncated last row" "$DSA_BIN" datasets info "$TMP/t.jsonl"
 grep -q "^dsa-eval: cannot parse line 3 of '.*t.jsonl'" "$TMP/err" && ok "truncated message names line 3" ||
     not_ok "truncated message names line 3"
 [ "$(wc -l <"$TMP/err")" -eq 1 ] && ok "one line" || not_ok "one line"
+sed '2s/"prompt":"\[/"prompt":"[[/' "$TMP/a.jsonl" >"$TMP/p.jsonl"
+expect_code 0 "a broken prompt passes info" "$DSA_BIN" datasets info "$TMP/p.jsonl"
+expect_code 3 "a broken prompt fails info --verify" "$DSA_BIN" datasets info --verify "$TMP/p.jsonl"
+grep -q "^dsa-eval: line 2 of '.*p.jsonl': \"prompt\" is not a JSON message list" "$TMP/err" &&
+    ok "broken prompt message" || not_ok "broken prompt message"
 sed '2s/"n_needles":8/"n_needles":"8"/' "$TMP/a.jsonl" >"$TMP/w.jsonl"
 expect_code 3 "wrong type" "$DSA_BIN" datasets info "$TMP/w.jsonl"
 grep -q "^dsa-eval: line 2 of '.*w.jsonl': \"n_needles\" must be an integer" "$TMP/err" &&

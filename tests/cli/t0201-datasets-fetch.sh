@@ -98,13 +98,13 @@ grep -q "^revision  $REV" "$TMP/out" && ok "info shows the revision" || not_ok "
 grep -q "^bins      official" "$TMP/out" && ok "info: official bins" || not_ok "info: official bins"
 expect_success "fetch again: reuse without network" "$DSA_BIN" datasets fetch mrcr --needles 8 \
     --base-url http://127.0.0.1:9 --hub-url http://127.0.0.1:9
-# resume: 12 whole rows (3 pages) and a torn 13th
+# resume: 10 whole rows (not a page boundary) and a torn 11th
 cp "$mdest/8needle.jsonl" "$TMP/full.jsonl"
 rm "$mdest/8needle.jsonl" "$mdest/8needle.jsonl.meta.json"
-{ head -n 12 "$TMP/full.jsonl"; sed -n 13p "$TMP/full.jsonl" | head -c 50; } >"$mdest/8needle.jsonl.part"
+{ head -n 10 "$TMP/full.jsonl"; sed -n 11p "$TMP/full.jsonl" | head -c 50; } >"$mdest/8needle.jsonl.part"
 DSA_EVAL_HF_BASE="file://$TMP/hf" DSA_EVAL_HUB_BASE="file://$TMP/hub" \
     expect_success "resume mrcr" "$DSA_BIN" datasets fetch mrcr --page-rows 4
-grep -q "resuming '.*8needle.jsonl.part' at row 12" "$TMP/err" && ok "resumed at row 12" || not_ok "resumed at row 12"
+grep -q "resuming '.*8needle.jsonl.part' at row 10" "$TMP/err" && ok "resumed at row 10" || not_ok "resumed at row 10"
 cmp -s "$mdest/8needle.jsonl" "$TMP/full.jsonl" && ok "resumed file identical" || not_ok "resumed file identical"
 # checksum on reuse
 sed -i '5s/row 4/row 5/' "$mdest/8needle.jsonl"

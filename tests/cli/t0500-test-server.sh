@@ -13,6 +13,7 @@ expect_code 2 "bad --fault kind" "$DSA_TEST_SERVER" --fault frob
 expect_code 2 "acceptance length beyond K+1" "$DSA_TEST_SERVER" --spec-tokens 2 --acceptance-length 3.5
 
 start_server --model m1 --max-model-len 4096 --spec-tokens 3 --acceptance-length 3.0 \
+    --per-request-spec-decode-metrics detailed \
     --log-requests "$TMP/requests.jsonl" --server-version 0.11.0 && ok "server starts on a free port" \
     || not_ok "server starts on a free port"
 
@@ -95,6 +96,12 @@ assert text == plain["choices"][0]["message"]["content"]
 assert [c["choices"][0]["delta"]["content"] for c in deltas] == srvref.pieces(text)
 assert all(c["choices"][0]["finish_reason"] is None for c in deltas[:-1])
 assert deltas[-1]["choices"][0]["finish_reason"] == "stop" and deltas[-1]["choices"][0]["stop_reason"] is None
+# continuous_usage_stats: every chunk carries the running counts
+_, _, raw = srvref.http(url, dict(body, stream=True, stream_options={"include_usage": True, "continuous_usage_stats": True}))
+cs = [json.loads(e) for e in srvref.sse_events(raw)[:-1]]
+running = [c["usage"]["completion_tokens"] for c in cs[:-1]]
+assert running == list(range(len(running) - 1)) + [plain["usage"]["completion_tokens"]], running
+assert all(c["usage"]["total_tokens"] == c["usage"]["prompt_tokens"] + c["usage"]["completion_tokens"] for c in cs)
 # without stream_options: no usage chunk
 _, _, raw = srvref.http(url, dict(body, stream=True))
 ev = srvref.sse_events(raw)
@@ -234,6 +241,10 @@ for k in (1, 2, 3):
     msgs = srvref.mrcr_conversation(k=k, seed=10 + k)
     d = json.loads(srvref.http(url, {"model": "m1", "messages": msgs, "max_tokens": 1000})[2])
     c = srvref.spec_counts([1.0, 1.0, 0.0], d["usage"]["completion_tokens"])
+    sd = d["metrics"]["speculative_decoding"]
+    assert (sd["num_spec_steps"], sd["num_draft_tokens"], sd["num_accepted_draft_tokens"], sd["num_spec_tokens"]) == \
+        (c["drafts"], c["draft_tokens"], c["accepted"], 3), (sd, c)
+    assert sd["mean_acceptance_length"] == 3.0 and sd["per_step_accepted"] == [2] * c["drafts"], sd
     for key in ("drafts", "draft_tokens", "accepted"):
         expect[key] += c[key]
     expect["per_pos"] = [a + b for a, b in zip(expect["per_pos"], c["per_pos"])]
@@ -254,6 +265,60 @@ created = [l for l in text.split("\n") if l.startswith("vllm:spec_decode_num_dra
 v = created[0].rsplit(" ", 1)[1]
 assert "e+09" in v and v == srvref.float_to_go(float(v)), v
 PY
+
+# The exposition byte for byte against prometheus_client's own generate_latest, fed the same
+# values (scripts/setup.sh installs python3-prometheus-client; skipped where it is missing).
+if "$DSA_PYTHON" -c 'import prometheus_client' 2>/dev/null; then
+py "/metrics equals prometheus_client.generate_latest for the same values" <<'PY'
+import os, re, time, srvref
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+text = srvref.http(os.environ["SERVER_URL"] + "/metrics")[2].decode()
+vals = srvref.parse_metrics(text)
+def v(name, **labels):
+    labels.setdefault("engine", "0"); labels.setdefault("model_name", "m1")
+    return vals[(name, tuple(sorted(labels.items())))]
+created = v("vllm:prompt_tokens_created")
+reg = CollectorRegistry()
+real_time = time.time
+time.time = lambda: created
+try:
+    L = ["model_name", "engine"]
+    g = Gauge("vllm:num_requests_running", "Number of requests in model execution batches.", L, registry=reg)
+    g.labels("m1", "0").set(v("vllm:num_requests_running"))
+    for base, doc in [("vllm:prompt_tokens", "Number of prefill tokens processed."),
+                      ("vllm:generation_tokens", "Number of generation tokens processed.")]:
+        Counter(base, doc, L, registry=reg).labels("m1", "0").inc(v(base + "_total"))
+    c = Counter("vllm:request_success", "Count of successfully processed requests.", L + ["finished_reason"], registry=reg)
+    for r in ("stop", "length", "abort"):
+        c.labels("m1", "0", r).inc(v("vllm:request_success_total", finished_reason=r))
+    bounds = [0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0]
+    h = Histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", L, buckets=bounds, registry=reg).labels("m1", "0")
+    prev = 0
+    for b in bounds + [float("inf")]:
+        cum = v("vllm:e2e_request_latency_seconds_bucket", le=srvref.float_to_go(b))
+        for _ in range(int(cum - prev)):
+            h.observe(b if b != float("inf") else 1e9)
+        prev = cum
+    h._sum.set(v("vllm:e2e_request_latency_seconds_sum"))
+    for base, doc in [("vllm:spec_decode_num_drafts", "Number of spec decoding drafts."),
+                      ("vllm:spec_decode_num_draft_tokens", "Number of draft tokens."),
+                      ("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.")]:
+        Counter(base, doc, L, registry=reg).labels("m1", "0").inc(v(base + "_total"))
+    pp = Counter("vllm:spec_decode_num_accepted_tokens_per_pos", "Accepted tokens per draft position.", L + ["position"], registry=reg)
+    for p in range(3):
+        pp.labels("m1", "0", str(p)).inc(v("vllm:spec_decode_num_accepted_tokens_per_pos_total", position=str(p)))
+finally:
+    time.time = real_time
+want = generate_latest(reg).decode()
+got = text[text.index("# HELP vllm:"):]
+if got != want:
+    import difflib
+    print("".join(list(difflib.unified_diff(want.splitlines(True), got.splitlines(True), "prometheus_client", "server"))[:40]))
+    raise SystemExit(1)
+PY
+else
+    ok "/metrics equals prometheus_client.generate_latest # SKIP python3-prometheus-client not installed"
+fi
 
 # ---------------------------------------------------------------- request log
 py "request log: exact body bytes, bearer recorded as a flag, never the key" <<'PY'
@@ -290,6 +355,40 @@ PY
 
 stop_server; expect_eq "SIGTERM: clean exit" "$?" 0
 
+# ---------------------------------------------------------------- the synthetic generator's rows
+start_server --model m1 --max-model-len 1000000 && ok "server with a 1M context" || not_ok "server with a 1M context"
+py "MRCR rows of the synthetic generator (datasets/samples) are answered with their exact answer" <<'PY'
+import os, json, glob, srvref
+url = os.environ["SERVER_URL"] + "/v1/chat/completions"
+files = sorted(glob.glob(os.environ["DSA_SRC"] + "/datasets/samples/mrcr-*.jsonl"))
+assert files, "no datasets/samples/mrcr-*.jsonl"
+rows = 0
+for f in files:
+    for line in open(f):
+        row = json.loads(line)
+        msgs = json.loads(row["prompt"])
+        st, _, b = srvref.http(url, {"model": "m1", "messages": msgs, "max_tokens": 4096, "temperature": 0}, timeout=60)
+        assert st == 200, b
+        got = json.loads(b)["choices"][0]["message"]["content"]
+        assert got == row["answer"], (f, rows, got[:60], row["answer"][:60])
+        assert srvref.mrcr_answer(msgs)[0] == row["answer"]
+        rows += 1
+assert rows >= 11, rows
+print(rows, "rows answered exactly")
+PY
+
+# a 1 MB conversation (curl sends "Expect: 100-continue") is answered like a small one
+PYTHONPATH="$DSA_SRC/tests/cli" "$DSA_PYTHON" - "$TMP" <<'PY'
+import json, sys, srvref
+m = srvref.mrcr_conversation(n_needles=8, filler=700, k=5)
+json.dump({"model": "m1", "messages": m, "max_tokens": 1000}, open(sys.argv[1] + "/big.json", "w"))
+open(sys.argv[1] + "/big.want", "w").write(srvref.mrcr_answer(m)[0])
+PY
+curl -s "$SERVER_URL/v1/chat/completions" -H 'Content-Type: application/json' --data-binary @"$TMP/big.json" >"$TMP/big.out"
+"$DSA_PYTHON" -c 'import json,sys; a=json.load(open(sys.argv[1]))["choices"][0]["message"]["content"]; sys.exit(a != open(sys.argv[2]).read())' \
+    "$TMP/big.out" "$TMP/big.want" && ok "1 MB conversation answered exactly" || not_ok "1 MB conversation answered exactly"
+stop_server
+
 # ---------------------------------------------------------------- MRCR decisions and builds
 start_server --model m1 --seed 7 --mrcr-wrong "600:0,inf:0.4" --mrcr-garble 0.25 \
     && ok "server with wrong/garble rates" || not_ok "server with wrong/garble rates"
@@ -315,13 +414,21 @@ for i in range(60):
 assert all(n[k] > 0 for k in ("wrong", "garbled", "build_changed")), n
 print(n)
 PY
-stop_server "$PID_BASE"; stop_server
+stop_server "$PID_BASE"; expect_eq "base build exits 0" "$?" 0
+stop_server; expect_eq "pr build exits 0" "$?" 0
 
 # ---------------------------------------------------------------- faults by rate
 start_server --model m1 --fault 503:first && ok "server with --fault 503:first" || not_ok "server with --fault 503:first"
 b='{"model":"m1","messages":[{"role":"user","content":"retry me"}]}'
 expect_eq "first arrival of a body: 503" "$(curl -s -o /dev/null -w '%{http_code}' "$SERVER_URL/v1/chat/completions" -d "$b")" 503
 expect_eq "the retry succeeds" "$(curl -s -o /dev/null -w '%{http_code}' "$SERVER_URL/v1/chat/completions" -d "$b")" 200
+stop_server
+start_server --model m1 --fault 'error-flat:match=PoisonPill' && ok "server with a match= rule" || not_ok "server with a match= rule"
+b='{"model":"m1","messages":[{"role":"user","content":"this carries PoisonPill"}]}'
+expect_eq "a matching body fails" "$(curl -s -o /dev/null -w '%{http_code}' "$SERVER_URL/v1/chat/completions" -d "$b")" 500
+expect_eq "... on every attempt" "$(curl -s -w ' %{http_code}' "$SERVER_URL/v1/chat/completions" -d "$b")" \
+    '{"object":"error","message":"injected fault","type":"InternalServerError","param":null,"code":500} 500'
+expect_eq "other bodies pass" "$(curl -s -o /dev/null -w '%{http_code}' "$SERVER_URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}]}')" 200
 stop_server
 start_server --model m1 --fault 500:0.4 --fault reset:0.2 --fault-seed 99 && ok "server with fault rates" || not_ok "server with fault rates"
 py "fault rates follow the documented seeded decision (parity with the reference)" <<'PY'
@@ -342,7 +449,7 @@ for i in range(40):
         seen[got] += 1
 assert all(seen.values()), seen
 PY
-stop_server
+stop_server; expect_eq "exit 0 after resets" "$?" 0
 
 # ---------------------------------------------------------------- auth
 start_server --model m1 --require-api-key k3y && ok "server with an API key" || not_ok "server with an API key"
@@ -385,7 +492,19 @@ assert m["finish_reason"]["type"] in ("stop", "length") and g["text"]
 _, _, raw = srvref.http(base + "/generate", {"text": "Question: 1+1?\nAnswer:", "sampling_params": {"max_new_tokens": 64}, "stream": True})
 ev = srvref.sse_events(raw)
 assert ev[-1] == "[DONE]" and json.loads(ev[-2])["text"] == g["text"]
+info = json.loads(srvref.http(base + "/get_server_info")[2])
+assert info["version"] and info["context_length"] == 2048
+al = info["internal_states"][0]["avg_spec_accept_length"]
+# served so far: the chat request twice (plain and streamed) and the /generate request twice
+chat = srvref.spec_counts([1.0, 0.5, 0.0], d["usage"]["completion_tokens"])
+assert al == 1 + (chat["accepted"] + sc["accepted"]) / (chat["drafts"] + sc["drafts"]), (al, sc, chat)
+assert json.loads(srvref.http(base + "/get_model_info")[2])["model_path"] == "m2"
 PY
-stop_server
+stop_server; expect_eq "sglang server exits 0" "$?" 0
+
+# (under -DDSA_SANITIZE=ON the server itself is instrumented: nothing may be reported)
+grep -E "Sanitizer|runtime error" "$TMP/server.log" | head -5 | sed 's/^/#   /'
+grep -qE "Sanitizer|runtime error" "$TMP/server.log" && not_ok "no sanitizer report from the servers" \
+    || ok "no sanitizer report from the servers"
 
 done_testing

@@ -77,8 +77,8 @@ static void mutate(const struct input *a, const struct input *b, struct input *o
             break;
         case 2: /* insert an interesting byte */
             if (out->size + 1 < cap) {
-                static const uint8_t interesting[] = {'"', '\\', '{', '}', '[', ']', ',', ':',
-                                                      '\n', 0,   0xff, 0xc3, 0xed, '0', '-', 'e'};
+                static const uint8_t interesting[] = {'"',  '\\', '{',  '}',  '[',  ']', ',', ':',
+                                                      '\n', 0,    0xff, 0xc3, 0xed, '0', '-', 'e'};
                 size_t at = out->size ? next_rand() % (out->size + 1) : 0;
                 memmove(out->data + at + 1, out->data + at, out->size - at);
                 out->data[at] = interesting[next_rand() % sizeof interesting];

@@ -1,8 +1,8 @@
 /*
  * Fuzz target for the run-file reader: dsa_run_load() on the input as a file, then
  * dsa_run_open() on it (resume: torn-line truncation, header matching) followed by one
- * append. Invariant checked: after a successful open and append, the file loads again and
- * holds exactly the run's records, each intact.
+ * append, and the summary over the loaded records. Invariant checked: after a successful open and
+ * append, the file loads again and holds exactly the run's records, each intact.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include <stdint.h>
@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "evals/summary.h"
 #include "store/store.h"
 
 static char path[64];
@@ -28,7 +29,9 @@ static void write_input(const uint8_t *data, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!path[0]) {
-        snprintf(path, sizeof path, "/tmp/fuzz_run_file.%ld.jsonl", (long)getpid());
+        /* tmpfs when there is one: 20k files created and truncated stay off the disk */
+        snprintf(path, sizeof path, "%s/fuzz_run_file.%ld.jsonl",
+                 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", (long)getpid());
         /* thousands of expected error lines would drown a real report; the sanitizers
            write to fd 2 directly, so only our messages go */
         FILE *null = fopen("/dev/null", "w");
@@ -43,6 +46,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t i;
         json_t *r;
         json_array_foreach(recs, i, r) if (!json_is_string(json_object_get(r, "id"))) abort();
+        /* the summary reads the same outside records: it must cope with whatever loads */
+        json_t *runs = json_pack("[O,O]", recs, recs);
+        json_t *sum = dsa_summary_new(runs);
+        if (sum) {
+            struct dsa_buf b = DSA_BUF_INIT;
+            dsa_summary_render_text(sum, &b);
+            dsa_summary_render_json(sum, &b);
+            dsa_buf_release(&b);
+        }
+        json_decref(sum);
+        json_decref(runs);
     }
     json_decref(h);
     json_decref(recs);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gsm8k.h"
 #include "util/hash.h"
 #include "util/opt.h"
 
@@ -15,6 +16,7 @@ static const struct {
     const char *name;
     srv_answer_fn fn;
 } answerers[] = {
+    {"gsm8k", srv_answer_gsm8k},
     {"mrcr", srv_answer_mrcr},
     {"hash", srv_answer_hash},
 };

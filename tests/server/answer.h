@@ -30,11 +30,12 @@ struct srv_ptable {
 };
 
 struct srv_answer_cfg {
-    uint64_t seed;            /* --seed */
-    struct srv_ptable wrong;  /* --mrcr-wrong: answer another needle */
-    struct srv_ptable garble; /* --mrcr-garble: answer a damaged needle */
-    const char *build;        /* --build: "" is the base build */
-    double build_fraction;    /* --build-fraction: share of answers this build changes */
+    uint64_t seed;             /* --seed */
+    struct srv_ptable wrong;   /* --mrcr-wrong: answer another needle */
+    struct srv_ptable garble;  /* --mrcr-garble: answer a damaged needle */
+    const char *build;         /* --build: "" is the base build */
+    double build_fraction;     /* --build-fraction: share of answers this build changes */
+    long gsm8k_build_question; /* --gsm8k-build-question: the GSM8K question a build changes */
 };
 
 /* What one request asks for, already parsed and validated by the HTTP layer. */

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
+#define _GNU_SOURCE /* memmem */
 #include "faults.h"
 
 #include <pthread.h>
@@ -63,6 +64,12 @@ int srv_fault_rule_parse(const char *s, struct srv_fault_rule *r, char *err, siz
     if (colon) {
         if (strcmp(colon + 1, "first") == 0) {
             r->first_only = true;
+        } else if (strncmp(colon + 1, "match=", 6) == 0) {
+            if (!colon[7]) {
+                snprintf(err, errlen, "empty 'match=' in '%s'", s);
+                return -1;
+            }
+            r->match = colon + 7;
         } else if (strncmp(colon + 1, "nth=", 4) == 0) {
             char *end;
             long nth = strtol(colon + 5, &end, 10);
@@ -75,7 +82,8 @@ int srv_fault_rule_parse(const char *s, struct srv_fault_rule *r, char *err, siz
             char *end;
             r->rate = strtod(colon + 1, &end);
             if (end == colon + 1 || *end || !(r->rate >= 0.0 && r->rate <= 1.0)) {
-                snprintf(err, errlen, "bad fault rate '%s' (want 0..1, 'first' or 'nth=N')",
+                snprintf(err, errlen,
+                         "bad fault rate '%s' (want 0..1, 'first', 'nth=N' or 'match=TEXT')",
                          colon + 1);
                 return -1;
             }
@@ -133,11 +141,17 @@ unsigned long srv_fault_attempt(uint64_t h)
 }
 
 struct srv_fault srv_fault_choose(const struct srv_fault_rule *rules, size_t n, uint64_t seed,
-                                  uint64_t body_hash, unsigned long attempt, unsigned long arrival)
+                                  const char *body, size_t body_len, uint64_t body_hash,
+                                  unsigned long attempt, unsigned long arrival)
 {
     struct srv_fault none = {SRV_FAULT_NONE, 0};
     for (size_t i = 0; i < n; i++) {
         const struct srv_fault_rule *r = &rules[i];
+        if (r->match) {
+            if (memmem(body, body_len, r->match, strlen(r->match)))
+                return r->fault;
+            continue;
+        }
         if (r->nth) {
             if (arrival == r->nth)
                 return r->fault;

@@ -5,9 +5,10 @@
  *   - by the rules given with --fault KIND[:WHEN], tried in order, the first that fires wins.
  *     WHEN is a rate in [0,1] (default 1); "first": only a body's first arrival, so a
  *     retry succeeds; or "nth=N": only the N-th generation request the server receives
- *     (1-based, arrival order: deterministic only for sequential clients). A rate rule fires when
- *       srv_decide_u(fault_seed, fnv1a64(body) ^ splitmix64(attempt), "fault:KIND") < rate
- *     where attempt counts earlier arrivals of the same body bytes: decisions do not depend on
+ *     (1-based, arrival order: deterministic only for sequential clients); or "match=TEXT":
+ *     every request whose body contains TEXT (e.g. one sample's prefix), on every attempt. A rate
+ * rule fires when srv_decide_u(fault_seed, fnv1a64(body) ^ splitmix64(attempt), "fault:KIND") <
+ * rate where attempt counts earlier arrivals of the same body bytes: decisions do not depend on
  *     arrival order or concurrency, and a retried body gets a fresh draw.
  * KIND: an HTTP status 400..599 (error body in the dialect's shape; 429 and 503 carry
  * Retry-After), reset, stall, truncate, malformed, content-type, error-nested, error-flat,
@@ -47,9 +48,11 @@ struct srv_fault_rule {
     double rate;
     bool first_only;
     unsigned long nth; /* > 0: fires on exactly the nth generation request to arrive */
+    const char *match; /* non-NULL: fires on every body containing these bytes */
 };
 
-/* "503", "reset:0.25", "stall:first", "truncate:nth=3". Returns 0, or -1 with the reason in err. */
+/* "503", "reset:0.25", "stall:first", "truncate:nth=3", "500:match=AbCdEfGhIj". `match`
+   points into s, which must outlive the rule. Returns 0, or -1 with the reason in err. */
 int srv_fault_rule_parse(const char *s, struct srv_fault_rule *r, char *err, size_t errlen);
 /* A bare KIND (the header form). Returns 0 or -1. */
 int srv_fault_parse_kind(const char *s, struct srv_fault *f);
@@ -58,6 +61,7 @@ unsigned long srv_fault_attempt(uint64_t body_hash);
 /* Applies the rules for a body with this hash on this attempt; `arrival` is the 1-based
    arrival number of the request among all generation requests. */
 struct srv_fault srv_fault_choose(const struct srv_fault_rule *rules, size_t n, uint64_t seed,
-                                  uint64_t body_hash, unsigned long attempt, unsigned long arrival);
+                                  const char *body, size_t body_len, uint64_t body_hash,
+                                  unsigned long attempt, unsigned long arrival);
 
 #endif

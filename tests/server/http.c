@@ -51,7 +51,7 @@ struct gen {
     size_t prompt_len;
     long prompt_tokens;
     long max_tokens;
-    bool stream, include_usage, return_token_ids;
+    bool stream, include_usage, continuous_usage, return_token_ids;
     const json_t *stop;
     char id[80];
     long created;
@@ -301,6 +301,28 @@ static MHD_RESULT handle_models(struct MHD_Connection *c)
                          "permission", perm);
     }
     return send_json(c, 200, json_pack("{s:s, s:[o]}", "object", "list", "data", card));
+}
+
+/* SGLang's /get_model_info and /get_server_info (the fields dsa-eval may read). The spec
+   average is cumulative since start, as SGLang's is: 1 + accepted / verify steps. */
+static MHD_RESULT handle_sglang_info(struct MHD_Connection *c, bool server)
+{
+    const struct srv_config *cfg = srv_cfg;
+    if (!server)
+        return send_json(c, 200,
+                         json_pack("{s:s, s:s, s:b}", "model_path", cfg->model, "tokenizer_path",
+                                   cfg->model, "is_generation", 1));
+    double drafts, accepted;
+    srv_metrics_spec_totals(&drafts, &accepted);
+    json_t *state = json_object();
+    if (cfg->spec.k > 0)
+        json_object_set_new(state, "avg_spec_accept_length",
+                            json_real(drafts > 0 ? 1.0 + accepted / drafts : 0.0));
+    return send_json(c, 200,
+                     json_pack("{s:s, s:s, s:I, s:I, s:[o]}", "model_path", cfg->model, "version",
+                               cfg->server_version, "context_length",
+                               (json_int_t)cfg->max_model_len, "speculative_num_steps",
+                               (json_int_t)cfg->spec.k, "internal_states", state));
 }
 
 static MHD_RESULT handle_metrics(struct MHD_Connection *c)
@@ -571,6 +593,8 @@ static int gen_parse(struct gen *g, const struct req *rq, int *status, char *err
         const json_t *iu = json_object_get(so, "include_usage");
         /* vLLM: include_usage defaults to true once stream_options is given; SGLang: false */
         g->include_usage = iu ? json_is_true(iu) : !cfg->sglang;
+        g->continuous_usage =
+            !cfg->sglang && json_is_true(json_object_get(so, "continuous_usage_stats"));
     }
     if (cfg->force_include_usage && g->stream)
         g->include_usage = true;
@@ -624,6 +648,41 @@ static void gen_run(struct gen *g)
     srv_spec_simulate(&srv_cfg->spec, g->completion_tokens, &g->spec);
 }
 
+/* vLLM's experimental per-request block (--per-request-spec-decode-metrics), NULL when off. */
+static json_t *spec_metrics_json(const struct gen *g)
+{
+    const struct srv_config *cfg = srv_cfg;
+    if (!cfg->per_request_spec || cfg->spec.k < 1 || cfg->sglang)
+        return NULL;
+    const struct srv_spec_result *s = &g->spec;
+    json_t *hist = json_array();
+    for (int i = 0; i <= cfg->spec.k; i++)
+        json_array_append_new(hist, json_integer(s->hist[i]));
+    json_t *by_len = json_object();
+    char k[16];
+    snprintf(k, sizeof k, "%d", cfg->spec.k);
+    json_object_set_new(by_len, k, json_deep_copy(hist));
+    json_t *sd = json_pack("{s:f, s:f, s:o, s:o, s:I, s:I, s:I, s:i}", "mean_acceptance_length",
+                           s->steps ? 1.0 + (double)s->accepted / (double)s->steps : 0.0,
+                           "draft_acceptance_rate",
+                           s->draft_tokens ? (double)s->accepted / (double)s->draft_tokens : 0.0,
+                           "acceptance_histogram", hist, "acceptance_histogram_by_draft_length",
+                           by_len, "num_spec_steps", (json_int_t)s->steps,
+                           "num_accepted_draft_tokens", (json_int_t)s->accepted, "num_draft_tokens",
+                           (json_int_t)s->draft_tokens, "num_spec_tokens", cfg->spec.k);
+    if (cfg->per_request_spec == 2) {
+        json_t *acc = json_array(), *drafted = json_array();
+        for (long i = 0; i < s->steps; i++) {
+            json_array_append_new(
+                acc, json_integer(srv_spec_step_accepts(&cfg->spec, (unsigned long)i)));
+            json_array_append_new(drafted, json_integer(cfg->spec.k));
+        }
+        json_object_set_new(sd, "per_step_accepted", acc);
+        json_object_set_new(sd, "per_step_drafted", drafted);
+    }
+    return json_pack("{s:o}", "speculative_decoding", sd);
+}
+
 static json_t *usage_json(const struct gen *g, bool details)
 {
     json_t *u = json_pack("{s:I, s:I, s:I}", "prompt_tokens", (json_int_t)g->prompt_tokens,
@@ -657,14 +716,22 @@ static json_t *token_ids_json(const char *s, size_t n)
     return a;
 }
 
+/* The non-streamed body, with the null fields vLLM's pydantic models serialise (clients must
+   ignore them; having them here keeps that honest). SGLang's shape is leaner. */
 static json_t *gen_response(const struct gen *g)
 {
-    bool chat = strcmp(g->endpoint, "chat") == 0;
+    bool chat = strcmp(g->endpoint, "chat") == 0, sg = srv_cfg->sglang;
     json_t *choice;
     if (chat) {
-        json_t *msg = json_pack("{s:s, s:s%, s:n, s:n}", "role", "assistant", "content",
-                                g->text.data, g->text.len, "reasoning_content", "tool_calls");
+        json_t *msg =
+            json_pack("{s:s, s:s%}", "role", "assistant", "content", g->text.data, g->text.len);
+        if (!sg) {
+            static const char *const nulls[] = {"refusal", "annotations", "audio", "function_call"};
+            for (size_t i = 0; i < sizeof nulls / sizeof nulls[0]; i++)
+                json_object_set_new(msg, nulls[i], json_null());
+        }
         json_object_set_new(msg, "tool_calls", json_array());
+        json_object_set_new(msg, "reasoning_content", json_null());
         choice = json_pack("{s:i, s:o, s:n}", "index", 0, "message", msg, "logprobs");
     } else {
         choice = json_pack("{s:i, s:s%, s:n}", "index", 0, "text", g->text.data, g->text.len,
@@ -673,10 +740,24 @@ static json_t *gen_response(const struct gen *g)
     set_finish(choice, g, true);
     if (g->return_token_ids)
         json_object_set_new(choice, "token_ids", token_ids_json(g->text.data, g->text.len));
-    json_t *r =
-        json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", g->id, "object",
-                  chat ? "chat.completion" : "text_completion", "created", (json_int_t)g->created,
-                  "model", srv_cfg->model, "choices", choice, "usage", usage_json(g, true));
+    if (!chat && !sg)
+        json_object_set_new(choice, "prompt_logprobs", json_null());
+    json_t *r = json_pack("{s:s, s:s, s:I, s:s, s:[o]}", "id", g->id, "object",
+                          chat ? "chat.completion" : "text_completion", "created",
+                          (json_int_t)g->created, "model", srv_cfg->model, "choices", choice);
+    if (!sg) {
+        json_object_set_new(r, "service_tier", json_null());
+        json_object_set_new(r, "system_fingerprint", json_null());
+    }
+    json_object_set_new(r, "usage", usage_json(g, true));
+    json_t *sm = spec_metrics_json(g);
+    if (sm)
+        json_object_set_new(r, "metrics", sm);
+    if (!sg) {
+        if (chat)
+            json_object_set_new(r, "prompt_logprobs", json_null());
+        json_object_set_new(r, "kv_transfer_params", json_null());
+    }
     return r;
 }
 
@@ -690,6 +771,14 @@ static json_t *chunk(const struct gen *g, json_t *choice)
 
 /* The SSE body as vLLM streams it: (chat) a role chunk, one chunk per token, the last token's
    chunk carrying finish_reason, the usage chunk with "choices": [] when asked, [DONE]. */
+/* vLLM's continuous_usage_stats: every chunk carries the counts so far. */
+static json_t *running_usage(const struct gen *g, long completion)
+{
+    return json_pack("{s:I, s:I, s:I}", "prompt_tokens", (json_int_t)g->prompt_tokens,
+                     "completion_tokens", (json_int_t)completion, "total_tokens",
+                     (json_int_t)(g->prompt_tokens + completion));
+}
+
 static struct stream *gen_stream(const struct gen *g)
 {
     bool chat = strcmp(g->endpoint, "chat") == 0;
@@ -697,11 +786,15 @@ static struct stream *gen_stream(const struct gen *g)
     dsa_buf_init(&st->data);
     st->cut_at = -1;
     st->stall_at = -1;
-    if (chat)
-        stream_json(st,
-                    chunk(g, json_pack("{s:i, s:{s:s, s:s}, s:n, s:n}", "index", 0, "delta", "role",
-                                       "assistant", "content", "", "logprobs", "finish_reason")));
+    if (chat) {
+        json_t *c = chunk(g, json_pack("{s:i, s:{s:s, s:s}, s:n, s:n}", "index", 0, "delta", "role",
+                                       "assistant", "content", "", "logprobs", "finish_reason"));
+        if (g->continuous_usage)
+            json_object_set_new(c, "usage", running_usage(g, 0));
+        stream_json(st, c);
+    }
     size_t pos = 0;
+    long ntok = 0;
     do {
         size_t len = g->text.len ? srv_tok_next(g->text.data + pos, g->text.len - pos) : 0;
         bool last = pos + len >= g->text.len;
@@ -721,7 +814,11 @@ static struct stream *gen_stream(const struct gen *g)
         }
         if (g->return_token_ids)
             json_object_set_new(choice, "token_ids", token_ids_json(g->text.data + pos, len));
-        stream_json(st, chunk(g, choice));
+        json_t *c = chunk(g, choice);
+        ntok += len > 0;
+        if (g->continuous_usage)
+            json_object_set_new(c, "usage", running_usage(g, last ? g->completion_tokens : ntok));
+        stream_json(st, c);
         pos += len;
     } while (pos < g->text.len);
     if (g->include_usage) {
@@ -729,6 +826,9 @@ static struct stream *gen_stream(const struct gen *g)
                               chat ? "chat.completion.chunk" : "text_completion", "created",
                               (json_int_t)g->created, "model", srv_cfg->model, "choices", "usage",
                               usage_json(g, false));
+        json_t *sm = spec_metrics_json(g);
+        if (sm)
+            json_object_set_new(u, "metrics", sm);
         stream_json(st, u);
     }
     stream_event(st, "[DONE]");
@@ -822,8 +922,9 @@ static MHD_RESULT handle_generate(struct MHD_Connection *c, const char *endpoint
         return send_error(c, 400, "unknown X-DSA-Fault kind");
     if (!forced && cfg->n_faults) {
         uint64_t h = dsa_fnv1a64(rq->body.data, rq->body.len);
-        fault = srv_fault_choose(cfg->faults, cfg->n_faults, cfg->fault_seed, h,
-                                 srv_fault_attempt(h), atomic_fetch_add(&arrival_counter, 1) + 1);
+        fault = srv_fault_choose(cfg->faults, cfg->n_faults, cfg->fault_seed, rq->body.data,
+                                 rq->body.len, h, srv_fault_attempt(h),
+                                 atomic_fetch_add(&arrival_counter, 1) + 1);
     }
     switch (fault.kind) {
     case SRV_FAULT_STATUS:
@@ -962,14 +1063,15 @@ static MHD_RESULT dispatch(struct MHD_Connection *c, const char *url, const char
         bool post;
         int id;
     } routes[] = {
-        {"/health", false, 0},        {"/version", false, 1}, {"/v1/models", false, 2},
-        {"/metrics", false, 3},       {"/tokenize", true, 4}, {"/v1/chat/completions", true, 5},
-        {"/v1/completions", true, 6}, {"/generate", true, 7},
+        {"/health", false, 0},          {"/version", false, 1}, {"/v1/models", false, 2},
+        {"/metrics", false, 3},         {"/tokenize", true, 4}, {"/v1/chat/completions", true, 5},
+        {"/v1/completions", true, 6},   {"/generate", true, 7}, {"/get_model_info", false, 8},
+        {"/get_server_info", false, 9},
     };
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         if (strcmp(url, routes[i].path) != 0)
             continue;
-        if (routes[i].id == 7 && !srv_cfg->sglang)
+        if (routes[i].id >= 7 && !srv_cfg->sglang)
             break;
         if ((routes[i].post && !post) || (!routes[i].post && !get))
             return send_buf(c, 405, "application/json", not_allowed, sizeof not_allowed - 1);
@@ -989,8 +1091,10 @@ static MHD_RESULT dispatch(struct MHD_Connection *c, const char *url, const char
             return handle_generate(c, "chat", rq);
         case 6:
             return handle_generate(c, "completions", rq);
-        default:
+        case 7:
             return handle_generate(c, "generate", rq);
+        default:
+            return handle_sglang_info(c, routes[i].id == 9);
         }
     }
     return send_buf(c, 404, "application/json", not_found, sizeof not_found - 1);

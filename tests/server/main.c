@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "gsm8k.h"
 #include "server.h"
 #include "util/exitcode.h"
 #include "util/msg.h"
@@ -65,9 +66,11 @@ int main(int argc, char **argv)
         .stall_s = 3600,
         .retry_after_s = 1,
         .eos_token_id = 1,
-        .answer = {.build = ""},
+        .answer = {.build = "", .gsm8k_build_question = 7},
     };
     const char *host = "127.0.0.1", *port_file = NULL, *dialect = "vllm", *log_path = NULL;
+    const char *per_request = "none";
+    const char *gsm8k_data = NULL;
     const char *wrong = NULL, *garble = NULL, *rates = NULL, *context_error = "new";
     int port = 8000, max_conn = 2048;
     long seed = 0, fault_seed = 0;
@@ -93,11 +96,18 @@ int main(int argc, char **argv)
         DSA_OPT_STRING(0, "build", &cfg.answer.build, "ID", "server build id (default: base)"),
         DSA_OPT_DOUBLE(0, "build-fraction", &cfg.answer.build_fraction, "F",
                        "share of MRCR answers this build changes"),
+        DSA_OPT_STRING(0, "gsm8k-data", &gsm8k_data, "FILE",
+                       "GSM8K test.jsonl: answer its questions with their gold solutions"),
+        DSA_OPT_LONG(0, "gsm8k-build-question", &cfg.answer.gsm8k_build_question, "N",
+                     "the GSM8K question a non-empty --build answers differently (7)"),
         DSA_OPT_INT(0, "spec-tokens", &cfg.spec.k, "K", "speculative tokens per step (0 = off)"),
         DSA_OPT_DOUBLE(0, "acceptance-length", &length, "L", "synthetic acceptance length"),
         DSA_OPT_STRING(0, "acceptance-rates", &rates, "R0,R1,..",
                        "synthetic per-position acceptance rates"),
-        DSA_OPT_STRLIST(0, "fault", &faults, "KIND[:RATE|:first]", "inject a fault (repeatable)"),
+        DSA_OPT_STRING(0, "per-request-spec-decode-metrics", &per_request, "MODE",
+                       "none (default), summary or detailed, as vLLM's flag"),
+        DSA_OPT_STRLIST(0, "fault", &faults, "KIND[:WHEN]",
+                        "inject a fault; WHEN = RATE, first, nth=N or match=TEXT (repeatable)"),
         DSA_OPT_LONG(0, "fault-seed", &fault_seed, "N", "seed of the fault decisions"),
         DSA_OPT_INT(0, "stall-seconds", &cfg.stall_s, "S", "how long the stall fault waits"),
         DSA_OPT_INT(0, "retry-after", &cfg.retry_after_s, "S", "Retry-After of 429/503"),
@@ -172,6 +182,18 @@ int main(int argc, char **argv)
         for (int i = 0; i < cfg.spec.k; i++)
             cfg.spec.rates[i] = 1.0;
     }
+    if (strcmp(per_request, "none") == 0) {
+        cfg.per_request_spec = 0;
+    } else if (strcmp(per_request, "summary") == 0) {
+        cfg.per_request_spec = 1;
+    } else if (strcmp(per_request, "detailed") == 0) {
+        cfg.per_request_spec = 2;
+    } else {
+        dsa_errorf("unknown --per-request-spec-decode-metrics '%s' (want none, summary or "
+                   "detailed)",
+                   per_request);
+        goto cleanup;
+    }
     if (faults.n > SRV_MAX_FAULT_RULES) {
         dsa_errorf("at most %d --fault rules", SRV_MAX_FAULT_RULES);
         goto cleanup;
@@ -183,6 +205,8 @@ int main(int argc, char **argv)
         }
     }
     cfg.n_faults = faults.n;
+    if (gsm8k_data && (rc = srv_gsm8k_load(gsm8k_data)) != 0)
+        goto cleanup;
 
     rc = DSA_EXIT_IO;
     if (log_path && !(cfg.log = fopen(log_path, "a"))) {
@@ -228,5 +252,6 @@ cleanup:
     if (cfg.log)
         fclose(cfg.log);
     dsa_strlist_release(&faults);
+    srv_gsm8k_unload();
     return rc;
 }

@@ -52,6 +52,15 @@ static double vdc(unsigned long n)
     return v;
 }
 
+int srv_spec_step_accepts(const struct srv_spec_cfg *c, unsigned long s)
+{
+    double u = vdc(s + 1);
+    int n = 0;
+    while (n < c->k && u < c->rates[n])
+        n++;
+    return n;
+}
+
 void srv_spec_simulate(const struct srv_spec_cfg *c, long completion_tokens,
                        struct srv_spec_result *r)
 {
@@ -60,10 +69,7 @@ void srv_spec_simulate(const struct srv_spec_cfg *c, long completion_tokens,
         return;
     long made = completion_tokens > 0 ? 1 : 0;
     for (unsigned long s = 0; made < completion_tokens; s++) {
-        double u = vdc(s + 1);
-        int n = 0;
-        while (n < c->k && u < c->rates[n])
-            n++;
+        int n = srv_spec_step_accepts(c, s);
         r->steps++;
         r->draft_tokens += c->k;
         r->accepted += n;
@@ -366,5 +372,13 @@ void srv_metrics_render(struct dsa_buf *b)
         counter(b, "vllm:spec_decode_num_accepted_tokens_per_pos",
                 "Accepted tokens per draft position.", M.spec.k, NULL, NULL, M.per_pos, true);
     }
+    pthread_mutex_unlock(&M.lock);
+}
+
+void srv_metrics_spec_totals(double *drafts, double *accepted)
+{
+    pthread_mutex_lock(&M.lock);
+    *drafts = M.drafts;
+    *accepted = M.accepted;
     pthread_mutex_unlock(&M.lock);
 }

@@ -43,6 +43,8 @@ struct srv_spec_result {
 int srv_spec_rates_from_length(struct srv_spec_cfg *c, double length);
 /* --acceptance-rates "1,0.8,0.3": K values, each in [0,1], non-increasing. -1 otherwise. */
 int srv_spec_rates_parse(struct srv_spec_cfg *c, const char *list);
+/* n_s: the drafts accepted at verify step s (0-based) of a request. */
+int srv_spec_step_accepts(const struct srv_spec_cfg *c, unsigned long s);
 void srv_spec_simulate(const struct srv_spec_cfg *c, long completion_tokens,
                        struct srv_spec_result *r);
 
@@ -56,5 +58,7 @@ void srv_metrics_record(long prompt_tokens, long completion_tokens, const char *
                         const struct srv_spec_result *spec, double latency_s);
 void srv_metrics_running(int delta);
 void srv_metrics_render(struct dsa_buf *out);
+/* Totals since start (SGLang's /get_server_info). */
+void srv_metrics_spec_totals(double *drafts, double *accepted);
 
 #endif

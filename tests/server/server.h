@@ -24,12 +24,13 @@ struct srv_config {
     const char *api_key;        /* --require-api-key, NULL = open */
     bool old_context_error;     /* --context-error old: vLLM < 0.6 phrasing */
     bool force_include_usage;   /* --enable-force-include-usage, as vLLM's flag */
-    long max_body;              /* --max-body bytes */
-    int delay_ms;               /* --delay-ms before each generation answer */
-    int chunk_delay_ms;         /* --chunk-delay-ms between streamed events */
-    int stall_s;                /* --stall-seconds for the stall fault */
-    int retry_after_s;          /* --retry-after for 429/503 */
-    long eos_token_id;          /* SGLang matched_stop for an EOS finish */
+    int per_request_spec; /* --per-request-spec-decode-metrics: 0 none, 1 summary, 2 detailed */
+    long max_body;        /* --max-body bytes */
+    int delay_ms;         /* --delay-ms before each generation answer */
+    int chunk_delay_ms;   /* --chunk-delay-ms between streamed events */
+    int stall_s;          /* --stall-seconds for the stall fault */
+    int retry_after_s;    /* --retry-after for 429/503 */
+    long eos_token_id;    /* SGLang matched_stop for an EOS finish */
     struct srv_answer_cfg answer;
     struct srv_spec_cfg spec;
     struct srv_fault_rule faults[SRV_MAX_FAULT_RULES];

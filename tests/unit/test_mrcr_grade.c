@@ -71,6 +71,10 @@ static void test_spec_vectors(void **state)
     assert_same_double(ratio_str("diet", "tide"), 0.5);
     assert_same_double(ratio_str("", ""), 1.0);
     assert_same_double(ratio_str("", "x"), 0.0);
+    /* not in the spec: CPython 3.11 values of pairs where a j2len leaking from one
+       find_longest_match call into the next would give 1.0 */
+    assert_same_double(ratio_str("ab", "acbb"), 0.6666666666666666);
+    assert_same_double(ratio_str("abc", "acb"), 0.6666666666666666);
     char *b = repeat("ab", 150);
     struct dsa_buf xa = DSA_BUF_INIT;
     dsa_buf_adds(&xa, "x");
@@ -112,6 +116,78 @@ static void test_prefix_rule(void **state)
     assert_same_double(g.score, 0.5);
     assert_int_equal(dsa_mrcr_grade("P\xC3", 2, "Pa", 2, "P", 1, &g), -1);
     assert_int_equal(dsa_mrcr_grade("Pa", 2, "P\xED\xA0\x80", 4, "P", 1, &g), -1);
+}
+
+static double line_score(const char *text)
+{
+    struct dsa_mrcr_line ln;
+    if (dsa_mrcr_grade_line(text, strlen(text), &ln) != DSA_MRCR_LINE_GRADED)
+        fail_msg("not graded (%s): %s", ln.why, text);
+    json_decref(ln.ids);
+    return ln.grade.score;
+}
+
+/* Lone surrogates as json.loads reads them (docs/grade.md), and the borrowed private-use
+   window never colliding with real code points */
+static void test_line_surrogates(void **state)
+{
+    (void)state;
+    assert_same_double(
+        line_score("{\"response\":\"P\\ud800\",\"answer\":\"P\\uD800\",\"prefix\":\"P\"}"), 1.0);
+    assert_same_double(
+        line_score("{\"response\":\"P\\ud800\",\"answer\":\"P\\udc00\",\"prefix\":\"P\"}"), 0.0);
+    /* an escaped valid pair is the code point itself, as raw UTF-8 */
+    assert_same_double(
+        line_score(
+            "{\"response\":\"P\\ud800\\udc00\",\"answer\":\"P\xF0\x90\x80\x80\",\"prefix\":\"P\"}"),
+        1.0);
+    /* an escaped backslash: "\\ud800" is six ASCII characters */
+    assert_same_double(
+        line_score("{\"response\":\"P\\\\ud800\",\"answer\":\"P\\\\ud800\",\"prefix\":\"P\"}"),
+        1.0);
+    assert_same_double(
+        line_score("{\"response\":\"P\\\\ud800\",\"answer\":\"P\\ud800\",\"prefix\":\"P\"}"), 0.0);
+    /* a = [U+D800, U+10F800], b = [U+10F800, U+D800]: 0.5 only if the two stay distinct,
+       whether U+10F800 comes raw or escaped */
+    assert_same_double(line_score("{\"response\":\"P\\ud800\xF4\x8F\xA0\x80\",\"answer\":"
+                                  "\"P\xF4\x8F\xA0\x80\\ud800\",\"prefix\":\"P\"}"),
+                       0.5);
+    assert_same_double(line_score("{\"response\":\"P\\ud800\\udbfe\\udc00\",\"answer\":"
+                                  "\"P\\udbfe\\udc00\\ud800\",\"prefix\":\"P\"}"),
+                       0.5);
+    /* an identifying string cannot carry a lone surrogate out in UTF-8: U+FFFD */
+    {
+        static const char l[] = "{\"response\":\"Pa\",\"answer\":\"Pa\",\"prefix\":\"P\","
+                                "\"id\":\"x\\ud800y\\ud800\\udc00\"}";
+        struct dsa_mrcr_line ln;
+        assert_int_equal(dsa_mrcr_grade_line(l, strlen(l), &ln), DSA_MRCR_LINE_GRADED);
+        assert_string_equal(json_string_value(json_object_get(ln.ids, "id")),
+                            "x\xEF\xBF\xBDy\xF0\x90\x80\x80");
+        json_decref(ln.ids);
+    }
+    /* a lone surrogate in the prefix is part of the prefix */
+    assert_same_double(
+        line_score("{\"response\":\"\\udfffab\",\"answer\":\"\\udfffab\",\"prefix\":\"\\udfff\"}"),
+        1.0);
+
+    /* every window of U+F0000..U+10FFFF used, plus a lone surrogate: refused, clearly */
+    struct dsa_buf b = DSA_BUF_INIT;
+    dsa_buf_adds(&b, "{\"response\":\"P\\ud800\",\"answer\":\"P");
+    for (uint32_t w = 0; w < 64; w++) {
+        char u8[4];
+        dsa_buf_add(&b, u8, (size_t)dsa_utf8_encode(0xF0000 + w * 2048 + 5, u8));
+    }
+    dsa_buf_adds(&b, "\",\"prefix\":\"P\"}");
+    struct dsa_mrcr_line ln;
+    assert_int_equal(dsa_mrcr_grade_line(b.data, b.len, &ln), DSA_MRCR_LINE_BAD);
+    assert_non_null(strstr(ln.why, "lone UTF-16 surrogates"));
+    assert_null(ln.ids);
+    /* one window free: graded */
+    b.len -= strlen("\",\"prefix\":\"P\"}") + 4;
+    dsa_buf_adds(&b, "\",\"prefix\":\"P\"}");
+    assert_int_equal(dsa_mrcr_grade_line(b.data, b.len, &ln), DSA_MRCR_LINE_GRADED);
+    json_decref(ln.ids);
+    dsa_buf_release(&b);
 }
 
 static const char *shared_dir(void)
@@ -362,6 +438,8 @@ static void mutate(struct cps *a, const struct cps *b, int edits, uint32_t (*gen
                 a->v[at] = gen();
             break;
         case 1:
+            if (!a->n)
+                break;
             if (at + span > a->n)
                 span = a->n - at;
             memmove(a->v + at, a->v + at + span, (a->n - at - span) * sizeof *a->v);
@@ -493,30 +571,33 @@ static const char py_grade[] =
     "        d = json.loads(line)\n"
     "        out.write(float(grade(d['response'], d['answer'], d['prefix'])).hex() + '\\n')\n";
 
-/* Runs $DSA_PYTHON on a script with (input, output) paths; returns the output lines. */
+/* Runs $DSA_PYTHON on a script with (input, output) paths and returns the output lines;
+   removes `dir` (which holds the input) before any assertion can end the test. */
 static char **run_python(const char *dir, const char *script, const char *in, size_t nlines)
 {
     const char *py = getenv("DSA_PYTHON");
     char spath[4200], opath[4200], cmd[9000];
     snprintf(spath, sizeof spath, "%s/ref.py", dir);
     snprintf(opath, sizeof opath, "%s/out.txt", dir);
+    char **out = dsa_xcalloc(nlines + 1, sizeof *out);
+    size_t n = 0;
     FILE *f = fopen(spath, "w");
-    assert_non_null(f);
-    fputs(script, f);
-    fclose(f);
-    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' '%s'", py, spath, in, opath);
-    assert_int_equal(system(cmd), 0);
-    dsa_lines *rd = dsa_lines_open(opath);
-    assert_non_null(rd);
-    char **out = dsa_xcalloc(nlines, sizeof *out);
-    const char *line;
-    size_t len, n = 0;
-    while (dsa_lines_next(rd, &line, &len) > 0) {
-        assert_true(n < nlines);
-        out[n++] = dsa_xstrndup(line, len);
+    if (f) {
+        fputs(script, f);
+        fclose(f);
+        snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' '%s'", py, spath, in, opath);
+        dsa_lines *rd = system(cmd) == 0 ? dsa_lines_open(opath) : NULL;
+        const char *line;
+        size_t len;
+        while (rd && n <= nlines && dsa_lines_next(rd, &line, &len) > 0)
+            out[n++] = dsa_xstrndup(line, len);
+        dsa_lines_free(&rd);
     }
-    assert_int_equal(n, nlines);
-    dsa_lines_free(&rd);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fail_msg("cannot remove '%s'", dir);
+    if (n != nlines)
+        fail_msg("%s: %zu result lines, want %zu", py, n, nlines);
     return out;
 }
 
@@ -574,9 +655,6 @@ static void test_python_parity_ratio(void **state)
     free(want);
     free(as);
     free(bs);
-    char cmd[4300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
 }
 
 static void json_escape_cps(struct dsa_buf *b, const uint32_t *v, size_t n)
@@ -675,21 +753,15 @@ static void test_python_parity_lines(void **state)
     }
     free(lines);
     free(want);
-    char cmd[4300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spec_vectors),
-        cmocka_unit_test(test_prefix_rule),
-        cmocka_unit_test(test_spec_vectors_real_answer),
-        cmocka_unit_test(test_pro_logs_exact),
-        cmocka_unit_test(test_flash_logs_no_strip),
-        cmocka_unit_test(test_python_parity_ratio),
-        cmocka_unit_test(test_python_parity_lines),
+        cmocka_unit_test(test_spec_vectors),        cmocka_unit_test(test_prefix_rule),
+        cmocka_unit_test(test_line_surrogates),     cmocka_unit_test(test_spec_vectors_real_answer),
+        cmocka_unit_test(test_pro_logs_exact),      cmocka_unit_test(test_flash_logs_no_strip),
+        cmocka_unit_test(test_python_parity_ratio), cmocka_unit_test(test_python_parity_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -215,6 +215,19 @@ static void test_json_document(void **state)
 static void test_bad_records(void **state)
 {
     (void)state;
+    /* dsa_summary_print: the same text as the renderer */
+    json_t *gsm = parse("[[{\"id\":\"q0\",\"bin\":\"all\",\"score\":1},"
+                        "{\"id\":\"q1\",\"bin\":\"all\",\"score\":0}]]");
+    FILE *f = tmpfile();
+    assert_int_equal(dsa_summary_print(gsm, false, f), 0);
+    rewind(f);
+    char got[256] = "";
+    size_t n = fread(got, 1, sizeof got - 1, f);
+    got[n] = 0;
+    assert_string_equal(got, "bin  scored  excluded  failed    mean  prefix hit   exact\n"
+                             "all       2         0       0  0.5000           -       -\n");
+    fclose(f);
+    json_decref(gsm);
     json_t *runs = parse("[[{\"id\":\"a\",\"score\":1}]]");
     assert_null(dsa_summary_new(runs));
     json_decref(runs);

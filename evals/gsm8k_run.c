@@ -1,0 +1,276 @@
+/* GSM8K records, summaries and summary files; see gsm8k_run.h.
+ * SPDX-License-Identifier: GPL-3.0-or-later */
+#include "evals/gsm8k_run.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/buf.h"
+#include "util/exitcode.h"
+#include "util/json.h"
+#include "util/msg.h"
+
+void dsa_gsm8k_record_grade(dsa_gsm8k_extractor *x, json_t *rec,
+                            enum dsa_gsm8k_extract_mode primary, const char *text, size_t len,
+                            const char *gold)
+{
+    json_t *ex = json_object();
+    char *pred = NULL;
+    for (int m = 0; m < DSA_GSM8K_EXTRACT_N; m++) {
+        char *p = dsa_gsm8k_extract(x, (enum dsa_gsm8k_extract_mode)m, text, len);
+        json_object_set_new(ex, dsa_gsm8k_extract_name((enum dsa_gsm8k_extract_mode)m),
+                            json_string(p));
+        if (m == (int)primary)
+            pred = p;
+        else
+            free(p);
+    }
+    bool ok = dsa_gsm8k_is_correct(x, primary, pred, gold, strlen(gold));
+    json_object_set_new(rec, "extract", ex);
+    json_object_set_new(rec, "pred", json_string(pred));
+    json_object_set_new(rec, "correct", json_boolean(ok));
+    json_object_set_new(rec, "score", json_integer(ok ? 1 : 0));
+    free(pred);
+}
+
+double dsa_gsm8k_stderr(size_t correct, size_t n)
+{
+    if (n < 2)
+        return NAN;
+    double p = (double)correct / (double)n;
+    return sqrt(p * (1.0 - p) / (double)(n - 1));
+}
+
+static bool record_ok(json_t *rec)
+{
+    const char *st = json_string_value(json_object_get(rec, "status"));
+    return rec && (!st || !strcmp(st, "ok")) && json_is_string(json_object_get(rec, "output"));
+}
+
+/* Scores `pred` of another extraction mode against the record's gold, for the "other
+   extractions" line; the grading is recomputed so old records need no extra keys. */
+static void other_accuracies(json_t *const *records, size_t n, enum dsa_gsm8k_extract_mode primary,
+                             size_t graded, FILE *out, json_t *by)
+{
+    dsa_gsm8k_extractor *x = dsa_gsm8k_extractor_new();
+    size_t correct[DSA_GSM8K_EXTRACT_N] = {0};
+    for (size_t i = 0; i < n; i++) {
+        if (!record_ok(records[i]))
+            continue;
+        const char *gold = json_string_value(json_object_get(records[i], "gold"));
+        json_t *ex = json_object_get(records[i], "extract");
+        for (int m = 0; m < DSA_GSM8K_EXTRACT_N && gold; m++) {
+            const char *p = json_string_value(
+                json_object_get(ex, dsa_gsm8k_extract_name((enum dsa_gsm8k_extract_mode)m)));
+            if (p && dsa_gsm8k_is_correct(x, (enum dsa_gsm8k_extract_mode)m, p, gold, strlen(gold)))
+                correct[m]++;
+        }
+    }
+    if (graded)
+        fprintf(out, "other extractions  ");
+    for (int m = 0; m < DSA_GSM8K_EXTRACT_N; m++) {
+        double acc = graded ? (double)correct[m] / (double)graded : NAN;
+        json_object_set_new(by, dsa_gsm8k_extract_name((enum dsa_gsm8k_extract_mode)m),
+                            graded ? json_real(acc) : json_null());
+        if (graded && m != (int)primary)
+            fprintf(out, " %s %.4f", dsa_gsm8k_extract_name((enum dsa_gsm8k_extract_mode)m), acc);
+    }
+    if (graded)
+        fputc('\n', out);
+    dsa_gsm8k_extractor_free(&x);
+}
+
+/* The acceptance part of the summary; returns DSA_EXIT_BACKEND when expect_mtp is unmet. */
+static int summarize_mtp(const struct dsa_gsm8k_summary_in *in, FILE *out, json_t *summary)
+{
+    struct dsa_mtp_result r;
+    const char *source = in->sglang ? "meta_info" : "metrics";
+    char err[256] = "";
+    memset(&r, 0, sizeof r);
+    if (in->sglang) {
+        dsa_mtp_result_from_sglang(in->perreq, &r);
+        if (!r.present)
+            snprintf(err, sizeof err,
+                     "no response carried spec_verify_ct in meta_info: is speculative decoding "
+                     "on (--speculative-algorithm)?");
+    } else if (!in->have_counters) {
+        snprintf(err, sizeof err, "cannot read the server's /metrics");
+    } else if (dsa_mtp_delta(in->before, in->after, &r, err, sizeof err) == 0 && !r.present) {
+        snprintf(err, sizeof err,
+                 "the server exposes no spec-decode counters (%s): is speculative decoding "
+                 "on (--speculative-config)?",
+                 DSA_MTP_DRAFTS);
+    } else if (r.present && !r.measured) {
+        snprintf(err, sizeof err, "the spec-decode counters did not move during the run");
+    }
+    dsa_mtp_print(out, &r);
+    json_t *m = dsa_mtp_result_json(&r);
+    json_object_set_new(m, "source", json_string(source));
+    json_object_set_new(m, "requests", json_integer((json_int_t)in->sent));
+    if (!in->sglang && in->have_counters) {
+        json_object_set_new(m, "counters_before", dsa_mtp_counters_json(in->before));
+        json_object_set_new(m, "counters_after", dsa_mtp_counters_json(in->after));
+    }
+    if (in->sglang && r.measured)
+        json_object_set_new(m, "sglang_accept_length",
+                            json_real(in->perreq->completion_tokens / in->perreq->verify_ct));
+    if (*err)
+        json_object_set_new(m, "note", json_string(err));
+    json_object_set_new(summary, "mtp", m);
+
+    if (r.measured && in->sglang)
+        fprintf(out,
+                "sglang accept len   %.4f   (completion tokens / verify steps, counts the "
+                "prefill token)\n",
+                in->perreq->completion_tokens / in->perreq->verify_ct);
+    if (r.measured && !in->sglang && !dsa_mtp_plausible(&r, in->completion_tokens, in->sent))
+        dsa_warnf("%.0f drafts + %.0f accepted tokens are more than the %.0f completion tokens "
+                  "of this run's %zu requests can explain: other traffic reached the server, so "
+                  "the acceptance length is not this run's alone",
+                  r.d_drafts, r.d_accepted, in->completion_tokens, in->sent);
+    if (r.measured && !in->sglang && in->perreq->n_with &&
+        (in->perreq->num_spec_steps != r.d_drafts ||
+         in->perreq->num_accepted_draft_tokens != r.d_accepted))
+        dsa_warnf("per-request spec-decode metrics (%.0f steps, %.0f accepted) differ from the "
+                  "/metrics deltas (%.0f drafts, %.0f accepted)",
+                  in->perreq->num_spec_steps, in->perreq->num_accepted_draft_tokens, r.d_drafts,
+                  r.d_accepted);
+    if (r.measured && in->resumed)
+        dsa_notef("the acceptance length covers the %zu questions sent in this attempt, not the "
+                  "%zu resumed",
+                  in->sent, in->resumed);
+    if (!r.measured) {
+        if (in->expect_mtp) {
+            dsa_errorf("--expect-mtp: %s", *err ? err : "no acceptance measured");
+            return DSA_EXIT_BACKEND;
+        }
+        if (*err)
+            dsa_notef("acceptance length not measured: %s", err);
+    }
+    return DSA_EXIT_OK;
+}
+
+int dsa_gsm8k_summarize(const struct dsa_gsm8k_summary_in *in, json_t *const *records, FILE *out,
+                        json_t **summary)
+{
+    size_t graded = 0, correct = 0, invalid = 0, failed = 0, missing = 0;
+    for (size_t i = 0; i < in->n; i++) {
+        json_t *rec = records[i];
+        if (!rec) {
+            missing++;
+            continue;
+        }
+        if (!record_ok(rec)) {
+            failed++;
+            continue;
+        }
+        graded++;
+        correct += json_is_true(json_object_get(rec, "correct"));
+        const char *pred = json_string_value(json_object_get(rec, "pred"));
+        invalid += pred && !strcmp(pred, DSA_GSM8K_INVALID);
+    }
+    double acc = graded ? (double)correct / (double)graded : NAN;
+    double se = dsa_gsm8k_stderr(correct, graded);
+    double inv = graded ? (double)invalid / (double)graded : NAN;
+    const char *ex = dsa_gsm8k_extract_name(in->extract);
+
+    fprintf(out, "gsm8k %s: %zu questions, %zu graded (%zu sent, %zu resumed, %zu failed)\n",
+            in->mode, in->n, graded, in->sent, in->resumed, failed);
+    if (graded)
+        fprintf(out, "accuracy            %.4f ± %.4f   (%zu/%zu correct, %s; ± standard error)\n",
+                acc, isnan(se) ? 0.0 : se, correct, graded, ex);
+    else
+        fprintf(out, "accuracy            n/a      (nothing graded)\n");
+    if (graded)
+        fprintf(out, "invalid answers     %.4f            (%zu/%zu)\n", inv, invalid, graded);
+
+    json_t *s =
+        json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "eval", "gsm8k", "prompt",
+                  in->mode, "extract", ex, "questions", (json_int_t)in->n, "graded",
+                  (json_int_t)graded, "correct", (json_int_t)correct, "invalid",
+                  (json_int_t)invalid, "failed", (json_int_t)failed, "missing", (json_int_t)missing,
+                  "sent", (json_int_t)in->sent, "resumed", (json_int_t)in->resumed);
+    json_object_set_new(s, "accuracy", graded ? json_real(acc) : json_null());
+    json_object_set_new(s, "stderr", isnan(se) ? json_null() : json_real(se));
+    json_object_set_new(s, "invalid_rate", graded ? json_real(inv) : json_null());
+    json_t *by = json_object();
+    other_accuracies(records, in->n, in->extract, graded, out, by);
+    json_object_set_new(s, "accuracy_by_extract", by);
+
+    int ret = DSA_EXIT_OK;
+    if (in->mtp)
+        ret = summarize_mtp(in, out, s);
+    else
+        json_object_set_new(s, "mtp", json_null());
+    if (failed)
+        dsa_errorf("%zu of %zu questions failed (their records hold the error; --force-new "
+                   "starts the run anew)",
+                   failed, in->n);
+    if (missing)
+        dsa_errorf("%zu of %zu questions did not finish; rerun with the same --out to finish "
+                   "them",
+                   missing, in->n);
+    if ((failed || missing) && !ret)
+        ret = DSA_EXIT_FAIL;
+    *summary = s;
+    return ret;
+}
+
+char *dsa_gsm8k_summary_path(const char *run_path)
+{
+    size_t n = strlen(run_path);
+    if (n > 6 && !strcmp(run_path + n - 6, ".jsonl"))
+        n -= 6;
+    struct dsa_buf b = DSA_BUF_INIT;
+    dsa_buf_init(&b);
+    dsa_buf_add(&b, run_path, n);
+    dsa_buf_adds(&b, ".summary.json");
+    return dsa_buf_detach(&b, NULL);
+}
+
+int dsa_gsm8k_summary_write(const char *path, json_t *summary)
+{
+    struct dsa_buf tmp = DSA_BUF_INIT;
+    dsa_buf_init(&tmp);
+    dsa_buf_addf(&tmp, "%s.tmp-%ld", path, (long)getpid());
+    char *line = dsa_json_dumps_line(summary);
+    int ret = -1;
+    FILE *f = fopen(tmp.data, "w");
+    if (!f) {
+        dsa_errorf("cannot write '%s': %s", tmp.data, strerror(errno));
+        goto cleanup;
+    }
+    int werr = fputs(line, f) < 0 || fputc('\n', f) == EOF;
+    if (fclose(f) || werr) {
+        dsa_errorf("cannot write '%s': %s", tmp.data, strerror(errno));
+        unlink(tmp.data);
+        goto cleanup;
+    }
+    if (rename(tmp.data, path)) {
+        dsa_errorf("cannot rename '%s' to '%s': %s", tmp.data, path, strerror(errno));
+        unlink(tmp.data);
+        goto cleanup;
+    }
+    ret = 0;
+cleanup:
+    free(line);
+    dsa_buf_release(&tmp);
+    return ret;
+}
+
+json_t *dsa_gsm8k_summary_read(const char *path)
+{
+    if (access(path, F_OK))
+        return NULL;
+    json_error_t e;
+    json_t *v = json_load_file(path, 0, &e);
+    if (!json_is_object(v)) {
+        dsa_errorf("cannot parse '%s': %s", path, v ? "not a JSON object" : e.text);
+        json_decref(v);
+        return NULL;
+    }
+    return v;
+}

@@ -1,0 +1,310 @@
+/*
+ * MRCR in-process (inproc_mrcr.h).
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "evals/inproc_mrcr.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "datasets/mrcr.h"
+#include "datasets/tokenize.h"
+#include "kernels/plugin.h"
+#include "store/store.h"
+#include "util/buf.h"
+#include "util/exitcode.h"
+#include "util/hash.h"
+#include "util/msg.h"
+
+struct toks {
+    uint32_t *v;
+    long n, cap;
+};
+
+static void toks_add_text(struct toks *t, const char *s, size_t len)
+{
+    size_t n = dsa_tok_encode(s, len, NULL, 0);
+    if (t->n + (long)n > t->cap) {
+        t->cap = (t->n + (long)n) * 2 + 1024;
+        t->v = dsa_xrealloc(t->v, (size_t)t->cap * sizeof *t->v);
+    }
+    dsa_tok_encode(s, len, t->v + t->n, n);
+    t->n += (long)n;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* sorts each row's valid indices ascending (-1 padding last); returns the valid count */
+static int sort_row(int32_t *row, int k)
+{
+    int n = 0;
+    for (int i = 0; i < k; i++)
+        if (row[i] >= 0)
+            row[n++] = row[i];
+    qsort(row, (size_t)n, sizeof *row, cmp_i32);
+    for (int i = n; i < k; i++)
+        row[i] = -1;
+    return n;
+}
+
+/* |a ∩ b| of two ascending lists */
+static int overlap(const int32_t *a, int na, const int32_t *b, int nb)
+{
+    int i = 0, j = 0, c = 0;
+    while (i < na && j < nb) {
+        if (a[i] == b[j])
+            c++, i++, j++;
+        else if (a[i] < b[j])
+            i++;
+        else
+            j++;
+    }
+    return c;
+}
+
+static int in_range_count(const int32_t *a, int n, long lo, long hi)
+{
+    int c = 0;
+    for (int i = 0; i < n; i++)
+        c += a[i] >= lo && a[i] < hi;
+    return c;
+}
+
+struct bin_sum {
+    int n;
+    double score, needle, needle_gold;
+};
+
+/* one row -> one record (new reference), or NULL on a backend error (printed) */
+static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, struct dsa_mrcr_row *row)
+{
+    struct toks t = {0};
+    long needle_lo = -1, needle_hi = -1, q_lo = 0;
+    size_t nmsg = json_array_size(row->messages);
+    long needle_msg = row->desired_msg_index + 1; /* specs/mrcr.md: the needle is messages[i+1] */
+    for (size_t i = 0; i < nmsg; i++) {
+        json_t *m = json_array_get(row->messages, i);
+        const char *role = json_string_value(json_object_get(m, "role"));
+        const char *content = json_string_value(json_object_get(m, "content"));
+        char tag[64];
+        snprintf(tag, sizeof tag, "<|%s|>\n", role ? role : "user");
+        toks_add_text(&t, tag, strlen(tag));
+        long start = t.n;
+        if (content)
+            toks_add_text(&t, content, strlen(content));
+        if ((long)i == needle_msg) {
+            needle_lo = start;
+            needle_hi = t.n;
+        }
+        if (i + 1 == nmsg)
+            q_lo = start;
+    }
+    json_t *rec = NULL;
+    long T = t.n, M = T - q_lo;
+    if (o->max_query > 0 && M > o->max_query)
+        M = o->max_query;
+    if (M <= 0 || T <= 0) {
+        free(t.v);
+        rec = json_pack("{s:s, s:s, s:i, s:s, s:n, s:s}", "id", row->id, "bin", row->bin_label,
+                        "bin_tokens", (json_int_t)row->bin_tokens, "status", "failed", "score",
+                        "error", "empty prompt or question");
+        return rec;
+    }
+    long *qpos = dsa_xmalloc((size_t)M * sizeof *qpos);
+    for (long m = 0; m < M; m++)
+        qpos[m] = T - M + m;
+    int K = o->topk;
+    int32_t *idx = dsa_xmalloc((size_t)M * K * 4), *gold = dsa_xmalloc((size_t)M * K * 4);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (dsa_inproc_select(ip, t.v, T, qpos, (int)M, idx, gold) == 0) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double recall_sum = 0.0, recall_last = 0.0;
+        int nsel_last = 0, ngold_last = 0;
+        dsa_sha256 *h = dsa_sha256_new();
+        for (long m = 0; m < M; m++) {
+            int32_t *a = idx + (size_t)m * K, *g = gold + (size_t)m * K;
+            int na = sort_row(a, K), ng = sort_row(g, K);
+            double r = ng ? (double)overlap(a, na, g, ng) / ng : 1.0;
+            recall_sum += r;
+            if (m == M - 1) {
+                recall_last = r;
+                nsel_last = na;
+                ngold_last = ng;
+            }
+            int32_t cnt = na;
+            dsa_sha256_update(h, &cnt, 4); /* x86/arm little-endian hosts: int32 LE */
+            dsa_sha256_update(h, a, (size_t)na * 4);
+        }
+        char hex[65];
+        dsa_sha256_final_hex(h, hex);
+        dsa_sha256_free(&h);
+        long nneedle = needle_hi > needle_lo ? needle_hi - needle_lo : 0;
+        const int32_t *alast = idx + (size_t)(M - 1) * K, *glast = gold + (size_t)(M - 1) * K;
+        json_t *needle = json_null(), *needle_g = json_null();
+        if (nneedle > 0) {
+            needle = json_real((double)in_range_count(alast, nsel_last, needle_lo, needle_hi) /
+                               (double)nneedle);
+            needle_g = json_real((double)in_range_count(glast, ngold_last, needle_lo, needle_hi) /
+                                 (double)nneedle);
+        }
+        double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+        rec = json_pack("{s:s, s:s, s:I, s:s, s:f, s:n, s:f, s:o, s:o, s:s, s:I, s:I, s:I, s:i, "
+                        "s:f}",
+                        "id", row->id, "bin", row->bin_label, "bin_tokens",
+                        (json_int_t)row->bin_tokens, "status", "ok", "score", recall_sum / M,
+                        "error", "recall_last", recall_last, "needle_retention", needle,
+                        "needle_retention_golden", needle_g, "selection_sha256", hex,
+                        "context_tokens", (json_int_t)T, "query_tokens", (json_int_t)M,
+                        "needle_tokens", (json_int_t)nneedle, "topk", K, "elapsed_ms", ms);
+    }
+    free(qpos);
+    free(idx);
+    free(gold);
+    free(t.v);
+    return rec;
+}
+
+/* rows of one file; returns an exit status */
+static int run_file(dsa_inproc *ip, const struct dsa_inproc_opts *o, dsa_mrcr_reader *rd,
+                    dsa_run *run, struct bin_sum *sums)
+{
+    struct dsa_mrcr_row row = {0};
+    int ret = DSA_EXIT_OK, r;
+    while ((r = dsa_mrcr_next(rd, &row)) == 1) {
+        json_t *rec = dsa_run_get(run, row.id);
+        if (rec) {
+            json_incref(rec); /* finished in an earlier attempt */
+        } else {
+            if (!(rec = run_row(ip, o, &row))) {
+                ret = DSA_EXIT_BACKEND;
+                break;
+            }
+            if (dsa_run_append(run, rec)) {
+                json_decref(rec);
+                ret = DSA_EXIT_IO;
+                break;
+            }
+        }
+        if (!strcmp(json_string_value(json_object_get(rec, "status")), "ok") && row.bin >= 0 &&
+            row.bin < DSA_MRCR_NBINS) {
+            struct bin_sum *b = &sums[row.bin];
+            b->n++;
+            b->score += json_real_value(json_object_get(rec, "score"));
+            b->needle += json_number_value(json_object_get(rec, "needle_retention"));
+            b->needle_gold += json_number_value(json_object_get(rec, "needle_retention_golden"));
+        } else if (ret == DSA_EXIT_OK) {
+            ret = DSA_EXIT_FAIL;
+        }
+        json_decref(rec);
+        if (o->interrupted && *o->interrupted) {
+            ret = DSA_EXIT_INTERRUPTED;
+            break;
+        }
+    }
+    if (r < 0)
+        ret = DSA_EXIT_DATA;
+    dsa_mrcr_row_release(&row);
+    return ret;
+}
+
+int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
+{
+    int ret = DSA_EXIT_OK;
+    dsa_inproc *ip = NULL;
+    dsa_run *run = NULL;
+    json_t *header = NULL, *files = json_array(), *shas = json_array();
+    char *path = NULL;
+    struct bin_sum sums[DSA_MRCR_NBINS] = {{0}};
+    struct dsa_mrcr_filter filt = {o->needles_mask, o->bins_mask, o->limit};
+
+    /* every file is checked (and hashed) before any work */
+    for (size_t i = 0; i < o->ndatasets; i++) {
+        dsa_mrcr_reader *rd = dsa_mrcr_open(o->datasets[i], &filt);
+        if (!rd) {
+            ret = DSA_EXIT_DATA;
+            goto cleanup;
+        }
+        json_array_append_new(
+            files, json_pack("{s:s, s:s}", "path", o->datasets[i], "sha256", dsa_mrcr_sha256(rd)));
+        json_array_append_new(shas, json_string(dsa_mrcr_sha256(rd)));
+        dsa_mrcr_free(&rd);
+    }
+    if (!(ip = dsa_inproc_new(o))) {
+        ret = DSA_EXIT_BACKEND;
+        goto cleanup;
+    }
+    header = dsa_run_header_new("mrcr", 1, 0, NULL);
+    if (o->command)
+        json_object_set(header, "command", o->command);
+    json_t *backend = dsa_inproc_describe(ip);
+    json_t *match = json_object_get(header, "match");
+    json_object_set_new(match, "eval", json_string("mrcr"));
+    json_object_set(match, "dataset_sha256", shas);
+    json_object_set_new(match, "backend", json_string("inprocess"));
+    json_object_set(match, "device", json_object_get(backend, "device"));
+    json_object_set(match, "kernels", json_object_get(backend, "kernels"));
+    json_object_set(match, "variant", json_object_get(backend, "variant"));
+    json_object_set_new(match, "topk", json_integer(o->topk));
+    json_object_set_new(match, "seed", json_integer((json_int_t)o->seed));
+    json_object_set_new(match, "max_query", json_integer(o->max_query));
+    json_object_set_new(match, "proxy", json_string("proxy-v1"));
+    json_object_set_new(match, "limit", json_integer(o->limit));
+    json_object_set_new(match, "bins_mask", json_integer(o->bins_mask));
+    json_object_set_new(match, "needles_mask", json_integer(o->needles_mask));
+    json_t *ds = json_object_get(header, "dataset");
+    json_object_set_new(ds, "name",
+                        json_string(o->dataset_name ? o->dataset_name : o->datasets[0]));
+    json_object_set(ds, "files", files);
+    json_object_set_new(header, "backend", backend);
+    path = dsa_run_file_name(o->out_dir, 1);
+    int orc = dsa_run_open(&run, path, header, o->force_new ? DSA_RUN_FORCE_NEW : 0);
+    if (orc < 0) {
+        ret = orc == -2 ? DSA_EXIT_MISMATCH : orc == -3 ? DSA_EXIT_DATA : DSA_EXIT_IO;
+        goto cleanup;
+    }
+    printf("mrcr in-process: %s on %s, %s, top-%d, proxy seed %llu -> %s\n",
+           json_string_value(json_object_get(json_object_get(match, "kernels"), "name")),
+           dsa_inproc_device(ip),
+           json_string_value(json_object_get(json_object_get(header, "backend"), "variant_str")),
+           o->topk, (unsigned long long)o->seed, path);
+    fflush(stdout);
+    for (size_t i = 0; i < o->ndatasets && (ret == DSA_EXIT_OK || ret == DSA_EXIT_FAIL); i++) {
+        dsa_mrcr_reader *rd = dsa_mrcr_open(o->datasets[i], &filt);
+        if (!rd) {
+            ret = DSA_EXIT_DATA;
+            break;
+        }
+        int fr = run_file(ip, o, rd, run, sums);
+        if (fr != DSA_EXIT_OK && ret == DSA_EXIT_OK)
+            ret = fr;
+        else if (fr != DSA_EXIT_OK && fr != DSA_EXIT_FAIL)
+            ret = fr;
+        dsa_mrcr_free(&rd);
+    }
+    /*
+     *   bin      rows     recall@k   needle  needle(golden)
+     *   ≤8K         3       0.9885    0.348           0.353
+     */
+    printf("%-6s %5s %12s %8s %15s\n", "bin", "rows", "recall@k", "needle", "needle(golden)");
+    for (int b = 0; b < DSA_MRCR_NBINS; b++)
+        if (sums[b].n)
+            printf("%-6s %5d %12.4f %8.3f %15.3f\n", dsa_mrcr_bin_label(b), sums[b].n,
+                   sums[b].score / sums[b].n, sums[b].needle / sums[b].n,
+                   sums[b].needle_gold / sums[b].n);
+cleanup:
+    dsa_run_free(&run);
+    json_decref(header);
+    json_decref(files);
+    json_decref(shas);
+    free(path);
+    dsa_inproc_free(&ip);
+    dsa_kernels_unload();
+    return ret;
+}

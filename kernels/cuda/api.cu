@@ -1,0 +1,195 @@
+/*
+ * The CUDA implementation of dsa_kernels.h: the public dsa_cuda_* entry points, one op
+ * switch with a single cudaGetLastError() check that names the op, the `_supported` query,
+ * and the plugin-ABI vtable (device memory through cudaMalloc/cudaMemcpy).
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "common.cuh"
+#include "dsa_cuda.h"
+
+enum cuda_op { OP_K_PREP, OP_Q_PREP, OP_LOGITS_DECODE, OP_LOGITS_PREFILL, OP_TOPK };
+static const char *const op_names[] = {"k_prep", "q_prep", "logits_decode", "logits_prefill",
+                                       "topk"};
+
+extern "C" int dsa_cuda_supported(const dsa_k_flags *f, const dsa_k_shape *s)
+{
+    if (f->heads != 64 && f->heads != 32)
+        return 0;
+    if (s->stage == DSA_K_STAGE_LOGITS_DECODE && (s->N < 1 || s->N > 4))
+        return 0;
+    if (s->stage == DSA_K_STAGE_TOPK && s->k != 512 && s->k != 1024 && s->k != 2048)
+        return 0;
+    return s->stage >= 0 && s->stage < DSA_K_NSTAGES;
+}
+
+static int run_op(enum cuda_op op, const dsa_k_flags *f, const void *args)
+{
+    int st;
+    cudaStream_t stream = 0;
+    switch (op) {
+    case OP_K_PREP:
+        st = dsa_cuda_k_prep_launch(f, (const dsa_k_prep_args *)args, stream);
+        break;
+    case OP_Q_PREP:
+        st = dsa_cuda_q_prep_launch(f, (const dsa_q_prep_args *)args, stream);
+        break;
+    case OP_LOGITS_DECODE:
+        st = dsa_cuda_logits_decode_launch(f, (const dsa_logits_decode_args *)args, stream);
+        break;
+    case OP_LOGITS_PREFILL:
+        st = dsa_cuda_logits_prefill_launch(f, (const dsa_logits_prefill_args *)args, stream);
+        break;
+    case OP_TOPK:
+        st = dsa_cuda_topk_launch(f, (const dsa_topk_args *)args, stream);
+        break;
+    default:
+        return DSA_K_EINVAL;
+    }
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) {
+        fprintf(stderr, "dsa-eval: CUDA error in %s: %s\n", op_names[op], cudaGetErrorString(err));
+        return DSA_K_EDEVICE;
+    }
+    return st;
+}
+
+extern "C" int dsa_cuda_k_prep(const dsa_k_flags *f, const dsa_k_prep_args *a)
+{
+    dsa_k_shape s = {DSA_K_STAGE_K_PREP, 0, 0};
+    return dsa_cuda_supported(f, &s) ? run_op(OP_K_PREP, f, a) : DSA_K_UNSUPPORTED;
+}
+
+extern "C" int dsa_cuda_q_prep(const dsa_k_flags *f, const dsa_q_prep_args *a)
+{
+    dsa_k_shape s = {DSA_K_STAGE_Q_PREP, 0, 0};
+    return dsa_cuda_supported(f, &s) ? run_op(OP_Q_PREP, f, a) : DSA_K_UNSUPPORTED;
+}
+
+extern "C" int dsa_cuda_logits_decode(const dsa_k_flags *f, const dsa_logits_decode_args *a)
+{
+    dsa_k_shape s = {DSA_K_STAGE_LOGITS_DECODE, a->N, 0};
+    return dsa_cuda_supported(f, &s) ? run_op(OP_LOGITS_DECODE, f, a) : DSA_K_UNSUPPORTED;
+}
+
+extern "C" int dsa_cuda_logits_prefill(const dsa_k_flags *f, const dsa_logits_prefill_args *a)
+{
+    dsa_k_shape s = {DSA_K_STAGE_LOGITS_PREFILL, 0, 0};
+    return dsa_cuda_supported(f, &s) ? run_op(OP_LOGITS_PREFILL, f, a) : DSA_K_UNSUPPORTED;
+}
+
+extern "C" int dsa_cuda_topk(const dsa_k_flags *f, const dsa_topk_args *a)
+{
+    dsa_k_shape s = {DSA_K_STAGE_TOPK, 0, a->k};
+    return dsa_cuda_supported(f, &s) ? run_op(OP_TOPK, f, a) : DSA_K_UNSUPPORTED;
+}
+
+/* ---- the vtable ---- */
+
+static char device_name[320] = "cuda";
+static char build_str[128];
+
+static const char *cuda_device(void)
+{
+    return device_name;
+}
+
+static void *cuda_alloc(size_t n)
+{
+    void *p = NULL;
+    if (cudaMalloc(&p, n ? n : 1) != cudaSuccess) {
+        fprintf(stderr, "dsa-eval: cannot allocate %zu bytes on the GPU\n", n);
+        return NULL;
+    }
+    return p;
+}
+
+static void cuda_free(void *p)
+{
+    cudaFree(p);
+}
+
+static int cuda_upload(void *dst, const void *src, size_t n)
+{
+    CUDA_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
+    return 0;
+}
+
+static int cuda_download(void *dst, const void *src, size_t n)
+{
+    CUDA_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+static int cuda_memset(void *dst, int byte, size_t n)
+{
+    CUDA_CHECK(cudaMemset(dst, byte, n));
+    return 0;
+}
+
+static int cuda_sync(void)
+{
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return 0;
+}
+
+static const dsa_kernels_api cuda_vtable = {
+    /* .abi_version    = */ DSA_KERNELS_ABI_VERSION,
+    /* .struct_size    = */ sizeof(dsa_kernels_api),
+    /* .name           = */ "cuda",
+    /* .build          = */ build_str,
+    /* .device         = */ cuda_device,
+    /* .init           = */ NULL,
+    /* .alloc          = */ cuda_alloc,
+    /* .free           = */ cuda_free,
+    /* .upload         = */ cuda_upload,
+    /* .download       = */ cuda_download,
+    /* .memset_        = */ cuda_memset,
+    /* .sync           = */ cuda_sync,
+    /* .supported      = */ dsa_cuda_supported,
+    /* .k_prep         = */ dsa_cuda_k_prep,
+    /* .q_prep         = */ dsa_cuda_q_prep,
+    /* .logits_decode  = */ dsa_cuda_logits_decode,
+    /* .logits_prefill = */ dsa_cuda_logits_prefill,
+    /* .topk           = */ dsa_cuda_topk,
+};
+
+/* the vtable when a GPU is usable, else NULL; the first call probes the device */
+extern "C" const dsa_kernels_api *dsa_cuda_api(void)
+{
+    static int state; /* 0 = not probed, 1 = usable, -1 = not */
+    if (state == 0) {
+        int n = 0;
+        cudaDeviceProp prop;
+        if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1 ||
+            cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+            cudaGetLastError(); /* clear the sticky "no device" error */
+            state = -1;
+        } else {
+            snprintf(device_name, sizeof device_name, "%s (sm_%d%d, %d SMs)", prop.name, prop.major,
+                     prop.minor, prop.multiProcessorCount);
+            snprintf(build_str, sizeof build_str, "nvcc %d.%d sm_90a", __CUDACC_VER_MAJOR__,
+                     __CUDACC_VER_MINOR__);
+            state = 1;
+        }
+    }
+    return state > 0 ? &cuda_vtable : NULL;
+}
+
+extern "C" double dsa_cuda_time_ms(int (*fn)(void *ctx), void *ctx, int iters)
+{
+    cudaEvent_t a, b;
+    float ms = 0.0f;
+    if (cudaEventCreate(&a) != cudaSuccess || cudaEventCreate(&b) != cudaSuccess)
+        return -1.0;
+    int bad = cudaEventRecord(a, 0) != cudaSuccess;
+    for (int i = 0; i < iters && !bad; i++)
+        bad = fn(ctx) != DSA_K_OK;
+    bad = bad || cudaEventRecord(b, 0) != cudaSuccess || cudaEventSynchronize(b) != cudaSuccess ||
+          cudaEventElapsedTime(&ms, a, b) != cudaSuccess;
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return bad ? -1.0 : (double)ms / iters;
+}

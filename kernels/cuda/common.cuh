@@ -1,0 +1,99 @@
+/*
+ * Shared device helpers of the CUDA indexer kernels: error checks, the number formats of
+ * dsa_numeric.h written with round-to-nearest intrinsics (never contracted into FMAs), and
+ * the warp-level forms of the reference's fixed reductions.
+ * Warp layout of one 128-vector: lane l holds x[l + 32*j] in slot j (j = 0..3).
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#ifndef DSA_KERNELS_CUDA_COMMON_CUH
+#define DSA_KERNELS_CUDA_COMMON_CUH
+
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dsa_kernels.h"
+
+/* prints "dsa-eval: CUDA error in FILE:LINE: …" and returns DSA_K_EDEVICE from the caller */
+#define CUDA_CHECK(call)                                                                           \
+    do {                                                                                           \
+        cudaError_t err_ = (call);                                                                 \
+        if (err_ != cudaSuccess) {                                                                 \
+            fprintf(stderr, "dsa-eval: CUDA error in %s:%d: %s\n", __FILE__, __LINE__,             \
+                    cudaGetErrorString(err_));                                                     \
+            return DSA_K_EDEVICE;                                                                  \
+        }                                                                                          \
+    } while (0)
+
+#define DSA_INV_SQRT_128F 0.08838834764831845f
+
+__device__ __forceinline__ uint16_t d_f32_to_bf16(float x)
+{
+    uint32_t u = __float_as_uint(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+__device__ __forceinline__ float d_bf16_to_f32(uint16_t h)
+{
+    return __uint_as_float((uint32_t)h << 16);
+}
+
+__device__ __forceinline__ float d_round_bf16(float x)
+{
+    return d_bf16_to_f32(d_f32_to_bf16(x));
+}
+
+/* e4m3fn encode: RNE, saturating to +-448 (cvt.rn.satfinite) */
+__device__ __forceinline__ uint8_t d_f32_to_e4m3(float x)
+{
+    return (uint8_t)__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
+}
+
+__device__ __forceinline__ float d_e4m3_to_f32(uint8_t c)
+{
+    __half_raw h = __nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)c, __NV_E4M3);
+    return __half2float(__half(h));
+}
+
+__device__ __forceinline__ float d_quant_scale(float amax, int ue8m0)
+{
+    float t = __fdiv_rn(fmaxf(amax, 1e-4f), 448.0f);
+    if (!ue8m0)
+        return t;
+    uint32_t u = __float_as_uint(t);
+    if (u & 0x7fffffu)
+        u = (u & 0x7f800000u) + 0x800000u;
+    return __uint_as_float(u);
+}
+
+__device__ __forceinline__ uint32_t d_order_key(float x)
+{
+    if (x == 0.0f)
+        x = 0.0f;
+    uint32_t u = __float_as_uint(x);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+/* the reference's tree_sum128: x[i] += x[i+64]; x[i] += x[i+32]; then w = 16 … 1 */
+__device__ __forceinline__ float d_tree_sum128(const float v[4])
+{
+    float t0 = __fadd_rn(v[0], v[2]), t1 = __fadd_rn(v[1], v[3]);
+    float u = __fadd_rn(t0, t1);
+    for (int w = 16; w >= 1; w /= 2)
+        u = __fadd_rn(u, __shfl_down_sync(0xffffffffu, u, w));
+    return __shfl_sync(0xffffffffu, u, 0);
+}
+
+__device__ __forceinline__ float d_warp_max(float v)
+{
+    for (int w = 16; w >= 1; w /= 2)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, w));
+    return v;
+}
+
+#endif

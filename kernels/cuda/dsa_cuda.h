@@ -1,0 +1,22 @@
+/*
+ * Internal to kernels/cuda: the launchers behind the op switch in api.cu. Each enqueues its
+ * kernels on the stream and returns a DSA_K_* status; api.cu checks cudaGetLastError() once
+ * after the switch and names the op.
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#ifndef DSA_KERNELS_CUDA_DSA_CUDA_H
+#define DSA_KERNELS_CUDA_DSA_CUDA_H
+
+#include <cuda_runtime.h>
+
+#include "dsa_kernels.h"
+
+int dsa_cuda_k_prep_launch(const dsa_k_flags *f, const dsa_k_prep_args *a, cudaStream_t st);
+int dsa_cuda_q_prep_launch(const dsa_k_flags *f, const dsa_q_prep_args *a, cudaStream_t st);
+int dsa_cuda_logits_decode_launch(const dsa_k_flags *f, const dsa_logits_decode_args *a,
+                                  cudaStream_t st);
+int dsa_cuda_logits_prefill_launch(const dsa_k_flags *f, const dsa_logits_prefill_args *a,
+                                   cudaStream_t st);
+int dsa_cuda_topk_launch(const dsa_k_flags *f, const dsa_topk_args *a, cudaStream_t st);
+
+#endif

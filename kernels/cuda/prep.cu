@@ -1,0 +1,142 @@
+/*
+ * S1 k_prep and S2 q_prep on CUDA: one warp per 128-vector (a token's k, a (token, head)'s
+ * q), reproducing the C reference (kernels/cpu/prep.c) operation for operation, so the fp8
+ * bytes, scales and weights are bit-identical to it.
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "common.cuh"
+#include "dsa_cuda.h"
+
+/* RoPE -> [bf16] -> [Hadamard -> [bf16]] -> quant; returns the scale (all lanes) */
+__device__ static float rope_rotate_quant(const dsa_k_flags f, float v[4], const float *cs,
+                                          const float *sn, uint8_t *out)
+{
+    const int lane = threadIdx.x & 31;
+    if (f.rope == DSA_K_ROPE_NEOX) {
+        float c = cs[lane], s = sn[lane];
+        float x1 = v[0], x2 = v[1];
+        v[0] = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s));
+        v[1] = __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
+    } else {
+        for (int j = 0; j < 2; j++) {
+            int p = (lane + 32 * j) / 2;
+            float c = cs[p], s = sn[p];
+            float mine = v[j], other = __shfl_xor_sync(0xffffffffu, v[j], 1);
+            if (!(lane & 1)) /* x1: x1*c - x2*s */
+                v[j] = __fsub_rn(__fmul_rn(mine, c), __fmul_rn(other, s));
+            else /* x2: x2*c + x1*s */
+                v[j] = __fadd_rn(__fmul_rn(mine, c), __fmul_rn(other, s));
+        }
+    }
+    if (f.bf16_round)
+        for (int j = 0; j < 4; j++)
+            v[j] = d_round_bf16(v[j]);
+    if (f.hadamard) {
+        for (int h = 1; h < 32; h *= 2)
+            for (int j = 0; j < 4; j++) {
+                float other = __shfl_xor_sync(0xffffffffu, v[j], h);
+                v[j] = (lane & h) ? __fsub_rn(other, v[j]) : __fadd_rn(v[j], other);
+            }
+        float a, b;
+        a = v[0], b = v[1], v[0] = __fadd_rn(a, b), v[1] = __fsub_rn(a, b); /* h = 32 */
+        a = v[2], b = v[3], v[2] = __fadd_rn(a, b), v[3] = __fsub_rn(a, b);
+        a = v[0], b = v[2], v[0] = __fadd_rn(a, b), v[2] = __fsub_rn(a, b); /* h = 64 */
+        a = v[1], b = v[3], v[1] = __fadd_rn(a, b), v[3] = __fsub_rn(a, b);
+        for (int j = 0; j < 4; j++) {
+            v[j] = __fmul_rn(v[j], DSA_INV_SQRT_128F);
+            if (f.bf16_round)
+                v[j] = d_round_bf16(v[j]);
+        }
+    }
+    float amax = fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3])));
+    amax = d_warp_max(amax);
+    float s = d_quant_scale(amax, f.scale == DSA_K_SCALE_UE8M0);
+    for (int j = 0; j < 4; j++)
+        out[lane + 32 * j] = d_f32_to_e4m3(__fdiv_rn(v[j], s));
+    return s;
+}
+
+__global__ static void k_prep_kernel(const dsa_k_flags f, dsa_k_prep_args a)
+{
+    const int lane = threadIdx.x & 31;
+    const int t = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (t >= a.T || a.slot[t] < 0)
+        return;
+    float v[4], d[4], sq[4];
+    for (int j = 0; j < 4; j++)
+        v[j] = d_bf16_to_f32(a.k_raw[(size_t)t * 128 + lane + 32 * j]);
+    float mean = __fdiv_rn(d_tree_sum128(v), 128.0f);
+    for (int j = 0; j < 4; j++) {
+        d[j] = __fsub_rn(v[j], mean);
+        sq[j] = __fmul_rn(d[j], d[j]);
+    }
+    float var = __fdiv_rn(d_tree_sum128(sq), 128.0f);
+    float rstd = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(var, DSA_K_LN_EPS)));
+    for (int j = 0; j < 4; j++) {
+        int i = lane + 32 * j;
+        float y = __fmul_rn(d[j], rstd);
+        y = __fmul_rn(y, a.ln_w[i]);
+        y = __fadd_rn(y, a.ln_b[i]);
+        v[j] = f.bf16_round ? d_round_bf16(y) : y;
+    }
+    int64_t page = a.slot[t] / DSA_K_PAGE, off = a.slot[t] % DSA_K_PAGE;
+    uint8_t *base = a.cache + (size_t)page * DSA_K_PAGE_BYTES;
+    float s = rope_rotate_quant(f, v, a.cos + a.pos[t] * 32, a.sin + a.pos[t] * 32,
+                                base + off * DSA_K_HEAD_DIM);
+    if (lane == 0)
+        *(float *)(base + DSA_K_SCALE_OFF + off * 4) = s;
+}
+
+__global__ static void q_prep_kernel(const dsa_k_flags f, dsa_q_prep_args a)
+{
+    const int lane = threadIdx.x & 31, H = f.heads;
+    const long th = (long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (th >= (long)a.T * H)
+        return;
+    const long t = th / H;
+    float v[4];
+    for (int j = 0; j < 4; j++)
+        v[j] = d_bf16_to_f32(a.q_raw[th * 128 + lane + 32 * j]);
+    float s = rope_rotate_quant(f, v, a.cos + a.pos[t] * 32, a.sin + a.pos[t] * 32,
+                                a.q8 + th * DSA_K_HEAD_DIM);
+    if (lane == 0) {
+        a.qs[th] = s;
+        float wr = a.w_raw_dtype == DSA_K_BF16 ? d_bf16_to_f32(((const uint16_t *)a.w_raw)[th])
+                                               : ((const float *)a.w_raw)[th];
+        float hs = H == 64 ? 0.125f : 0.1767766952966369f;
+        float w = __fmul_rn(__fmul_rn(__fmul_rn(wr, s), DSA_INV_SQRT_128F), hs);
+        if (f.weights == DSA_K_BF16)
+            ((uint16_t *)a.w)[th] = d_f32_to_bf16(w);
+        else
+            ((float *)a.w)[th] = w;
+    }
+}
+
+__global__ static void fill_kernel(int32_t *p, long n)
+{
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (long)gridDim.x * blockDim.x)
+        p[i] = -1;
+}
+
+int dsa_cuda_k_prep_launch(const dsa_k_flags *f, const dsa_k_prep_args *a, cudaStream_t st)
+{
+    if (a->T <= 0)
+        return DSA_K_OK;
+    k_prep_kernel<<<(a->T + 3) / 4, 128, 0, st>>>(*f, *a);
+    return DSA_K_OK;
+}
+
+int dsa_cuda_q_prep_launch(const dsa_k_flags *f, const dsa_q_prep_args *a, cudaStream_t st)
+{
+    if (a->T <= 0)
+        return DSA_K_OK;
+    long warps = (long)a->T * f->heads;
+    q_prep_kernel<<<(unsigned)((warps + 3) / 4), 128, 0, st>>>(*f, *a);
+    if (a->topk_fill && a->topk_k > 0) {
+        long n = (long)a->T * a->topk_k;
+        fill_kernel<<<(unsigned)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096), 256, 0, st>>>(
+            a->topk_fill, n);
+    }
+    return DSA_K_OK;
+}

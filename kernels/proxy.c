@@ -1,0 +1,73 @@
+/*
+ * The proxy model (proxy.h).
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include <math.h>
+
+#include "dsa_numeric.h"
+#include "kernels/proxy.h"
+#include "util/hash.h"
+
+enum { TAG_E = 1, TAG_A, TAG_K, TAG_B, TAG_C, TAG_Q, TAG_W, TAG_LNW, TAG_LNB };
+
+double dsa_proxy_normal(uint64_t seed, uint64_t tag, uint64_t a, uint64_t b)
+{
+    uint64_t h = dsa_splitmix64(seed ^ (tag << 56));
+    h = dsa_splitmix64(h ^ a);
+    h = dsa_splitmix64(h ^ b);
+    uint64_t h2 = dsa_splitmix64(h ^ 0x9e3779b97f4a7c15ull);
+    /* two uniforms in (0, 1] and [0, 1) from the top 53 bits */
+    double u1 = ((double)(h >> 11) + 1.0) * 0x1p-53, u2 = (double)(h2 >> 11) * 0x1p-53;
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+void dsa_proxy_rope_table(long max_pos, float *cs, float *sn)
+{
+    for (long p = 0; p < max_pos; p++)
+        for (int i = 0; i < 32; i++) {
+            double ang = (double)p * pow(10000.0, -2.0 * i / 64.0);
+            cs[p * 32 + i] = (float)cos(ang);
+            sn[p * 32 + i] = (float)sin(ang);
+        }
+}
+
+void dsa_proxy_ln(uint64_t seed, float *ln_w, float *ln_b)
+{
+    for (int d = 0; d < 128; d++) {
+        ln_w[d] = (float)(1.0 + 0.1 * dsa_proxy_normal(seed, TAG_LNW, (uint64_t)d, 0));
+        ln_b[d] = (float)(0.02 * dsa_proxy_normal(seed, TAG_LNB, (uint64_t)d, 0));
+    }
+}
+
+void dsa_proxy_k(uint64_t seed, int64_t tok, int64_t pos, uint16_t *k_raw)
+{
+    double a = exp(0.5 * dsa_proxy_normal(seed, TAG_A, (uint64_t)pos, 0));
+    for (int d = 0; d < 128; d++) {
+        double e = dsa_proxy_normal(seed, TAG_E, (uint64_t)tok, (uint64_t)d);
+        double n = dsa_proxy_normal(seed, TAG_K, (uint64_t)pos, (uint64_t)d);
+        k_raw[d] = dsa_f32_to_bf16((float)(a * (e + 0.5 * n)));
+    }
+}
+
+void dsa_proxy_q(uint64_t seed, int H, int64_t tok, int64_t pos, uint16_t *q_raw)
+{
+    double e[128];
+    for (int d = 0; d < 128; d++)
+        e[d] = dsa_proxy_normal(seed, TAG_E, (uint64_t)tok, (uint64_t)d);
+    for (int h = 0; h < H; h++) {
+        double b = exp(0.75 * dsa_proxy_normal(seed, TAG_B, (uint64_t)pos, (uint64_t)h));
+        double c = 1.0 + 0.5 * fabs(dsa_proxy_normal(seed, TAG_C, (uint64_t)h, 0));
+        for (int d = 0; d < 128; d++) {
+            double n = dsa_proxy_normal(seed, TAG_Q, (uint64_t)pos, (uint64_t)(h * 128 + d));
+            q_raw[h * 128 + d] = dsa_f32_to_bf16((float)(b * (c * e[d] + n)));
+        }
+    }
+}
+
+void dsa_proxy_w(uint64_t seed, int H, int64_t tok, int64_t pos, uint16_t *w_raw)
+{
+    (void)tok;
+    for (int h = 0; h < H; h++)
+        w_raw[h] = dsa_f32_to_bf16(
+            (float)(0.5 + 0.5 * dsa_proxy_normal(seed, TAG_W, (uint64_t)pos, (uint64_t)h)));
+}

@@ -1,0 +1,54 @@
+/* Endpoint dialect table; see dialect.h.
+ * SPDX-License-Identifier: GPL-3.0-or-later */
+#include "backend/dialect.h"
+
+#include <string.h>
+
+/* vLLM's chat form of POST /tokenize: the server renders the chat template exactly as for
+   /v1/chat/completions, so the count is the prompt the model will see. */
+static json_t *vllm_tokenize_body(const char *model, json_t *in)
+{
+    json_t *b = json_object();
+    if (model)
+        json_object_set_new(b, "model", json_string(model));
+    json_t *msgs = json_object_get(in, "messages");
+    if (msgs) {
+        json_object_set(b, "messages", msgs);
+        json_object_set_new(b, "add_generation_prompt", json_true());
+        json_t *kw = json_object_get(in, "chat_template_kwargs");
+        if (kw)
+            json_object_set(b, "chat_template_kwargs", kw);
+    } else {
+        json_object_set(b, "prompt", json_object_get(in, "prompt"));
+    }
+    return b;
+}
+
+static const struct dsa_dialect dialects[] = {
+    {"vllm", "vllm", "/version", "/tokenize", NULL, vllm_tokenize_body},
+    /* SGLang's /tokenize takes prompt text only (no chat template), so chat prompts are
+       counted from the 400 error it returns when a prompt does not fit. */
+    {"sglang", "sglang", "/version", NULL, "/generate", NULL},
+    {"openai", NULL, NULL, NULL, NULL, NULL},
+};
+
+const struct dsa_dialect *dsa_dialect_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof dialects / sizeof dialects[0]; i++)
+        if (!strcmp(dialects[i].name, name))
+            return &dialects[i];
+    return NULL;
+}
+
+const struct dsa_dialect *dsa_dialect_detect(const char *owned_by)
+{
+    for (size_t i = 0; owned_by && i < sizeof dialects / sizeof dialects[0]; i++)
+        if (dialects[i].owned_by && !strcmp(dialects[i].owned_by, owned_by))
+            return &dialects[i];
+    return dsa_dialect_find("openai");
+}
+
+const char *dsa_dialect_names(void)
+{
+    return "vllm, sglang, openai";
+}

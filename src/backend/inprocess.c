@@ -1,0 +1,343 @@
+/*
+ * The in-process backend (inprocess.h).
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "backend/inprocess.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsa_numeric.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/golden.h"
+#include "kernels/plugin.h"
+#include "kernels/proxy.h"
+#include "util/buf.h"
+#include "util/msg.h"
+#include "version.h"
+
+#define PROXY_NAME "proxy-v1"
+
+struct dsa_inproc {
+    const struct dsa_kernels_api *api;
+    struct dsa_k_flags f;
+    int topk;
+    uint64_t seed;
+    long max_pos;
+    float *cos, *sin; /* host [max_pos, 32] */
+    void *dcos, *dsin, *dln_w, *dln_b;
+    float ln_w[128], ln_b[128];
+};
+
+void dsa_inproc_opts_init(struct dsa_inproc_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    dsa_k_flags_default(&o->flags);
+    o->topk = 2048;
+    o->seed = 1;
+    o->max_query = 32;
+    o->mtp = 3;
+}
+
+dsa_inproc *dsa_inproc_new(const struct dsa_inproc_opts *o)
+{
+    const struct dsa_kernels_api *api =
+        o->kernels_so ? dsa_kernels_load(o->kernels_so) : dsa_kernels_pick(o->device);
+    if (!api)
+        return NULL;
+    dsa_inproc *p = dsa_xcalloc(1, sizeof *p);
+    p->api = api;
+    p->f = o->flags;
+    p->topk = o->topk;
+    p->seed = o->seed;
+    dsa_proxy_ln(p->seed, p->ln_w, p->ln_b);
+    p->dln_w = api->alloc(512);
+    p->dln_b = api->alloc(512);
+    if (!p->dln_w || !p->dln_b || api->upload(p->dln_w, p->ln_w, 512) ||
+        api->upload(p->dln_b, p->ln_b, 512)) {
+        dsa_errorf("cannot set up kernels '%s' on '%s'", api->name, api->device());
+        dsa_inproc_free(&p);
+    }
+    return p;
+}
+
+void dsa_inproc_free(dsa_inproc **pp)
+{
+    dsa_inproc *p = *pp;
+    if (!p)
+        return;
+    void *dev[] = {p->dcos, p->dsin, p->dln_w, p->dln_b};
+    for (size_t i = 0; i < 4; i++)
+        if (dev[i])
+            p->api->free(dev[i]);
+    free(p->cos);
+    free(p->sin);
+    free(p);
+    *pp = NULL;
+}
+
+const char *dsa_inproc_device(const dsa_inproc *p)
+{
+    return p->api->device();
+}
+
+json_t *dsa_inproc_describe(const dsa_inproc *p)
+{
+    char vs[256];
+    dsa_k_flags_str(&p->f, vs, sizeof vs);
+    json_t *variant = json_object();
+    /* "rope=neox,hadamard=off,…" -> {"rope": "neox", …} */
+    char *save = NULL, *copy = dsa_xstrdup(vs);
+    for (char *kv = strtok_r(copy, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (eq) {
+            *eq = 0;
+            json_object_set_new(variant, kv, json_string(eq + 1));
+        }
+    }
+    free(copy);
+    json_t *d = json_object();
+    json_object_set_new(d, "kind", json_string("inprocess"));
+    json_object_set_new(d, "device", json_string(p->api->device()));
+    json_object_set_new(d, "kernels",
+                        json_pack("{s:s, s:s, s:s}", "name", p->api->name, "build",
+                                  p->api->build ? p->api->build : "", "git", DSA_GIT_HASH));
+    json_object_set_new(d, "variant", variant);
+    json_object_set_new(d, "variant_str", json_string(vs));
+    json_object_set_new(d, "topk", json_integer(p->topk));
+    json_object_set_new(d, "seed", json_integer((json_int_t)p->seed));
+    json_object_set_new(d, "proxy", json_string(PROXY_NAME));
+    return d;
+}
+
+/* the RoPE table covers positions [0, T) */
+static int ensure_rope(dsa_inproc *p, long T)
+{
+    if (T <= p->max_pos)
+        return 0;
+    long n = 4096;
+    while (n < T)
+        n *= 2;
+    free(p->cos);
+    free(p->sin);
+    p->cos = dsa_xmalloc((size_t)n * 32 * 4);
+    p->sin = dsa_xmalloc((size_t)n * 32 * 4);
+    dsa_proxy_rope_table(n, p->cos, p->sin);
+    if (p->dcos)
+        p->api->free(p->dcos);
+    if (p->dsin)
+        p->api->free(p->dsin);
+    p->dcos = p->api->alloc((size_t)n * 128);
+    p->dsin = p->api->alloc((size_t)n * 128);
+    if (!p->dcos || !p->dsin || p->api->upload(p->dcos, p->cos, (size_t)n * 128) ||
+        p->api->upload(p->dsin, p->sin, (size_t)n * 128)) {
+        p->max_pos = 0;
+        return -1;
+    }
+    p->max_pos = n;
+    return 0;
+}
+
+/* ---- proxy inputs, in parallel over tokens ---- */
+
+struct kgen {
+    const dsa_inproc *p;
+    const uint32_t *tokens;
+    uint16_t *k_raw;
+    double *kgold; /* optional: golden k vectors [T,128] */
+};
+
+static void kgen_range(void *c, long b, long e)
+{
+    struct kgen *g = c;
+    for (long t = b; t < e; t++) {
+        dsa_proxy_k(g->p->seed, g->tokens[t], t, g->k_raw + (size_t)t * 128);
+        if (g->kgold)
+            dsa_golden_k_vec(g->k_raw + (size_t)t * 128, g->p->ln_w, g->p->ln_b,
+                             g->p->cos + (size_t)t * 32, g->p->sin + (size_t)t * 32, g->p->f.rope,
+                             0, g->kgold + (size_t)t * 128);
+    }
+}
+
+/* ---- golden logits, in parallel over key blocks ---- */
+
+struct gold {
+    int M, H;
+    long T;
+    const long *qpos;
+    const double *q, *w, *k;
+    double *out; /* [M, T] */
+};
+
+static void gold_range(void *c, long b, long e)
+{
+    const struct gold *g = c;
+    for (long s = b * 64; s < e * 64 && s < g->T; s++) {
+        const double *k = g->k + (size_t)s * 128;
+        for (int m = 0; m < g->M; m++) {
+            if (s > g->qpos[m])
+                continue;
+            double acc = 0.0;
+            for (int h = 0; h < g->H; h++) {
+                const double *q = g->q + ((size_t)m * g->H + h) * 128;
+                double d0 = 0, d1 = 0, d2 = 0, d3 = 0;
+                for (int i = 0; i < 128; i += 4) {
+                    d0 += q[i] * k[i];
+                    d1 += q[i + 1] * k[i + 1];
+                    d2 += q[i + 2] * k[i + 2];
+                    d3 += q[i + 3] * k[i + 3];
+                }
+                double dot = (d0 + d1) + (d2 + d3);
+                if (dot > 0.0)
+                    acc += g->w[(size_t)m * g->H + h] * dot;
+            }
+            g->out[(size_t)m * g->T + s] = acc;
+        }
+    }
+}
+
+static int fail(dsa_inproc *p, const char *stage, int st)
+{
+    if (st == DSA_K_UNSUPPORTED)
+        return dsa_errorf("kernels '%s' do not support %s with these flags", p->api->name, stage);
+    return dsa_errorf("kernels '%s' failed in %s (status %d)", p->api->name, stage, st);
+}
+
+int dsa_inproc_select(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
+                      int32_t *idx, int32_t *golden)
+{
+    const struct dsa_kernels_api *api = p->api;
+    const int H = p->f.heads, K = p->topk;
+    int rc = -1, st;
+    if (ensure_rope(p, T))
+        return dsa_errorf("cannot set up the RoPE table on '%s'", api->device());
+    long npages = (T + DSA_K_PAGE - 1) / DSA_K_PAGE;
+    size_t cbytes = (size_t)(npages ? npages : 1) * DSA_K_PAGE_BYTES;
+    size_t wb = p->f.weights == DSA_K_BF16 ? 2 : 4, lb = p->f.logits == DSA_K_BF16 ? 2 : 4;
+    uint16_t *k_raw = dsa_xmalloc((size_t)T * 256 + 2);
+    double *kgold = dsa_xmalloc((size_t)T * 128 * sizeof(double) + 8);
+    int64_t *pos = dsa_xmalloc((size_t)T * 8 + 8), *qpos64 = dsa_xmalloc((size_t)M * 8 + 8);
+    uint16_t *q_raw = dsa_xmalloc((size_t)M * H * 256 + 2), *w_raw = dsa_xmalloc((size_t)M * H * 2);
+    double *qgold = dsa_xmalloc((size_t)M * H * 128 * sizeof(double));
+    double *wgold = dsa_xmalloc((size_t)M * H * sizeof(double));
+    uint8_t *cache = dsa_xmalloc(cbytes), *k8 = dsa_xmalloc((size_t)T * 128 + 1);
+    float *ks = dsa_xmalloc((size_t)T * 4 + 4);
+    int32_t *rs = dsa_xcalloc((size_t)M, 4), *re = dsa_xmalloc((size_t)M * 4);
+    double *glog = dsa_xmalloc((size_t)M * T * sizeof(double) + 8);
+    void *d[16] = {0};
+    int nd = 0;
+#define DALLOC(bytes) (d[nd++] = api->alloc(bytes))
+
+    struct kgen kg = {p, tokens, k_raw, kgold};
+    dsa_cpu_parallel_for(T, 256, kgen_range, &kg);
+    for (long t = 0; t < T; t++)
+        pos[t] = t;
+    float hs = H == 64 ? 0.125f : 0.1767766952966369f;
+    for (int m = 0; m < M; m++) {
+        uint16_t *qr = q_raw + (size_t)m * H * 128;
+        qpos64[m] = qpos[m];
+        re[m] = (int32_t)(qpos[m] + 1);
+        dsa_proxy_q(p->seed, H, tokens[qpos[m]], qpos[m], qr);
+        dsa_proxy_w(p->seed, H, tokens[qpos[m]], qpos[m], w_raw + (size_t)m * H);
+        for (int h = 0; h < H; h++) {
+            dsa_golden_q_vec(qr + (size_t)h * 128, p->cos + qpos[m] * 32, p->sin + qpos[m] * 32,
+                             p->f.rope, 0, qgold + ((size_t)m * H + h) * 128);
+            wgold[(size_t)m * H + h] =
+                (double)dsa_bf16_to_f32(w_raw[(size_t)m * H + h]) * (1.0 / sqrt(128.0)) * hs;
+        }
+    }
+
+    /* S1: the whole prompt into the paged cache, slot = position */
+    void *dk_raw = DALLOC((size_t)T * 256 + 2), *dpos = DALLOC((size_t)T * 8 + 8);
+    void *dcache = DALLOC(cbytes);
+    if (!dk_raw || !dpos || !dcache || api->upload(dk_raw, k_raw, (size_t)T * 256) ||
+        api->upload(dpos, pos, (size_t)T * 8)) {
+        dsa_errorf("cannot move the prompt to '%s'", api->device());
+        goto cleanup;
+    }
+    struct dsa_k_prep_args ka = {(int)T, (int)p->max_pos, dk_raw,  p->dln_w, p->dln_b,
+                                 dpos,   p->dcos,         p->dsin, dpos,     dcache};
+    if ((st = api->k_prep(&p->f, &ka)) != DSA_K_OK) {
+        fail(p, "k_prep", st);
+        goto cleanup;
+    }
+    /* S2: the query rows */
+    void *dq_raw = DALLOC((size_t)M * H * 256), *dw_raw = DALLOC((size_t)M * H * 2);
+    void *dqpos = DALLOC((size_t)M * 8), *dq8 = DALLOC((size_t)M * H * 128);
+    void *dqs = DALLOC((size_t)M * H * 4), *dw = DALLOC((size_t)M * H * wb);
+    if (!dq_raw || !dw_raw || !dqpos || !dq8 || !dqs || !dw ||
+        api->upload(dq_raw, q_raw, (size_t)M * H * 256) ||
+        api->upload(dw_raw, w_raw, (size_t)M * H * 2) ||
+        api->upload(dqpos, qpos64, (size_t)M * 8)) {
+        dsa_errorf("cannot move the queries to '%s'", api->device());
+        goto cleanup;
+    }
+    struct dsa_q_prep_args qa = {M,       (int)p->max_pos, dq_raw, dw_raw, DSA_K_BF16, dqpos,
+                                 p->dcos, p->dsin,         dq8,    dqs,    dw,         NULL,
+                                 0};
+    if ((st = api->q_prep(&p->f, &qa)) != DSA_K_OK) {
+        fail(p, "q_prep", st);
+        goto cleanup;
+    }
+    /* gather K out of the pages (vLLM's cp_gather_indexer_k_quant_cache) */
+    if (api->sync() || api->download(cache, dcache, cbytes)) {
+        dsa_errorf("cannot read the K cache back from '%s'", api->device());
+        goto cleanup;
+    }
+    for (long t = 0; t < T; t++) {
+        const uint8_t *pg = cache + (size_t)(t / DSA_K_PAGE) * DSA_K_PAGE_BYTES;
+        memcpy(k8 + t * 128, pg + (t % DSA_K_PAGE) * 128, 128);
+        memcpy(ks + t, pg + DSA_K_SCALE_OFF + (t % DSA_K_PAGE) * 4, 4);
+    }
+    /* S3b + S4 */
+    void *dk8 = DALLOC((size_t)T * 128 + 1), *dks = DALLOC((size_t)T * 4 + 4);
+    void *drs = DALLOC((size_t)M * 4), *dre = DALLOC((size_t)M * 4);
+    void *dlog = DALLOC((size_t)M * T * lb + 4), *didx = DALLOC((size_t)M * K * 4);
+    if (!dk8 || !dks || !drs || !dre || !dlog || !didx || api->upload(dk8, k8, (size_t)T * 128) ||
+        api->upload(dks, ks, (size_t)T * 4) || api->upload(drs, rs, (size_t)M * 4) ||
+        api->upload(dre, re, (size_t)M * 4)) {
+        dsa_errorf("cannot move K to '%s'", api->device());
+        goto cleanup;
+    }
+    struct dsa_logits_prefill_args la = {M, T, dq8, dw, dk8, dks, drs, dre, dlog, T, 1};
+    if ((st = api->logits_prefill(&p->f, &la)) != DSA_K_OK) {
+        fail(p, "logits_prefill", st);
+        goto cleanup;
+    }
+    struct dsa_topk_args ta = {M, dlog, T, drs, dre, K, didx};
+    if ((st = api->topk(&p->f, &ta)) != DSA_K_OK) {
+        fail(p, "topk", st);
+        goto cleanup;
+    }
+    if (api->sync() || api->download(idx, didx, (size_t)M * K * 4)) {
+        dsa_errorf("cannot read the selection back from '%s'", api->device());
+        goto cleanup;
+    }
+    /* the golden selection */
+    struct gold g = {M, H, T, qpos, qgold, wgold, kgold, glog};
+    dsa_cpu_parallel_for((T + 63) / 64, 8, gold_range, &g);
+    for (int m = 0; m < M; m++)
+        dsa_golden_topk_f64(glog + (size_t)m * T, qpos[m] + 1, K, golden + (size_t)m * K);
+    rc = 0;
+cleanup:
+    for (int i = 0; i < nd; i++)
+        if (d[i])
+            api->free(d[i]);
+#undef DALLOC
+    free(k_raw);
+    free(kgold);
+    free(pos);
+    free(qpos64);
+    free(q_raw);
+    free(w_raw);
+    free(qgold);
+    free(wgold);
+    free(cache);
+    free(k8);
+    free(ks);
+    free(rs);
+    free(re);
+    free(glog);
+    return rc;
+}

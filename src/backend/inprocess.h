@@ -1,0 +1,81 @@
+/*
+ * The in-process backend: runs the DSA indexer stack (kernels/: the C reference, the CUDA
+ * kernels, or a plugin) on token ids, with q/k/w from the proxy model (kernels/proxy.h), and
+ * compares its top-k selection with the fp64 golden selection (DESIGN.md "The in-process
+ * backend"; docs/kernels.md).
+ *
+ * One selection (dsa_inproc_select) for a prompt of T tokens and M query positions:
+ *   S1 k_prep over all T tokens into a paged cache (slot = position),
+ *   S2 q_prep for the M query tokens,
+ *   S3b prefill logits of the query rows over the gathered K (causal: keys 0..pos),
+ *   S4 top-k per row;
+ * and the golden selection: the same q/k/w without quantization, LayerNorm and RoPE in fp64,
+ * logits in fp64, top-k by (value desc, index asc). The golden selection does not depend on
+ * the variant flags, so runs with different flags are compared against the same target.
+ *
+ * Ownership: dsa_inproc owns its kernel library handles and buffers; callers own the arrays
+ * they pass. Not thread-safe (one sample at a time).
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#ifndef DSA_BACKEND_INPROCESS_H
+#define DSA_BACKEND_INPROCESS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dsa_kernels.h"
+
+/* Options of an in-process run (`--backend inprocess` of mrcr and gsm8k). */
+struct dsa_inproc_opts {
+    const char *device;     /* "auto" (NULL), "cuda" or "cpu" */
+    const char *kernels_so; /* --kernels PATH.so, or NULL */
+    struct dsa_k_flags flags;
+    int topk;      /* 512, 1024 or 2048 (default 2048) */
+    uint64_t seed; /* proxy model seed (default 1) */
+    int max_query; /* MRCR: query rows = the last max_query tokens of the question (0 = all) */
+    int mtp;       /* GSM8K: draft tokens N; rows per verify step = N + 1 */
+    /* the evaluation's input and output */
+    const char *dataset_name;    /* as given (--dataset), for the header */
+    const char *const *datasets; /* resolved files, read in order into one run file */
+    size_t ndatasets;
+    const char *out_dir;
+    long limit;            /* rows per (needles, bin), 0 = all */
+    unsigned bins_mask;    /* 0 = all */
+    unsigned needles_mask; /* 0 = all */
+    bool force_new;
+    json_t *command;           /* the command line as dsa_run_command_json() made it (borrowed), for
+                                  the run header; NULL = none */
+    volatile int *interrupted; /* set by SIGINT/SIGTERM (commands.h), or NULL */
+};
+
+/* Defaults: flags per dsa_k_flags_default, topk 2048, seed 1, max_query 32, mtp 3. */
+void dsa_inproc_opts_init(struct dsa_inproc_opts *o);
+
+typedef struct dsa_inproc dsa_inproc;
+
+/* Picks the implementation (plugin, or device), prints one line on failure and returns NULL
+   (exit DSA_EXIT_BACKEND). */
+dsa_inproc *dsa_inproc_new(const struct dsa_inproc_opts *o);
+void dsa_inproc_free(dsa_inproc **p);
+
+/* The identity for run headers (new reference): {"kind": "inprocess", "device", "kernels":
+   {name, build, git}, "variant": {flag: value…}, "variant_str", "topk", "seed", "proxy"}. */
+json_t *dsa_inproc_describe(const dsa_inproc *p);
+const char *dsa_inproc_device(const dsa_inproc *p);
+
+/* Selection for query positions qpos[0..M) (strictly increasing, each < T) over the prompt
+   tokens[0..T): idx and golden [M, topk] i32 (positions in the prompt, -1 padded; idx in
+   the implementation's order, golden sorted by (value desc, index asc)). Returns 0, or -1
+   with the error printed (a device error or an unsupported shape). */
+int dsa_inproc_select(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
+                      int32_t *idx, int32_t *golden);
+
+/* MTP verify rows at decode: the prompt tokens[0..T) are in the cache; rows j = 0..N are the
+   positions T-N-1+j (N = mtp). Runs S3a once with next_n = N+1 and once per row with
+   next_n = 1 and writes both selections (each [N+1, topk], sorted ascending per row).
+   Returns 0, or -1 (printed). */
+int dsa_inproc_mtp_rows(dsa_inproc *p, const uint32_t *tokens, long T, int N, int32_t *batched,
+                        int32_t *single);
+
+#endif

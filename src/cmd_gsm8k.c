@@ -1,0 +1,735 @@
+/*
+ * dsa-eval gsm8k: GSM8K greedy decoding against an endpoint, with the MTP acceptance length
+ * measured from the server's spec-decode counters (docs/gsm8k.md; specs/gsm8k_mtp.md).
+ *
+ *   dsa-eval gsm8k --endpoint http://127.0.0.1:8000 --mtp --limit 32 --out runs/main-gsm8k
+ *   dsa-eval gsm8k --print-prompts --prompt cot8 --limit 3
+ *
+ * The run: load test (and train) JSONL, build each prompt (evals/gsm8k_prompt.c), read
+ * /metrics, send the requests in index order through the backend (at most --concurrency in
+ * flight), grade each answer as it lands (evals/gsm8k_extract.c) and append its record to the
+ * run file (src/store), read /metrics again until it settles, print the summary and write it
+ * next to the run file.
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "backend/endpoint.h"
+#include "commands.h"
+#include "datasets/fetch.h"
+#include "datasets/gsm8k.h"
+#include "evals/gsm8k_extract.h"
+#include "evals/gsm8k_prompt.h"
+#include "evals/gsm8k_run.h"
+#include "evals/mtp.h"
+#include "store/store.h"
+#include "util/buf.h"
+#include "util/exitcode.h"
+#include "util/fs.h"
+#include "util/hash.h"
+#include "util/json.h"
+#include "util/msg.h"
+#include "util/opt.h"
+#include "util/progress.h"
+
+static const char *const usage[] = {
+    "dsa-eval gsm8k --endpoint URL [--mtp] [--limit N] [--out DIR] [options]",
+    "dsa-eval gsm8k --print-prompts [--prompt MODE] [--limit N] [--data DIR]",
+    "",
+    "GSM8K with greedy decoding (temperature 0, top_p 1, fixed seed) against a vLLM, SGLang or",
+    "OpenAI-compatible server: accuracy with its standard error, the invalid-answer rate and,",
+    "with --mtp, the speculative-decoding acceptance length from /metrics counter deltas",
+    "(SGLang: from per-request meta_info). Prompt modes: vllm5 (default; vLLM CI 5-shot),",
+    "cot8 (lm-eval gsm8k_cot), gsm8k (lm-eval strict '#### N' form), sglang5 (SGLang bench),",
+    "chat (zero-shot, /v1/chat/completions). See docs/gsm8k.md.",
+    "",
+    "Byte-for-byte comparisons (dsa-eval compare) need the same batches on both servers:",
+    "keep --concurrency 1 (the default), or run the servers batch-invariant",
+    "(VLLM_BATCH_INVARIANT=1); greedy outputs can change with batch composition.",
+    "With --mtp the server must be otherwise idle: the counters are server-wide.",
+    NULL,
+};
+
+struct opts {
+    struct dsa_strlist endpoints;
+    const char *backend, *model, *dialect, *api_key, *extra_body, *data, *out, *prompt, *extract;
+    int limit, concurrency, retries, max_tokens;
+    long seed;
+    double timeout_s;
+    bool mtp, expect_mtp, print_prompts, stream, force_new, quiet, insecure, token_ids;
+};
+
+struct run;
+
+/* one question of the run */
+struct item {
+    struct run *run;
+    size_t idx;
+    char prompt_sha256[65];
+    json_t *record; /* finished (resumed or new), or NULL */
+};
+
+struct run {
+    const struct opts *o;
+    const struct dsa_gsm8k_mode *mode;
+    enum dsa_gsm8k_extract_mode extract;
+    enum dsa_api api;
+    dsa_gsm8k *test, *train;
+    dsa_gsm8k_extractor *x;
+    dsa_backend *b;
+    dsa_run *store;
+    dsa_progress *progress;
+    struct item *items;
+    size_t n, next, sent, n_failed;
+    double completion_tokens; /* of the requests sent in this process */
+    struct dsa_mtp_perreq perreq;
+    int write_error;
+};
+
+/* ---- prompts ---- */
+
+static int build_prompt(struct run *r, size_t i, struct dsa_buf *out)
+{
+    const struct dsa_gsm8k_row *row = dsa_gsm8k_row(r->test, r->items[i].idx);
+    dsa_buf_reset(out);
+    return dsa_gsm8k_prompt(r->mode, r->train, r->test, row->question, row->question_len, out);
+}
+
+static int print_prompts(struct run *r)
+{
+    struct dsa_buf p = DSA_BUF_INIT;
+    dsa_buf_init(&p);
+    int ret = DSA_EXIT_OK;
+    for (size_t i = 0; i < r->n; i++) {
+        if (build_prompt(r, i, &p)) {
+            ret = DSA_EXIT_DATA;
+            break;
+        }
+        /* each prompt then one NUL: the stream hashes to the spec's first-N vectors */
+        fwrite(p.data, 1, p.len, stdout);
+        fputc('\0', stdout);
+    }
+    dsa_buf_release(&p);
+    return ret;
+}
+
+/* ---- requests ---- */
+
+static json_t *stop_json(const struct dsa_gsm8k_mode *m)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < m->n_stop; i++)
+        json_array_append_new(a, json_string(m->stop[i]));
+    return a;
+}
+
+static int max_tokens(const struct run *r)
+{
+    return r->o->max_tokens > 0 ? r->o->max_tokens : r->mode->max_tokens;
+}
+
+/* The request body (new reference). "model" and --extra-body are added by the backend. */
+static json_t *request_body(const struct run *r, const char *prompt, size_t len)
+{
+    json_t *text = json_stringn(prompt, len);
+    switch (r->api) {
+    case DSA_API_GENERATE:
+        /* SGLang native: RuntimeEndpoint.generate's shape; meta_info carries spec fields */
+        return json_pack("{s:o,s:{s:i,s:i,s:i,s:o}}", "text", text, "sampling_params",
+                         "temperature", 0, "top_p", 1, "max_new_tokens", max_tokens(r), "stop",
+                         stop_json(r->mode));
+    case DSA_API_CHAT:
+        return json_pack("{s:[{s:s,s:o}],s:i,s:i,s:i,s:I,s:o}", "messages", "role", "user",
+                         "content", text, "max_completion_tokens", max_tokens(r), "temperature", 0,
+                         "top_p", 1, "seed", (json_int_t)r->o->seed, "stop", stop_json(r->mode));
+    default: {
+        json_t *b = json_pack("{s:o,s:i,s:i,s:i,s:I,s:o}", "prompt", text, "max_tokens",
+                              max_tokens(r), "temperature", 0, "top_p", 1, "seed",
+                              (json_int_t)r->o->seed, "stop", stop_json(r->mode));
+        if (r->o->token_ids)
+            json_object_set_new(b, "return_token_ids", json_true());
+        return b;
+    }
+    }
+}
+
+static const char *api_name(enum dsa_api a)
+{
+    return a == DSA_API_CHAT ? "chat" : a == DSA_API_GENERATE ? "generate" : "completions";
+}
+
+/* The spec-decode fields of one response worth keeping in its record: vLLM's per-request
+   metrics.speculative_decoding, or SGLang's meta_info spec_* keys (new reference or NULL). */
+static json_t *spec_fields(struct run *r, json_t *raw)
+{
+    if (!json_is_object(raw))
+        return NULL;
+    if (r->api == DSA_API_GENERATE) {
+        json_t *mi = json_object_get(raw, "meta_info");
+        if (!json_is_object(mi))
+            return NULL;
+        dsa_mtp_perreq_add_sglang(&r->perreq, mi);
+        json_t *out = json_object();
+        const char *k;
+        json_t *v;
+        json_object_foreach(mi, k, v)
+        {
+            if (!strncmp(k, "spec_", 5))
+                json_object_set(out, k, v);
+        }
+        if (json_object_size(out))
+            return out;
+        json_decref(out);
+        return NULL;
+    }
+    json_t *spec = json_object_get(json_object_get(raw, "metrics"), "speculative_decoding");
+    if (!json_is_object(spec))
+        return NULL;
+    dsa_mtp_perreq_add_vllm(&r->perreq, spec);
+    return json_incref(spec);
+}
+
+static void on_done(const struct dsa_result *res)
+{
+    struct item *it = res->ud;
+    struct run *r = it->run;
+    if (res->status == DSA_RES_CANCELLED)
+        return; /* interrupted: not recorded, a rerun sends it again */
+
+    const struct dsa_gsm8k_row *row = dsa_gsm8k_row(r->test, it->idx);
+    json_t *rec = json_object();
+    char id[32];
+    snprintf(id, sizeof id, "q%04zu", it->idx);
+    json_object_set_new(rec, "id", json_string(id));
+    json_object_set_new(rec, "bin", json_string("all"));
+    json_object_set_new(rec, "idx", json_integer((json_int_t)it->idx));
+    json_object_set_new(rec, "prompt_sha256", json_string(it->prompt_sha256));
+    json_object_set_new(rec, "gold", json_string(row->gold));
+    json_object_set_new(rec, "latency_ms", json_real(res->latency_ms));
+    if (res->completion_tokens >= 0)
+        r->completion_tokens += (double)res->completion_tokens;
+
+    if (res->status != DSA_RES_OK) {
+        char err[512];
+        snprintf(err, sizeof err, "%s: %s", dsa_res_status_name(res->status),
+                 res->error ? res->error : "request failed");
+        json_object_set_new(rec, "status", json_string("failed"));
+        json_object_set_new(rec, "score", json_null());
+        json_object_set_new(rec, "error", json_string(err));
+        r->n_failed++;
+        dsa_warnf("question %zu failed: %s", it->idx, err);
+    } else {
+        const char *text = res->content ? res->content : "";
+        size_t len = res->content ? res->content_len : 0;
+        json_object_set_new(rec, "output", json_stringn(text, len));
+        if (res->token_ids)
+            json_object_set(rec, "token_ids", res->token_ids);
+        json_object_set_new(rec, "finish_reason",
+                            res->finish_reason ? json_string(res->finish_reason) : json_null());
+        json_t *sr = NULL;
+        if (res->stop_reason)
+            sr = json_loads(res->stop_reason, JSON_DECODE_ANY, NULL);
+        json_object_set_new(rec, "stop_reason", sr ? sr : json_null());
+        json_object_set_new(rec, "completion_tokens",
+                            res->completion_tokens >= 0 ? json_integer(res->completion_tokens)
+                                                        : json_null());
+        json_object_set_new(rec, "prompt_tokens",
+                            res->prompt_tokens >= 0 ? json_integer(res->prompt_tokens)
+                                                    : json_null());
+        dsa_gsm8k_record_grade(r->x, rec, r->extract, text, len, row->gold);
+        json_t *spec = spec_fields(r, res->raw);
+        if (spec)
+            json_object_set_new(rec, "spec", spec);
+    }
+    if (r->store && dsa_run_append(r->store, rec))
+        r->write_error = 1;
+    it->record = rec;
+    if (r->progress)
+        dsa_progress_done(r->progress, res->status != DSA_RES_OK);
+}
+
+static int submit_next(struct run *r, struct dsa_buf *prompt)
+{
+    while (r->next < r->n && r->items[r->next].record)
+        r->next++; /* finished in an earlier attempt */
+    if (r->next >= r->n)
+        return 0;
+    struct item *it = &r->items[r->next++];
+    if (build_prompt(r, (size_t)(it - r->items), prompt))
+        return -1;
+    json_t *body = request_body(r, prompt->data, prompt->len);
+    struct dsa_request req = {
+        .api = r->api,
+        .body = body,
+        .endpoint = -1,
+        .stream = r->o->stream && r->api != DSA_API_GENERATE,
+        .done = on_done,
+        .ud = it,
+    };
+    int rc = dsa_backend_submit(r->b, &req);
+    json_decref(body);
+    if (!rc)
+        r->sent++;
+    return rc;
+}
+
+/* ---- /metrics ---- */
+
+struct fetch_ctx {
+    dsa_backend *b;
+    size_t n_endpoints;
+    long http_code; /* of the last failed read, for the caller's message */
+};
+
+/* GET /metrics of every endpoint, concatenated: summing over label sets then also sums over
+   the servers. */
+static int fetch_metrics(void *ctx, struct dsa_buf *body)
+{
+    struct fetch_ctx *f = ctx;
+    for (size_t i = 0; i < f->n_endpoints; i++) {
+        struct dsa_request req = {.api = DSA_API_GET, .path = "/metrics", .endpoint = (int)i};
+        struct dsa_result res;
+        int st = dsa_backend_call(f->b, &req, &res);
+        if (st != DSA_RES_OK) {
+            f->http_code = res.http_code;
+            dsa_errorf("cannot read /metrics of endpoint %zu: %s", i + 1,
+                       res.error ? res.error : dsa_res_status_name((enum dsa_res_status)st));
+            dsa_result_release(&res);
+            return -1;
+        }
+        dsa_buf_add(body, res.body ? res.body : "", res.body ? res.body_len : 0);
+        if (body->len && body->data[body->len - 1] != '\n')
+            dsa_buf_addch(body, '\n');
+        dsa_result_release(&res);
+    }
+    return 0;
+}
+
+/* ---- the run ---- */
+
+/* where `dsa-eval datasets fetch gsm8k` puts the pinned files: <cache>/gsm8k/<commit> */
+static char *default_data_dir(void)
+{
+    char *cache = dsa_cache_dir();
+    char *g = dsa_path_join(cache, "gsm8k");
+    char *d = dsa_path_join(g, DSA_GSM8K_COMMIT);
+    free(cache);
+    free(g);
+    return d;
+}
+
+static int load_data(struct run *r, const char *dir)
+{
+    char *test = dsa_path_join(dir, "test.jsonl");
+    char *train = dsa_path_join(dir, "train.jsonl");
+    int ret = 0;
+    if (!dsa_is_file(test)) {
+        dsa_errorf("no GSM8K test split at '%s' (run 'dsa-eval datasets fetch gsm8k', or give "
+                   "--data DIR with test.jsonl and train.jsonl)",
+                   test);
+        ret = DSA_EXIT_DATA;
+        goto cleanup;
+    }
+    if ((ret = dsa_gsm8k_load(test, &r->test)))
+        goto cleanup;
+    if (r->mode->shots == DSA_GSM8K_SHOTS_TRAIN) {
+        if (!dsa_is_file(train)) {
+            dsa_errorf("prompt mode '%s' needs the train split: no '%s'", r->mode->name, train);
+            ret = DSA_EXIT_DATA;
+            goto cleanup;
+        }
+        if ((ret = dsa_gsm8k_load(train, &r->train)))
+            goto cleanup;
+    }
+cleanup:
+    free(test);
+    free(train);
+    return ret;
+}
+
+static json_t *dataset_json(const struct run *r)
+{
+    json_t *d = json_pack("{s:s,s:s,s:s}", "name", "gsm8k", "test", dsa_gsm8k_path(r->test),
+                          "test_sha256", dsa_gsm8k_sha256(r->test));
+    /* the files `datasets fetch gsm8k` pins (openai/grade-school-math at DSA_GSM8K_COMMIT) */
+    bool pinned = !strcmp(dsa_gsm8k_sha256(r->test), DSA_GSM8K_TEST_SHA256) &&
+                  (!r->train || !strcmp(dsa_gsm8k_sha256(r->train), DSA_GSM8K_TRAIN_SHA256));
+    json_object_set_new(d, "revision",
+                        pinned ? json_string("openai/grade-school-math@" DSA_GSM8K_COMMIT)
+                               : json_null());
+    if (r->train) {
+        json_object_set_new(d, "train", json_string(dsa_gsm8k_path(r->train)));
+        json_object_set_new(d, "train_sha256", json_string(dsa_gsm8k_sha256(r->train)));
+    }
+    return d;
+}
+
+/* Everything that must be equal for a resume to append to the same run. */
+static json_t *match_json(const struct run *r, const char *model, json_t *extra)
+{
+    json_t *m = json_pack("{s:s,s:s,s:s,s:s,s:i,s:o,s:I,s:s}", "eval", "gsm8k", "prompt",
+                          r->mode->name, "extract", dsa_gsm8k_extract_name(r->extract), "api",
+                          api_name(r->api), "max_tokens", max_tokens(r), "stop", stop_json(r->mode),
+                          "seed", (json_int_t)r->o->seed, "backend", r->o->backend);
+    json_object_set_new(m, "test_sha256", json_string(dsa_gsm8k_sha256(r->test)));
+    json_object_set_new(m, "train_sha256",
+                        r->train ? json_string(dsa_gsm8k_sha256(r->train)) : json_null());
+    json_object_set_new(m, "model", model ? json_string(model) : json_null());
+    json_object_set(m, "extra_body", extra ? extra : json_null());
+    return m;
+}
+
+static int open_store(struct run *r, int argc, char **argv, json_t *extra, char **run_path)
+{
+    const char *model = dsa_endpoint_model(r->b);
+    json_t *params =
+        json_pack("{s:i,s:i,s:b,s:b,s:i}", "limit", (int)r->n, "concurrency", r->o->concurrency,
+                  "mtp", r->o->mtp, "stream", r->o->stream, "timeout_s", (int)r->o->timeout_s);
+    json_t *header = dsa_run_header_new("gsm8k", 1, argc, argv);
+    json_object_set_new(header, "match", match_json(r, model, extra));
+    json_object_set_new(header, "dataset", dataset_json(r));
+    json_object_set_new(header, "backend", dsa_backend_describe(r->b));
+    json_object_set_new(header, "params", params);
+    *run_path = dsa_run_file_name(r->o->out, 1);
+    int rc = dsa_run_open(&r->store, *run_path, header, r->o->force_new ? DSA_RUN_FORCE_NEW : 0);
+    json_decref(header);
+    if (rc == -2)
+        return DSA_EXIT_MISMATCH;
+    if (rc == -3)
+        return DSA_EXIT_DATA;
+    if (rc)
+        return DSA_EXIT_IO;
+    /* resume: take the records of this run's questions that an earlier attempt finished */
+    for (size_t i = 0; i < r->n; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "q%04zu", r->items[i].idx);
+        json_t *rec = dsa_run_get(r->store, id);
+        if (!rec)
+            continue;
+        const char *sha = json_string_value(json_object_get(rec, "prompt_sha256"));
+        if (!sha || strcmp(sha, r->items[i].prompt_sha256)) {
+            dsa_errorf("run file '%s' holds question %zu with another prompt; use --force-new",
+                       *run_path, r->items[i].idx);
+            return DSA_EXIT_MISMATCH;
+        }
+        r->items[i].record = json_incref(rec);
+    }
+    return 0;
+}
+
+static int open_backend(struct run *r, json_t *extra)
+{
+    if (!strcmp(r->o->backend, "inprocess")) {
+        /* the dispatch point for the in-process backend (kernels/): GSM8K needs a served
+           model, which the in-process proxy model does not provide yet */
+        dsa_errorf("the in-process backend is not built for gsm8k in this dsa-eval; use "
+                   "--endpoint URL");
+        return DSA_EXIT_BACKEND;
+    }
+    if (strcmp(r->o->backend, "endpoint")) {
+        dsa_errorf("unknown backend '%s' (endpoint, inprocess)", r->o->backend);
+        return DSA_EXIT_USAGE;
+    }
+    if (!r->o->endpoints.n) {
+        dsa_errorf("gsm8k needs --endpoint URL (or --print-prompts)");
+        return DSA_EXIT_USAGE;
+    }
+    struct dsa_endpoint_opts eo = {
+        .urls = r->o->endpoints.v,
+        .n_urls = (int)r->o->endpoints.n,
+        .model = r->o->model,
+        .dialect = r->o->dialect,
+        .api_key = r->o->api_key ? r->o->api_key : getenv("DSA_EVAL_API_KEY"),
+        .extra_body = extra,
+        .concurrency = r->o->concurrency,
+        .retries = r->o->retries,
+        .timeout_s = r->o->timeout_s,
+        .insecure = r->o->insecure,
+        .probe = true,
+    };
+    int code = DSA_EXIT_BACKEND;
+    r->b = dsa_endpoint_open(&eo, &code);
+    if (!r->b)
+        return code ? code : DSA_EXIT_BACKEND;
+    if (r->mode->chat)
+        r->api = DSA_API_CHAT;
+    else if (!strcmp(dsa_endpoint_dialect(r->b), "sglang"))
+        r->api = DSA_API_GENERATE;
+    else
+        r->api = DSA_API_COMPLETION;
+    return 0;
+}
+
+static int check_opts(struct opts *o)
+{
+    if (o->limit < 0)
+        return dsa_errorf("--limit must be >= 0 (0: all questions)"), DSA_EXIT_USAGE;
+    if (o->concurrency < 1)
+        return dsa_errorf("--concurrency must be >= 1"), DSA_EXIT_USAGE;
+    if (o->retries < 0)
+        return dsa_errorf("--retries must be >= 0"), DSA_EXIT_USAGE;
+    if (o->max_tokens < 0)
+        return dsa_errorf("--max-tokens must be > 0"), DSA_EXIT_USAGE;
+    if (!(o->timeout_s > 0))
+        return dsa_errorf("--timeout must be > 0"), DSA_EXIT_USAGE;
+    if (o->expect_mtp)
+        o->mtp = true;
+    return 0;
+}
+
+static int mtp_read(struct run *r, struct fetch_ctx *fc, bool settle, struct dsa_mtp_counters *c,
+                    bool *ok)
+{
+    int rc = dsa_mtp_scrape(fetch_metrics, fc, settle, 0.5, 10.0, c);
+    *ok = rc >= 0;
+    if (rc < 0 && r->o->expect_mtp)
+        return DSA_EXIT_BACKEND;
+    return 0;
+}
+
+int cmd_gsm8k(int argc, char **argv)
+{
+    struct opts o = {
+        .backend = "endpoint",
+        .prompt = "vllm5",
+        .limit = 32,
+        .concurrency = 1,
+        .retries = 3,
+        .seed = 42,
+        .timeout_s = 600,
+        .token_ids = true,
+    };
+    struct dsa_option opts[] = {
+        DSA_OPT_STRLIST(0, "endpoint", &o.endpoints, "URL",
+                        "server base URL (repeat to spread requests over replicas)"),
+        DSA_OPT_STRING(0, "backend", &o.backend, "KIND", "endpoint (default) or inprocess"),
+        DSA_OPT_STRING(0, "model", &o.model, "NAME", "model name (default: the server's first)"),
+        DSA_OPT_STRING(0, "dialect", &o.dialect, "NAME",
+                       "vllm, sglang (POST /generate + meta_info) or openai (default: detect)"),
+        DSA_OPT_STRING(0, "api-key", &o.api_key, "KEY",
+                       "bearer token (default: $DSA_EVAL_API_KEY; never written)"),
+        DSA_OPT_STRING(0, "extra-body", &o.extra_body, "JSON",
+                       "object merged into each request, e.g. "
+                       "'{\"chat_template_kwargs\":{\"thinking\":false}}'"),
+        DSA_OPT_STRING(0, "data", &o.data, "DIR",
+                       "folder with test.jsonl and train.jsonl (default: the fetch cache)"),
+        DSA_OPT_STRING('o', "out", &o.out, "DIR", "run folder (run-001.jsonl; resumes)"),
+        DSA_OPT_STRING(0, "prompt", &o.prompt, "MODE",
+                       "vllm5 (default), cot8, gsm8k, sglang5, chat"),
+        DSA_OPT_STRING(0, "extract", &o.extract, "MODE",
+                       "scoring: vllm, cot-strict, gsm8k-strict, flexible (default: the mode's)"),
+        DSA_OPT_INT('n', "limit", &o.limit, "N", "first N test questions (default 32; 0: all)"),
+        DSA_OPT_INT('c', "concurrency", &o.concurrency, "N",
+                    "requests in flight (default 1: same batches every run)"),
+        DSA_OPT_INT(0, "max-tokens", &o.max_tokens, "N", "default: the mode's (256; sglang5 512)"),
+        DSA_OPT_LONG(0, "seed", &o.seed, "N", "request seed (default 42)"),
+        DSA_OPT_INT(0, "retries", &o.retries, "N", "retries of a failed request (default 3)"),
+        DSA_OPT_DOUBLE(0, "timeout", &o.timeout_s, "S", "per-request timeout (default 600)"),
+        DSA_OPT_BOOL(0, "mtp", &o.mtp, "measure the acceptance length (vLLM /metrics deltas)"),
+        DSA_OPT_BOOL(0, "expect-mtp", &o.expect_mtp,
+                     "--mtp, and fail (exit 4) when the server shows no speculative decoding"),
+        DSA_OPT_BOOL(0, "stream", &o.stream, "stream responses (SSE)"),
+        DSA_OPT_BOOL(0, "token-ids", &o.token_ids,
+                     "ask for token ids (vLLM return_token_ids; default on)"),
+        DSA_OPT_BOOL(0, "print-prompts", &o.print_prompts,
+                     "write each prompt and one NUL byte to stdout, send nothing"),
+        DSA_OPT_BOOL(0, "force-new", &o.force_new,
+                     "start the run file anew when it was made by another command"),
+        DSA_OPT_BOOL(0, "insecure", &o.insecure, "skip TLS certificate verification"),
+        DSA_OPT_BOOL('q', "quiet", &o.quiet, "no progress or notes"),
+        DSA_OPT_END(),
+    };
+    /* the command line for the run header, before parsing reorders argv */
+    int argc0 = argc;
+    char **argv0 = dsa_xcalloc((size_t)argc + 1, sizeof *argv0);
+    memcpy(argv0, argv, (size_t)argc * sizeof *argv);
+    int npos = dsa_opt_parse(&argc, argv, opts, usage);
+    if (npos < 0) {
+        free(argv0);
+        return dsa_opt_exit(npos);
+    }
+    struct run r = {.o = &o};
+    json_t *extra = NULL;
+    char *data_dir = NULL, *run_path = NULL;
+    struct dsa_buf prompt = DSA_BUF_INIT;
+    dsa_buf_init(&prompt);
+    int ret = DSA_EXIT_USAGE;
+    dsa_msg_quiet = dsa_msg_quiet || o.quiet;
+
+    if (npos > 0) {
+        dsa_errorf("unexpected argument '%s' (see 'dsa-eval gsm8k --help')", argv[0]);
+        goto cleanup;
+    }
+    if ((ret = check_opts(&o)))
+        goto cleanup;
+    ret = DSA_EXIT_USAGE;
+    if (!(r.mode = dsa_gsm8k_mode_find(o.prompt))) {
+        dsa_errorf("unknown prompt mode '%s' (vllm5, cot8, gsm8k, sglang5, chat)", o.prompt);
+        goto cleanup;
+    }
+    r.extract = r.mode->extract;
+    if (o.extract && dsa_gsm8k_extract_parse(o.extract, &r.extract)) {
+        dsa_errorf("unknown extraction '%s' (vllm, cot-strict, gsm8k-strict, flexible)", o.extract);
+        goto cleanup;
+    }
+    if (o.extra_body) {
+        json_error_t je;
+        extra = json_loads(o.extra_body, 0, &je);
+        if (!json_is_object(extra)) {
+            dsa_errorf("--extra-body must be a JSON object: %s", extra ? "not an object" : je.text);
+            goto cleanup;
+        }
+    }
+    data_dir = o.data ? dsa_xstrdup(o.data) : default_data_dir();
+    if ((ret = load_data(&r, data_dir)))
+        goto cleanup;
+    size_t total = dsa_gsm8k_count(r.test);
+    r.n = o.limit == 0 || (size_t)o.limit > total ? total : (size_t)o.limit;
+    if (o.limit > 0 && (size_t)o.limit > total)
+        dsa_warnf("--limit %d is more than the %zu test questions; running all", o.limit, total);
+    r.items = dsa_xcalloc(r.n ? r.n : 1, sizeof *r.items);
+    for (size_t i = 0; i < r.n; i++) {
+        r.items[i].run = &r;
+        r.items[i].idx = i;
+        if (build_prompt(&r, i, &prompt)) {
+            ret = DSA_EXIT_DATA;
+            goto cleanup;
+        }
+        dsa_sha256_hex(prompt.data, prompt.len, r.items[i].prompt_sha256);
+    }
+    if (o.print_prompts) {
+        ret = print_prompts(&r);
+        goto cleanup;
+    }
+
+    if ((ret = open_backend(&r, extra)))
+        goto cleanup;
+    r.x = dsa_gsm8k_extractor_new();
+    if (o.out && (ret = open_store(&r, argc0, argv0, extra, &run_path)))
+        goto cleanup;
+
+    /* counters before the first request */
+    struct fetch_ctx fc = {r.b, o.endpoints.n, 0};
+    struct dsa_mtp_counters before, after;
+    bool have_before = false, have_after = false;
+    memset(&before, 0, sizeof before);
+    memset(&after, 0, sizeof after);
+    bool scrape = o.mtp && r.api != DSA_API_GENERATE;
+    if (scrape && (ret = mtp_read(&r, &fc, false, &before, &have_before)))
+        goto cleanup;
+
+    size_t resumed = 0;
+    for (size_t i = 0; i < r.n; i++)
+        resumed += r.items[i].record != NULL;
+    if (resumed)
+        dsa_notef("resuming '%s': %zu of %zu questions already done", run_path, resumed, r.n);
+    r.progress = dsa_progress_new("gsm8k", r.n, resumed);
+
+    ret = DSA_EXIT_OK;
+    for (;;) {
+        while (!dsa_interrupted && !r.write_error && dsa_backend_idle_slots(r.b) > 0) {
+            size_t before_next = r.next;
+            if (submit_next(&r, &prompt)) {
+                ret = DSA_EXIT_INTERNAL;
+                break;
+            }
+            if (r.next == before_next || r.next >= r.n)
+                break;
+        }
+        if (ret)
+            break;
+        if (dsa_interrupted || r.write_error) {
+            dsa_backend_cancel(r.b);
+            break;
+        }
+        /* a short wait: at --concurrency 1 each request waits for the loop to notice its
+           answer, and 200 ms measured 8 requests/s against an instant server */
+        int pending = dsa_backend_poll(r.b, 20);
+        if (pending < 0) {
+            ret = DSA_EXIT_BACKEND;
+            dsa_backend_cancel(r.b);
+            break;
+        }
+        dsa_progress_poll(r.progress);
+        if (pending == 0 && r.next >= r.n)
+            break;
+    }
+    dsa_progress_finish(r.progress);
+    if (!ret && r.write_error)
+        ret = DSA_EXIT_IO;
+    if (!ret && dsa_interrupted) {
+        size_t done = 0;
+        for (size_t i = 0; i < r.n; i++)
+            done += r.items[i].record != NULL;
+        dsa_errorf("interrupted: %zu of %zu questions are on disk; rerun to resume", done, r.n);
+        ret = DSA_EXIT_INTERRUPTED;
+    }
+    if (ret)
+        goto cleanup;
+
+    /* counters after the last response, once they stop moving */
+    if (scrape && have_before && (ret = mtp_read(&r, &fc, true, &after, &have_after)))
+        goto cleanup;
+
+    struct dsa_gsm8k_summary_in in = {
+        .mode = r.mode->name,
+        .extract = r.extract,
+        .n = r.n,
+        .resumed = resumed,
+        .sent = r.sent,
+        .completion_tokens = r.completion_tokens,
+        .mtp = o.mtp,
+        .sglang = r.api == DSA_API_GENERATE,
+        .have_counters = have_before && have_after,
+        .before = &before,
+        .after = &after,
+        .perreq = &r.perreq,
+        .expect_mtp = o.expect_mtp,
+    };
+    json_t **records = dsa_xcalloc(r.n ? r.n : 1, sizeof *records);
+    for (size_t i = 0; i < r.n; i++)
+        records[i] = r.items[i].record;
+    json_t *summary = NULL;
+    ret = dsa_gsm8k_summarize(&in, records, stdout, &summary);
+    free(records);
+    if (run_path && summary) {
+        char *sp = dsa_gsm8k_summary_path(run_path);
+        /* an attempt that measured no acceptance (a resume without --mtp, or with nothing
+           left to send) keeps the one an earlier attempt measured */
+        json_t *old = dsa_gsm8k_summary_read(sp);
+        json_t *old_mtp = json_object_get(old, "mtp");
+        json_t *new_mtp = json_object_get(summary, "mtp");
+        if (json_is_true(json_object_get(old_mtp, "measured")) &&
+            !json_is_true(json_object_get(new_mtp, "measured")))
+            json_object_set(summary, "mtp", old_mtp);
+        json_decref(old);
+        if (dsa_gsm8k_summary_write(sp, summary) && !ret)
+            ret = DSA_EXIT_IO;
+        free(sp);
+    }
+    json_decref(summary);
+
+cleanup:
+    for (size_t i = 0; r.items && i < r.n; i++)
+        json_decref(r.items[i].record);
+    free(r.items);
+    dsa_progress_free(&r.progress);
+    dsa_run_free(&r.store);
+    dsa_backend_free(&r.b);
+    dsa_gsm8k_extractor_free(&r.x);
+    dsa_gsm8k_free(&r.test);
+    dsa_gsm8k_free(&r.train);
+    dsa_buf_release(&prompt);
+    dsa_strlist_release(&o.endpoints);
+    json_decref(extra);
+    free(data_dir);
+    free(run_path);
+    free(argv0);
+    return ret;
+}

@@ -1,0 +1,543 @@
+/*
+ * dsa-eval mrcr: OpenAI MRCR multi-needle against one or more endpoints (or, later, the
+ * in-process backend), binned by context length, one run file per run, resumable.
+ * Usage, records and exit codes: docs/mrcr.md. Backend behaviour: docs/endpoint.md.
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/backend.h"
+#include "backend/endpoint.h"
+#include "backend/inprocess.h"
+#include "datasets/samples.h"
+#include "evals/inproc_mrcr.h"
+#include "commands.h"
+#include "datasets/mrcr.h"
+#include "evals/mrcr_eval.h"
+#include "evals/summary.h"
+#include "store/store.h"
+#include "util/buf.h"
+#include "util/exitcode.h"
+#include "util/fs.h"
+#include "util/msg.h"
+#include "util/opt.h"
+#include "util/progress.h"
+#include "version.h"
+
+#define DEFAULT_DATASET "openai/mrcr"
+
+static const char *const usage[] = {
+    "dsa-eval mrcr --endpoint URL [--endpoint URL2 ...] --out DIR [options]",
+    "dsa-eval mrcr --backend inprocess --out DIR [--device cuda|cpu] [--variant K=V]... "
+    "[--kernels PATH.so] [options]",
+    NULL,
+};
+
+/* A dataset argument is a file, or the name of the official data as `dsa-eval datasets fetch
+   mrcr` stores it: "openai/mrcr" (the pinned revision) or "openai/mrcr@<sha>", found as
+   <cache>/mrcr/<revision>/<N>needle.jsonl, one file per needle count asked for. */
+static int resolve_dataset(const char *arg, unsigned needles_mask, struct dsa_strlist *paths)
+{
+    if (dsa_is_file(arg)) {
+        dsa_strlist_push(paths, dsa_xstrdup(arg));
+        return 0;
+    }
+    const char *at = strchr(arg, '@');
+    size_t nlen = at ? (size_t)(at - arg) : strlen(arg);
+    if (!((nlen == 11 && !strncmp(arg, "openai/mrcr", 11)) ||
+          (nlen == 4 && !strncmp(arg, "mrcr", 4)))) {
+        dsa_errorf("dataset '%s' is not a file, nor openai/mrcr[@REVISION]", arg);
+        return -1;
+    }
+    const char *rev = at ? at + 1 : DSA_MRCR_DEFAULT_REVISION;
+    char *cache = dsa_cache_dir();
+    int ret = 0;
+    for (int n = 2; n <= 8 && !ret; n *= 2) {
+        if (needles_mask && !(needles_mask & (1u << n)))
+            continue;
+        struct dsa_buf p = DSA_BUF_INIT;
+        dsa_buf_addf(&p, "%s/mrcr/%s/%dneedle.jsonl", cache, rev, n);
+        if (!dsa_is_file(p.data)) {
+            dsa_errorf("dataset '%s' is not in the cache ('%s' is missing); run 'dsa-eval "
+                       "datasets fetch mrcr --needles %d%s%s' or give a JSONL file",
+                       arg, p.data, n, at ? " --revision " : "", at ? rev : "");
+            ret = -1;
+        } else {
+            dsa_strlist_push(paths, dsa_xstrdup(p.data));
+        }
+        dsa_buf_release(&p);
+    }
+    free(cache);
+    return ret;
+}
+
+static void free_paths(struct dsa_strlist *paths)
+{
+    for (size_t i = 0; i < paths->n; i++)
+        free((char *)paths->v[i]);
+    dsa_strlist_release(paths);
+}
+
+/* The API key from DSA_EVAL_API_KEY or the first line of --api-key-file (trailing
+   whitespace removed). Never printed. */
+static int read_api_key(const char *file, char **key)
+{
+    *key = NULL;
+    if (!file) {
+        const char *env = getenv("DSA_EVAL_API_KEY");
+        if (env && *env)
+            *key = dsa_xstrdup(env);
+        return 0;
+    }
+    FILE *f = fopen(file, "r");
+    if (!f)
+        return dsa_errorf("cannot open '%s': %s", file, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n = getline(&line, &cap, f);
+    fclose(f);
+    if (n <= 0) {
+        free(line);
+        return dsa_errorf("'%s' holds no API key", file);
+    }
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' '))
+        line[--n] = 0;
+    *key = line;
+    return 0;
+}
+
+struct progress_ctx {
+    dsa_progress *p;
+    long seen_done, seen_retries, seen_failed;
+};
+
+static void on_progress(void *ud, const struct dsa_mrcr_eval_counts *c)
+{
+    struct progress_ctx *pc = ud;
+    if (!pc->p)
+        return;
+    while (pc->seen_retries < c->retries) {
+        dsa_progress_retry(pc->p);
+        pc->seen_retries++;
+    }
+    for (; pc->seen_failed < c->failed; pc->seen_failed++, pc->seen_done++)
+        dsa_progress_done(pc->p, true);
+    for (; pc->seen_done < c->done; pc->seen_done++)
+        dsa_progress_done(pc->p, false);
+    dsa_progress_poll(pc->p);
+}
+
+static char *iso_now(void)
+{
+    char buf[32];
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return dsa_xstrdup(buf);
+}
+
+/* --backend inprocess: the indexer stack on the dataset's prompts (evals/inproc_mrcr.h) */
+static int run_inprocess(const char *dataset, const char *out, const struct dsa_mrcr_filter *filt,
+                         const char *device, const char *kernels_so,
+                         const struct dsa_strlist *variants, int topk, int max_query, uint64_t seed,
+                         bool force_new, json_t *command)
+{
+    struct dsa_inproc_opts o;
+    dsa_inproc_opts_init(&o);
+    for (size_t i = 0; i < variants->n; i++)
+        if (dsa_k_flags_set(&o.flags, variants->v[i]) < 0) {
+            dsa_errorf("unknown variant '%s' (see docs/kernels.md \"Variant flags\")",
+                       variants->v[i]);
+            return DSA_EXIT_USAGE;
+        }
+    if (device && strcmp(device, "cuda") && strcmp(device, "cpu") && strcmp(device, "auto")) {
+        dsa_errorf("unknown device '%s' (use cuda or cpu)", device);
+        return DSA_EXIT_USAGE;
+    }
+    if (topk != 512 && topk != 1024 && topk != 2048) {
+        dsa_errorf("--topk must be 512, 1024 or 2048");
+        return DSA_EXIT_USAGE;
+    }
+    if (max_query < 0) {
+        dsa_errorf("--max-query must be >= 0");
+        return DSA_EXIT_USAGE;
+    }
+    struct dsa_strlist paths = {0};
+    int ret;
+    if (!strncmp(dataset, DSA_SAMPLE_PREFIX, strlen(DSA_SAMPLE_PREFIX))) {
+        char *p = dsa_sample_path(dataset);
+        if (!p)
+            return DSA_EXIT_DATA;
+        dsa_strlist_push(&paths, p);
+    } else if (resolve_dataset(dataset, filt->needles_mask, &paths) < 0) {
+        return DSA_EXIT_DATA;
+    }
+    o.device = device;
+    o.kernels_so = kernels_so;
+    o.topk = topk;
+    o.max_query = max_query;
+    o.seed = seed;
+    o.dataset_name = dataset;
+    o.datasets = paths.v;
+    o.ndatasets = paths.n;
+    o.out_dir = out;
+    o.limit = filt->limit;
+    o.bins_mask = filt->bins_mask;
+    o.needles_mask = filt->needles_mask;
+    o.force_new = force_new;
+    o.command = command;
+    o.interrupted = &dsa_interrupted;
+    ret = dsa_inproc_mrcr_run(&o);
+    free_paths(&paths);
+    return ret;
+}
+
+int cmd_mrcr(int argc, char **argv)
+{
+    int cmd_argc = argc;
+    char **cmd_argv = argv;
+    json_t *command = dsa_run_command_json(cmd_argc, cmd_argv); /* before argv is permuted */
+    struct dsa_strlist endpoints = {0};
+    const char *dataset = NULL, *out = NULL, *needles = "8", *bins = NULL;
+    const char *max_bin = NULL, *backend_kind = "endpoint", *model = NULL, *dialect = NULL;
+    const char *api_key_file = NULL, *extra_body_text = NULL;
+    long limit = 0, max_tokens = 4096, seed = 0;
+    int runs = 1, concurrency = 8, retries = 5;
+    const char *device = NULL, *kernels_so = NULL;
+    struct dsa_strlist variants = {0};
+    int topk = 2048, max_query = 32;
+    double temperature = 0.0, timeout_s = 1800;
+    bool quiet = false, as_json = false, force_new = false, stream = false, insecure = false;
+    bool strip_think = false, no_count = false;
+    const char *seed_text = NULL;
+    struct dsa_option opts[] = {
+        DSA_OPT_STRLIST(0, "endpoint", &endpoints, "URL",
+                        "server base URL; repeat for data-parallel replicas"),
+        DSA_OPT_STRING(0, "dataset", &dataset, "PATH|NAME",
+                       "MRCR JSONL or /rows pages, or a cached dataset name (openai/mrcr)"),
+        DSA_OPT_STRING('o', "out", &out, "DIR", "run directory (run-001.jsonl, ...)"),
+        DSA_OPT_STRING(0, "needles", &needles, "LIST", "needle counts: 2,4,8 (default 8)"),
+        DSA_OPT_STRING(0, "bins", &bins, "LIST", "bins by upper edge: 8k,16k,...,1M (default all)"),
+        DSA_OPT_STRING(0, "max-bin", &max_bin, "EDGE", "keep bins up to EDGE (e.g. 256k)"),
+        DSA_OPT_LONG(0, "limit", &limit, "N", "at most N rows per (needles, bin)"),
+        DSA_OPT_INT(0, "runs", &runs, "N", "independent runs of the same rows (default 1)"),
+        DSA_OPT_BOOL(0, "force-new", &force_new,
+                     "start over when the run files were made by another command"),
+        DSA_OPT_STRING(0, "backend", &backend_kind, "KIND", "endpoint (default) or inprocess"),
+        DSA_OPT_STRING(0, "device", &device, "cuda|cpu",
+                       "inprocess: where the indexer stack runs (default: cuda if present)"),
+        DSA_OPT_STRLIST(
+            0, "variant", &variants, "K=V",
+            "inprocess: a variant flag (weights=bf16, rope=interleaved, …); repeatable"),
+        DSA_OPT_STRING(0, "kernels", &kernels_so, "PATH.so",
+                       "inprocess: another build of dsa_kernels.h (plugin ABI)"),
+        DSA_OPT_INT(0, "topk", &topk, "K", "inprocess: top-k of the indexer (512|1024|2048)"),
+        DSA_OPT_INT(0, "max-query", &max_query, "N",
+                    "inprocess: query rows = the last N question tokens (default 32, 0 = all)"),
+        DSA_OPT_STRING(0, "model", &model, "NAME", "model name (default: from /v1/models)"),
+        DSA_OPT_STRING(0, "dialect", &dialect, "D", "vllm, sglang or openai (default: detect)"),
+        DSA_OPT_STRING(0, "api-key-file", &api_key_file, "FILE",
+                       "bearer token file (default: $DSA_EVAL_API_KEY)"),
+        DSA_OPT_BOOL(0, "insecure", &insecure, "do not verify TLS certificates (dangerous)"),
+        DSA_OPT_INT('c', "concurrency", &concurrency, "N", "requests in flight (default 8)"),
+        DSA_OPT_LONG(0, "max-tokens", &max_tokens, "N", "max_tokens per request (default 4096)"),
+        DSA_OPT_DOUBLE(0, "temperature", &temperature, "T", "sampling temperature (default 0)"),
+        DSA_OPT_STRING(0, "seed", &seed_text, "N", "sampling seed sent with every request"),
+        DSA_OPT_STRING(0, "extra-body", &extra_body_text, "JSON",
+                       "object merged into every request body"),
+        DSA_OPT_BOOL(0, "stream", &stream, "stream responses (records ttft_ms, decode_ms)"),
+        DSA_OPT_INT(0, "retries", &retries, "N", "retries per request (default 5)"),
+        DSA_OPT_DOUBLE(0, "timeout", &timeout_s, "S", "seconds per attempt (default 1800)"),
+        DSA_OPT_BOOL(0, "no-count-tokens", &no_count,
+                     "skip the /tokenize pre-count (over-context rows then come from 400s)"),
+        DSA_OPT_BOOL(0, "strip-think", &strip_think,
+                     "also record score_strip_think (content after </think>, stripped)"),
+        DSA_OPT_BOOL('q', "quiet", &quiet, "no progress and notes"),
+        DSA_OPT_BOOL(0, "json", &as_json, "print the summary as JSON"),
+        DSA_OPT_END(),
+    };
+    int ret = DSA_EXIT_USAGE;
+    char *api_key = NULL;
+    struct dsa_strlist dataset_paths = {0};
+    json_t *extra_body = NULL, *runs_records = NULL, *backend_id = NULL;
+    dsa_backend *b = NULL;
+    struct dsa_mrcr_eval_opts eo;
+    memset(&eo, 0, sizeof eo);
+
+    int n = dsa_opt_parse(&argc, argv, opts, usage);
+    if (n < 0) {
+        ret = dsa_opt_exit(n);
+        goto cleanup;
+    }
+    if (n > 0) {
+        dsa_errorf("unexpected argument '%s' (see 'dsa-eval mrcr --help')", argv[0]);
+        goto cleanup;
+    }
+    dsa_msg_quiet = quiet;
+    if (!out) {
+        dsa_errorf("--out DIR is required");
+        goto cleanup;
+    }
+    if (runs < 1 || runs > 999 || concurrency < 1 || concurrency > 65536 || retries < 0 ||
+        max_tokens < 1 || timeout_s <= 0 || limit < 0 || temperature < 0) {
+        dsa_errorf("--runs (1..999), --concurrency (1..65536), --retries (>= 0), --max-tokens, "
+                   "--timeout (> 0), --limit and --temperature (>= 0) must be in range");
+        goto cleanup;
+    }
+    if (seed_text) {
+        char *end;
+        errno = 0;
+        seed = strtol(seed_text, &end, 10);
+        if (errno || end == seed_text || *end) {
+            dsa_errorf("--seed '%s' is not an integer", seed_text);
+            goto cleanup;
+        }
+    }
+    if (dsa_mrcr_parse_needles(needles, &eo.filter.needles_mask) < 0)
+        goto cleanup;
+    if (bins && dsa_mrcr_parse_bins(bins, &eo.filter.bins_mask) < 0)
+        goto cleanup;
+    if (max_bin) {
+        unsigned m;
+        if (dsa_mrcr_parse_max_bin(max_bin, &m) < 0)
+            goto cleanup;
+        eo.filter.bins_mask = eo.filter.bins_mask ? eo.filter.bins_mask & m : m;
+    }
+    eo.filter.limit = limit;
+    if (extra_body_text) {
+        json_error_t je;
+        extra_body = json_loads(extra_body_text, 0, &je);
+        if (!json_is_object(extra_body)) {
+            dsa_errorf("--extra-body is not a JSON object: %s",
+                       extra_body ? "another JSON value" : je.text);
+            goto cleanup;
+        }
+    }
+    if (!strcmp(backend_kind, "inprocess")) {
+        ret = run_inprocess(dataset ? dataset : DSA_SAMPLE_MRCR_DEFAULT, out, &eo.filter, device,
+                            kernels_so, &variants, topk, max_query, seed_text ? (uint64_t)seed : 1,
+                            force_new, command);
+        goto cleanup;
+    }
+    if (!dataset)
+        dataset = DEFAULT_DATASET;
+    if (strcmp(backend_kind, "endpoint")) {
+        dsa_errorf("unknown backend '%s' (endpoint or inprocess)", backend_kind);
+        goto cleanup;
+    }
+    if (endpoints.n == 0) {
+        dsa_errorf("--endpoint URL is required with --backend endpoint");
+        goto cleanup;
+    }
+    if (resolve_dataset(dataset, eo.filter.needles_mask, &dataset_paths) < 0) {
+        ret = DSA_EXIT_DATA;
+        goto cleanup;
+    }
+    if (read_api_key(api_key_file, &api_key) < 0) {
+        ret = DSA_EXIT_USAGE;
+        goto cleanup;
+    }
+
+    /* the dataset first: a bad file is reported before any network traffic */
+    long total = 0;
+    json_t *dataset_id =
+        json_pack("{s:s, s:[], s:o}", "name", dataset, "files", "revision", json_null());
+    json_t *shas = json_array();
+    const char *bins_src = NULL;
+    for (size_t i = 0; i < dataset_paths.n; i++) {
+        dsa_mrcr_reader *rd = dsa_mrcr_open(dataset_paths.v[i], &eo.filter);
+        if (!rd) {
+            json_decref(dataset_id);
+            json_decref(shas);
+            ret = DSA_EXIT_DATA;
+            goto cleanup;
+        }
+        total += dsa_mrcr_nselected(rd);
+        json_array_append_new(
+            json_object_get(dataset_id, "files"),
+            json_pack("{s:s, s:s}", "path", dataset_paths.v[i], "sha256", dsa_mrcr_sha256(rd)));
+        json_array_append_new(shas, json_string(dsa_mrcr_sha256(rd)));
+        if (dsa_mrcr_revision(rd))
+            json_object_set_new(dataset_id, "revision", json_string(dsa_mrcr_revision(rd)));
+        enum dsa_mrcr_bins_source bs = dsa_mrcr_bins_source(rd);
+        const char *src = bs == DSA_MRCR_BINS_OFFICIAL   ? "official"
+                          : bs == DSA_MRCR_BINS_EXPLICIT ? "explicit"
+                                                         : "mixed";
+        bins_src = !bins_src || !strcmp(bins_src, src) ? src : "mixed";
+        dsa_mrcr_free(&rd);
+    }
+    json_object_set_new(dataset_id, "bins", json_string(bins_src));
+    if (total == 0) {
+        dsa_errorf("no rows of '%s' pass the filters (--needles %s%s%s)", dataset, needles,
+                   bins ? " --bins " : "", bins ? bins : "");
+        json_decref(dataset_id);
+        json_decref(shas);
+        ret = DSA_EXIT_DATA;
+        goto cleanup;
+    }
+
+    struct dsa_endpoint_opts bo = {
+        .urls = endpoints.v,
+        .n_urls = (int)endpoints.n,
+        .model = model,
+        .dialect = dialect,
+        .api_key = api_key,
+        .extra_body = extra_body,
+        .concurrency = concurrency,
+        .retries = retries,
+        .timeout_s = timeout_s,
+        .insecure = insecure,
+        .probe = true,
+    };
+    int open_code;
+    b = dsa_endpoint_open(&bo, &open_code);
+    if (!b) {
+        json_decref(dataset_id);
+        json_decref(shas);
+        ret = open_code;
+        goto cleanup;
+    }
+    backend_id = dsa_backend_describe(b);
+    eo.dataset_paths = dataset_paths.v;
+    eo.n_datasets = (int)dataset_paths.n;
+    eo.max_tokens = max_tokens;
+    eo.temperature = temperature;
+    eo.has_seed = seed_text != NULL;
+    eo.seed = seed;
+    eo.stream = stream;
+    eo.max_model_len = dsa_endpoint_max_model_len(b);
+    eo.count_tokens = !no_count;
+    eo.strip_think = strip_think;
+
+    /* what must be equal for a resume: the rows, the model and everything in the body */
+    json_t *params = json_pack(
+        "{s:I, s:f, s:o, s:O?}", "max_tokens", (json_int_t)max_tokens, "temperature", temperature,
+        "seed", seed_text ? json_integer(seed) : json_null(), "extra_body", extra_body);
+    json_t *filters = json_pack("{s:s, s:s?, s:s?, s:I}", "needles", needles, "bins", bins,
+                                "max_bin", max_bin, "limit", (json_int_t)limit);
+    json_t *match =
+        json_pack("{s:s, s:o, s:o, s:s, s:s, s:O, s:O, s:b}", "eval", "mrcr", "dataset_sha256",
+                  shas, "dataset_revision", json_incref(json_object_get(dataset_id, "revision")),
+                  "backend", "endpoint", "model", dsa_endpoint_model(b), "params", params,
+                  "filters", filters, "strip_think", strip_think);
+    json_t *run_params = json_deep_copy(params);
+    json_object_set_new(run_params, "stream", json_boolean(stream));
+    json_object_set_new(run_params, "concurrency", json_integer(concurrency));
+    json_object_set_new(run_params, "retries", json_integer(retries));
+    json_object_set_new(run_params, "timeout_s", json_real(timeout_s));
+    json_object_set_new(run_params, "count_tokens", json_boolean(!no_count));
+    json_object_set_new(run_params, "filters", filters);
+    json_decref(params);
+
+    runs_records = json_array();
+    struct dsa_mrcr_eval_counts all = {0};
+    ret = DSA_EXIT_OK;
+    for (int ri = 1; ri <= runs && ret == DSA_EXIT_OK; ri++) {
+        char *created = iso_now();
+        json_t *header =
+            json_pack("{s:i, s:{s:s, s:s}, s:O, s:s, s:i, s:s, s:O, s:O, s:O, s:O}", "dsa_eval_run",
+                      1, "tool", "version", DSA_VERSION, "git", DSA_GIT_HASH, "command", command,
+                      "eval", "mrcr", "run", ri, "created", created, "match", match, "dataset",
+                      dataset_id, "backend", backend_id, "params", run_params);
+        free(created);
+        char *path = dsa_run_file_name(out, ri);
+        dsa_run *run = NULL;
+        int orc = dsa_run_open(&run, path, header, force_new ? DSA_RUN_FORCE_NEW : 0);
+        json_decref(header);
+        if (orc < 0) {
+            ret = orc == -2 ? DSA_EXIT_MISMATCH : orc == -3 ? DSA_EXIT_DATA : DSA_EXIT_IO;
+            free(path);
+            break;
+        }
+        char label[48];
+        snprintf(label, sizeof label, "mrcr run %d/%d", ri, runs);
+        size_t resumed = dsa_run_count(run);
+        struct progress_ctx pc = {NULL, 0, 0, 0};
+        if (!quiet)
+            pc.p = dsa_progress_new(label, (size_t)total,
+                                    resumed < (size_t)total ? resumed : (size_t)total);
+        /* backend totals are cumulative over runs; the meter counts this run's */
+        long r0, e0;
+        dsa_backend_stats(b, &r0, &e0);
+        pc.seen_retries = r0;
+        (void)e0;
+        struct dsa_mrcr_eval_counts c;
+        struct progress_ctx *pcp = &pc;
+        ret = dsa_mrcr_eval_run(b, run, &eo, on_progress, pcp, &c);
+        if (pc.p) {
+            dsa_progress_finish(pc.p);
+            dsa_progress_free(&pc.p);
+        }
+        all.ok += c.ok;
+        all.failed += c.failed;
+        all.excluded += c.excluded;
+        dsa_run_free(&run);
+        /* the summary reads the file back: records resumed and new, in file order */
+        json_t *h = NULL, *recs = NULL;
+        if (dsa_run_load(path, &h, &recs) == 0) {
+            json_array_append_new(runs_records, recs);
+            json_decref(h);
+        } else if (ret == DSA_EXIT_OK) {
+            ret = DSA_EXIT_IO;
+        }
+        free(path);
+    }
+    json_decref(run_params);
+    json_decref(match);
+    json_decref(dataset_id);
+
+    if (ret == DSA_EXIT_OK || ret == DSA_EXIT_INTERRUPTED) {
+        json_t *summary = json_array_size(runs_records) ? dsa_summary_new(runs_records) : NULL;
+        if (summary) {
+            struct dsa_buf sb = DSA_BUF_INIT;
+            if (as_json)
+                dsa_summary_render_json(summary, &sb);
+            else
+                dsa_summary_render_text(summary, &sb);
+            fwrite(sb.data, 1, sb.len, stdout);
+            dsa_buf_release(&sb);
+            json_decref(summary);
+        }
+    }
+    if (ret == DSA_EXIT_OK) {
+        /* failed rows anywhere in the run files (this invocation or an earlier one) */
+        long failed = 0;
+        size_t i, k;
+        json_t *recs, *rec;
+        json_array_foreach(runs_records, i, recs) json_array_foreach(recs, k, rec)
+        {
+            const char *s = json_string_value(json_object_get(rec, "status"));
+            if (s && !strcmp(s, "failed"))
+                failed++;
+        }
+        if (failed) {
+            dsa_warnf("%ld request%s failed after retries and %s not scored (see the summary)",
+                      failed, failed == 1 ? "" : "s", failed == 1 ? "is" : "are");
+            ret = DSA_EXIT_FAIL;
+        }
+    } else if (ret == DSA_EXIT_INTERRUPTED) {
+        dsa_notef("interrupted: finished records are in '%s'; run the same command again to "
+                  "continue",
+                  out);
+    }
+
+cleanup:
+    dsa_strlist_release(&variants);
+    dsa_backend_free(&b);
+    json_decref(backend_id);
+    json_decref(runs_records);
+    json_decref(extra_body);
+    json_decref(command);
+    if (api_key) {
+        memset(api_key, 0, strlen(api_key));
+        free(api_key);
+    }
+    free_paths(&dataset_paths);
+    dsa_strlist_release(&endpoints);
+    return ret;
+}

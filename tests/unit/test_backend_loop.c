@@ -1,0 +1,624 @@
+/* Unit tests of the endpoint backend's event loop against a scripted HTTP/1.1 server that
+ * runs in a thread of the test (one thread per connection, keep-alive): request bodies as
+ * sent, retries of 5xx / 429 (Retry-After) / dropped connections / truncated streams,
+ * no retry of 4xx, over-context 400s, timeouts, streaming, two endpoints, cancel, probing.
+ * SPDX-License-Identifier: GPL-3.0-or-later */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "backend/backend.h"
+#include "backend/endpoint.h"
+#include "util/buf.h"
+
+/* ---- the scripted server ---------------------------------------------------------------- */
+
+struct sreq {
+    int server; /* which of the two listeners */
+    char path[128];
+    char auth[128];
+    char *body;
+};
+
+enum action { REPLY, DROP, SLEEP_THEN_REPLY };
+
+/* fills `out` with a whole HTTP response; returns the action */
+typedef enum action (*handler_fn)(int n, const struct sreq *rq, struct dsa_buf *out);
+
+static struct {
+    pthread_mutex_t mu;
+    handler_fn handler;
+    struct sreq reqs[512];
+    int n;
+    int sleep_ms;
+    int listen_fd[2];
+    int port[2];
+    volatile int stop;
+} S = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void reply(struct dsa_buf *out, int code, const char *extra_headers, const char *ctype,
+                  const char *body)
+{
+    dsa_buf_addf(out, "HTTP/1.1 %d X\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s\r\n%s", code,
+                 ctype, strlen(body), extra_headers ? extra_headers : "", body);
+}
+
+static void json_reply(struct dsa_buf *out, int code, const char *body)
+{
+    reply(out, code, NULL, "application/json", body);
+}
+
+static const char *CHAT_OK = "{\"choices\":[{\"message\":{\"content\":\"pong\"},\"finish_reason\":"
+                             "\"stop\"}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1}}";
+
+/* case-insensitive strstr (strcasestr is a GNU extension) */
+static char *find_ci(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *hay; hay++)
+        if (!strncasecmp(hay, needle, n))
+            return (char *)hay;
+    return NULL;
+}
+
+static void *conn_thread(void *arg)
+{
+    int fd = (int)(intptr_t)arg >> 1, server = (int)(intptr_t)arg & 1;
+    struct dsa_buf in = DSA_BUF_INIT;
+    dsa_buf_init(&in);
+    char buf[65536];
+    for (;;) {
+        /* read one request: headers, then Content-Length bytes */
+        char *hend;
+        while (!(hend = strstr(in.data, "\r\n\r\n"))) {
+            ssize_t k = read(fd, buf, sizeof buf);
+            if (k <= 0)
+                goto out;
+            dsa_buf_add(&in, buf, (size_t)k);
+        }
+        size_t hlen = (size_t)(hend - in.data) + 4;
+        size_t clen = 0;
+        char *cl = find_ci(in.data, "Content-Length:");
+        if (cl && cl < hend)
+            clen = strtoul(cl + 15, NULL, 10);
+        while (in.len < hlen + clen) {
+            ssize_t k = read(fd, buf, sizeof buf);
+            if (k <= 0)
+                goto out;
+            dsa_buf_add(&in, buf, (size_t)k);
+        }
+        struct sreq rq = {.server = server};
+        sscanf(in.data, "%*s %127s", rq.path);
+        char *au = find_ci(in.data, "Authorization:");
+        if (au && au < hend)
+            sscanf(au + 14, " %127[^\r]", rq.auth);
+        rq.body = dsa_xstrndup(in.data + hlen, clen);
+        /* consume this request */
+        memmove(in.data, in.data + hlen + clen, in.len - hlen - clen);
+        in.len -= hlen + clen;
+        in.data[in.len] = 0;
+
+        pthread_mutex_lock(&S.mu);
+        int n = S.n;
+        if (S.n < 512)
+            S.reqs[S.n++] = rq;
+        else
+            free(rq.body);
+        handler_fn h = S.handler;
+        pthread_mutex_unlock(&S.mu);
+        struct dsa_buf out = DSA_BUF_INIT;
+        dsa_buf_init(&out);
+        enum action a = h(n, &S.reqs[n < 512 ? n : 511], &out);
+        if (a == DROP) {
+            dsa_buf_release(&out);
+            goto out;
+        }
+        if (a == SLEEP_THEN_REPLY)
+            usleep((useconds_t)S.sleep_ms * 1000u);
+        for (size_t off = 0; off < out.len;) {
+            ssize_t k = write(fd, out.data + off, out.len - off);
+            if (k <= 0)
+                break;
+            off += (size_t)k;
+        }
+        dsa_buf_release(&out);
+    }
+out:
+    close(fd);
+    dsa_buf_release(&in);
+    return NULL;
+}
+
+static void *accept_thread(void *arg)
+{
+    int server = (int)(intptr_t)arg;
+    while (!S.stop) {
+        int fd = accept(S.listen_fd[server], NULL, NULL);
+        if (fd < 0)
+            break;
+        pthread_t t;
+        pthread_create(&t, NULL, conn_thread, (void *)(intptr_t)((fd << 1) | server));
+        pthread_detach(t);
+    }
+    return NULL;
+}
+
+static pthread_t acceptors[2];
+
+static int start_servers(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 256))
+            return -1;
+        socklen_t al = sizeof a;
+        getsockname(fd, (struct sockaddr *)&a, &al);
+        S.listen_fd[i] = fd;
+        S.port[i] = ntohs(a.sin_port);
+        pthread_create(&acceptors[i], NULL, accept_thread, (void *)(intptr_t)i);
+    }
+    return 0;
+}
+
+static int stop_servers(void **state)
+{
+    (void)state;
+    S.stop = 1;
+    for (int i = 0; i < 2; i++) {
+        shutdown(S.listen_fd[i], SHUT_RDWR);
+        close(S.listen_fd[i]);
+        pthread_join(acceptors[i], NULL);
+    }
+    return 0;
+}
+
+static void reset_log(handler_fn h)
+{
+    pthread_mutex_lock(&S.mu);
+    for (int i = 0; i < S.n && i < 512; i++)
+        free(S.reqs[i].body);
+    S.n = 0;
+    S.handler = h;
+    pthread_mutex_unlock(&S.mu);
+}
+
+static int n_requests(void)
+{
+    pthread_mutex_lock(&S.mu);
+    int n = S.n;
+    pthread_mutex_unlock(&S.mu);
+    return n;
+}
+
+/* ---- client helpers --------------------------------------------------------------------- */
+
+static char url0[64], url1[64];
+
+static dsa_backend *open_client(int n_urls, int concurrency, int retries, double timeout_s,
+                                json_t *extra, const char *key)
+{
+    snprintf(url0, sizeof url0, "http://127.0.0.1:%d", S.port[0]);
+    snprintf(url1, sizeof url1, "http://127.0.0.1:%d/v1/", S.port[1]);
+    const char *urls[] = {url0, url1};
+    struct dsa_endpoint_opts o = {.urls = urls,
+                                  .n_urls = n_urls,
+                                  .model = "m",
+                                  .api_key = key,
+                                  .extra_body = extra,
+                                  .concurrency = concurrency,
+                                  .retries = retries,
+                                  .timeout_s = timeout_s,
+                                  .backoff_base_s = 0.01,
+                                  .backoff_max_s = 0.05};
+    int code;
+    dsa_backend *b = dsa_endpoint_open(&o, &code);
+    assert_non_null(b);
+    return b;
+}
+
+static int chat(dsa_backend *b, json_t *body, bool stream, struct dsa_result *out)
+{
+    struct dsa_request rq = {.api = DSA_API_CHAT, .body = body, .endpoint = -1, .stream = stream};
+    return dsa_backend_call(b, &rq, out);
+}
+
+static json_t *hello_body(void)
+{
+    return json_pack("{s:[{s:s,s:s}],s:i,s:i}", "messages", "role", "user", "content",
+                     "h\xc3\xa9llo \"q\"", "max_tokens", 16, "temperature", 0);
+}
+
+/* ---- tests ------------------------------------------------------------------------------- */
+
+static enum action h_ok(int n, const struct sreq *rq, struct dsa_buf *out)
+{
+    (void)n;
+    (void)rq;
+    json_reply(out, 200, CHAT_OK);
+    return REPLY;
+}
+
+static void test_body_and_result(void **state)
+{
+    (void)state;
+    reset_log(h_ok);
+    json_t *extra =
+        json_pack("{s:{s:b},s:i}", "chat_template_kwargs", "enable_thinking", 0, "max_tokens", 99);
+    dsa_backend *b = open_client(1, 4, 0, 10, extra, "sk-secret");
+    json_decref(extra);
+    json_t *body = hello_body();
+    struct dsa_result r;
+    assert_int_equal(chat(b, body, false, &r), DSA_RES_OK);
+    assert_string_equal(r.content, "pong");
+    assert_string_equal(r.finish_reason, "stop");
+    assert_int_equal(r.prompt_tokens, 5);
+    assert_int_equal(r.http_code, 200);
+    assert_int_equal(r.retries, 0);
+    assert_true(r.latency_ms >= 0);
+    assert_true(r.ttft_ms < 0);
+    dsa_result_release(&r);
+    assert_int_equal(n_requests(), 1);
+    assert_string_equal(S.reqs[0].path, "/v1/chat/completions");
+    assert_string_equal(S.reqs[0].auth, "Bearer sk-secret");
+    /* extra-body first, then the request's own keys (max_tokens 16 wins), then model; the
+       message bytes verbatim */
+    assert_string_equal(S.reqs[0].body,
+                        "{\"chat_template_kwargs\":{\"enable_thinking\":false},\"max_tokens\":16,"
+                        "\"messages\":[{\"role\":\"user\",\"content\":\"h\xc3\xa9llo "
+                        "\\\"q\\\"\"}],\"temperature\":0,\"model\":\"m\"}");
+    /* the key never shows in the identity */
+    json_t *d = dsa_backend_describe(b);
+    char *ds = json_dumps(d, 0);
+    assert_null(strstr(ds, "sk-secret"));
+    free(ds);
+    json_decref(d);
+    json_decref(body);
+    dsa_backend_free(&b);
+    assert_null(b);
+}
+
+static enum action h_flaky(int n, const struct sreq *rq, struct dsa_buf *out)
+{
+    (void)rq;
+    switch (n) {
+    case 0:
+        json_reply(out, 500, "{\"object\":\"error\",\"message\":\"boom\",\"code\":500}");
+        return REPLY;
+    case 1:
+        reply(out, 429, "Retry-After: 0\r\n", "application/json",
+              "{\"error\":{\"message\":\"slow down\",\"code\":429}}");
+        return REPLY;
+    case 2:
+        return DROP;
+    case 3: /* a 200 whose body is cut: not JSON */
+        json_reply(out, 200, "{\"choices\":[");
+        return REPLY;
+    default:
+        json_reply(out, 200, CHAT_OK);
+        return REPLY;
+    }
+}
+
+static void test_retries_then_ok(void **state)
+{
+    (void)state;
+    reset_log(h_flaky);
+    dsa_backend *b = open_client(1, 2, 5, 10, NULL, NULL);
+    json_t *body = hello_body();
+    struct dsa_result r;
+    assert_int_equal(chat(b, body, false, &r), DSA_RES_OK);
+    /* 500, 429, drop, cut body, ok: five requests reached the server. libcurl itself resends
+       a request once when a reused keep-alive connection dies before any byte of the answer,
+       so the drop costs us one retry or none. */
+    assert_true(r.retries == 3 || r.retries == 4);
+    long want_retries = r.retries;
+    assert_string_equal(r.content, "pong");
+    dsa_result_release(&r);
+    assert_int_equal(n_requests(), 5);
+    /* every attempt sent the same body */
+    for (int i = 1; i < 5; i++)
+        assert_string_equal(S.reqs[i].body, S.reqs[0].body);
+    long retries, errors;
+    dsa_backend_stats(b, &retries, &errors);
+    assert_int_equal(retries, want_retries);
+    assert_int_equal(errors, 0);
+    json_decref(body);
+    dsa_backend_free(&b);
+}
+
+static void test_retries_exhausted(void **state)
+{
+    (void)state;
+    reset_log(h_flaky);
+    dsa_backend *b = open_client(1, 2, 1, 10, NULL, NULL);
+    json_t *body = hello_body();
+    struct dsa_result r;
+    assert_int_equal(chat(b, body, false, &r), DSA_RES_FAILED);
+    assert_int_equal(r.http_code, 429);
+    assert_string_equal(r.error, "HTTP 429: slow down (gave up after 1 retries)");
+    dsa_result_release(&r);
+    assert_int_equal(n_requests(), 2);
+    json_decref(body);
+    dsa_backend_free(&b);
+}
+
+static enum action h_400(int n, const struct sreq *rq, struct dsa_buf *out)
+{
+    (void)n;
+    if (strstr(rq->body, "long"))
+        json_reply(out, 400,
+                   "{\"error\":{\"message\":\"This model's maximum context length is 8192 "
+                   "tokens. However, you requested 9000 tokens (4904 in the messages, 4096 in "
+                   "the completion).\",\"type\":\"BadRequestError\",\"param\":null,\"code\":400}}");
+    else
+        json_reply(out, 400, "{\"object\":\"error\",\"message\":\"bad temperature\",\"code\":400}");
+    return REPLY;
+}
+
+static void test_4xx_not_retried_and_over_context(void **state)
+{
+    (void)state;
+    reset_log(h_400);
+    dsa_backend *b = open_client(1, 2, 5, 10, NULL, NULL);
+    json_t *body = hello_body();
+    struct dsa_result r;
+    assert_int_equal(chat(b, body, false, &r), DSA_RES_FAILED);
+    assert_string_equal(r.error, "HTTP 400: bad temperature");
+    assert_int_equal(r.retries, 0);
+    dsa_result_release(&r);
+    assert_int_equal(n_requests(), 1);
+    json_object_set_new(body, "messages",
+                        json_pack("[{s:s,s:s}]", "role", "user", "content", "long"));
+    assert_int_equal(chat(b, body, false, &r), DSA_RES_OVER_CONTEXT);
+    assert_int_equal(r.prompt_tokens, 4904);
+    assert_int_equal(r.max_model_len, 8192);
+    dsa_result_release(&r);
+    assert_int_equal(n_requests(), 2);
+    json_decref(body);
+    dsa_backend_free(&b);
+}
+
+static const char *SSE_BODY =
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"po\"}}]}\n\n"
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ng\"},\"finish_reason\":"
+    "\"length\"}]}\n\n"
+    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2}}\n\n"
+    "data: [DONE]\n\n";
+
+static enum action h_stream(int n, const struct sreq *rq, struct dsa_buf *out)
+{
+    (void)rq;
+    if (n == 0) { /* cut before [DONE]: retried */
+        reply(out, 200, NULL, "text/event-stream", "data: {\"choices\":[{\"delta\":{}}]}\n\n");
+        return REPLY;
+    }
+    reply(out, 200, NULL, "text/event-stream", SSE_BODY);
+    return REPLY;
+}
+
+static void test_stream(void **state)
+{
+    (void)state;
+    reset_log(h_stream);
+    dsa_backend *b = open_client(1, 2, 3, 10, NULL, NULL);
+    json_t *body = hello_body();
+    struct dsa_result r;
+    assert_int_equal(chat(b, body, true, &r), DSA_RES_OK);
+    assert_string_equal(r.content, "pong");
+    assert_string_equal(r.finish_reason, "length");
+    assert_int_equal(r.completion_tokens, 2);
+    assert_int_equal(r.retries, 1);
+    assert_true(r.ttft_ms >= 0);
+    assert_true(r.decode_ms >= 0);
+    dsa_result_release(&r);
+    assert_non_null(
+        strstr(S.reqs[1].body, "\"stream\":true,\"stream_options\":{\"include_usage\":true}"));
+    json_decref(body);
+    dsa_backend_free(&b);
+}
+
+static void on_count(const struct dsa_result *res)
+{
+    int *counts = res->ud;
+    counts[res->status == DSA_RES_OK ? res->endpoint : 2]++;
+}
+
+static enum action h_slow(int n, const struct sreq *rq, struct dsa_buf *out);
+
+static void test_two_endpoints(void **state)
+{
+    (void)state;
+    /* answers take 20 ms on both servers, so least-outstanding must split about evenly
+       (with instant answers the faster connection rightly takes more) */
+    reset_log(h_slow);
+    S.sleep_ms = 20;
+    dsa_backend *b = open_client(2, 4, 0, 10, NULL, NULL);
+    json_t *body = hello_body();
+    int counts[3] = {0, 0, 0};
+    for (int i = 0; i < 40; i++) {
+        struct dsa_request rq = {
+            .api = DSA_API_CHAT, .body = body, .endpoint = -1, .done = on_count, .ud = counts};
+        assert_int_equal(dsa_backend_submit(b, &rq), 0);
+    }
+    assert_int_equal(dsa_backend_drain(b, NULL), 0);
+    assert_int_equal(counts[0] + counts[1], 40);
+    assert_int_equal(counts[2], 0);
+    assert_true(counts[0] >= 10 && counts[1] >= 10);
+    int per_server[2] = {0, 0};
+    for (int i = 0; i < n_requests(); i++)
+        per_server[S.reqs[i].server]++;
+    assert_int_equal(per_server[0], counts[0]);
+    json_decref(body);
+    dsa_backend_free(&b);
+    S.sleep_ms = 0;
+}
+
+static enum action h_404(int n, const struct sreq *rq, struct dsa_buf *out)
+{
+    (void)n;
+    (void)rq;
+    json_reply(out, 404, "{\"detail\":\"Not Found\"}");
+    return REPLY;
+}
+
+static void test_tokenize_unsupported(void **state)
+{
+    (void)state;
+    reset_log(h_404);
+    dsa_backend *b = open_client(1, 2, 3, 10, NULL, NULL);
+    json_t *body = hello_body();
+    struct dsa_request rq = {.api = DSA_API_TOKENIZE, .body = body, .endpoint = -1};
+    struct dsa_result r;
+    assert_int_equal(dsa_backend_call(b, &rq, &r), DSA_RES_UNSUPPORTED);
+    dsa_result_release(&r);
+    assert_int_equal(n_requests(), 1);
+    assert_string_equal(S.reqs[0].path, "/tokenize");
+    assert_non_null(strstr(S.reqs[0].body, "\"add_generation_prompt\":true"));
+    /* known missing now: answered without a request */
+    assert_int_equal(dsa_backend_call(b, &rq, &r), DSA_RES_UNSUPPORTED);
+    dsa_result_release(&r);
+    assert_int_equal(n_requests(), 1);
+    json_decref(body);
+    dsa_backend_free(&b);
+}
+
+static enum action h_slow(int n, const struct sreq *rq, struct dsa_buf *out)
+{
+    (void)n;
+    (void)rq;
+    json_reply(out, 200, CHAT_OK);
+    return SLEEP_THEN_REPLY;
+}
+
+static void on_status(const struct dsa_result *res)
+{
+    int *counts = res->ud;
+    counts[res->status]++;
+}
+
+static void test_timeout_and_cancel(void **state)
+{
+    (void)state;
+    reset_log(h_slow);
+    S.sleep_ms = 1500;
+    dsa_backend *b = open_client(1, 2, 1, 0.2, NULL, NULL);
+    json_t *body = hello_body();
+    struct dsa_result r;
+    assert_int_equal(chat(b, body, false, &r), DSA_RES_FAILED);
+    assert_non_null(strstr(r.error, "timeout"));
+    assert_int_equal(r.retries, 1);
+    dsa_result_release(&r);
+    dsa_backend_free(&b);
+
+    b = open_client(1, 2, 0, 10, NULL, NULL);
+    int counts[5] = {0};
+    for (int i = 0; i < 5; i++) {
+        struct dsa_request rq = {
+            .api = DSA_API_CHAT, .body = body, .endpoint = -1, .done = on_status, .ud = counts};
+        dsa_backend_submit(b, &rq);
+    }
+    assert_int_equal(dsa_backend_idle_slots(b), 0);
+    dsa_backend_poll(b, 50); /* two in flight, three queued */
+    dsa_backend_cancel(b);
+    assert_int_equal(counts[DSA_RES_CANCELLED], 5);
+    assert_int_equal(dsa_backend_poll(b, 0), 0);
+    json_decref(body);
+    dsa_backend_free(&b);
+    S.sleep_ms = 0;
+}
+
+static enum action h_probe(int n, const struct sreq *rq, struct dsa_buf *out)
+{
+    (void)n;
+    if (!strcmp(rq->path, "/v1/models")) {
+        if (strcmp(rq->auth, "Bearer good")) {
+            json_reply(out, 401, "{\"error\":{\"message\":\"Unauthorized\",\"code\":401}}");
+            return REPLY;
+        }
+        json_reply(out, 200,
+                   "{\"object\":\"list\",\"data\":[{\"id\":\"dsv32\",\"object\":\"model\","
+                   "\"owned_by\":\"sglang\",\"max_model_len\":163840}]}");
+    } else if (!strcmp(rq->path, "/version")) {
+        json_reply(out, 200, "{\"version\":\"0.5.3\"}");
+    } else {
+        json_reply(out, 404, "{}");
+    }
+    return REPLY;
+}
+
+static void test_probe(void **state)
+{
+    (void)state;
+    reset_log(h_probe);
+    snprintf(url0, sizeof url0, "http://127.0.0.1:%d", S.port[0]);
+    const char *urls[] = {url0};
+    struct dsa_endpoint_opts o = {.urls = urls,
+                                  .n_urls = 1,
+                                  .api_key = "good",
+                                  .concurrency = 2,
+                                  .retries = 5,
+                                  .timeout_s = 5,
+                                  .probe = true,
+                                  .backoff_base_s = 0.01};
+    int code;
+    dsa_backend *b = dsa_endpoint_open(&o, &code);
+    assert_non_null(b);
+    assert_int_equal(code, 0);
+    assert_string_equal(dsa_endpoint_model(b), "dsv32");
+    assert_string_equal(dsa_endpoint_dialect(b), "sglang");
+    assert_int_equal(dsa_endpoint_max_model_len(b), 163840);
+    json_t *d = dsa_backend_describe(b);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(d, "servers"), 0), "version")),
+                        "0.5.3");
+    json_decref(d);
+    dsa_backend_free(&b);
+
+    o.api_key = "bad";
+    assert_null(dsa_endpoint_open(&o, &code));
+    assert_int_equal(code, 4);
+    /* nothing listens on port 1: unreachable is exit 4 too */
+    const char *dead[] = {"http://127.0.0.1:1"};
+    o.urls = dead;
+    o.retries = 0;
+    assert_null(dsa_endpoint_open(&o, &code));
+    assert_int_equal(code, 4);
+    const char *bad[] = {"ftp://x"};
+    o.urls = bad;
+    assert_null(dsa_endpoint_open(&o, &code));
+    assert_int_equal(code, 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_body_and_result),
+        cmocka_unit_test(test_retries_then_ok),
+        cmocka_unit_test(test_retries_exhausted),
+        cmocka_unit_test(test_4xx_not_retried_and_over_context),
+        cmocka_unit_test(test_stream),
+        cmocka_unit_test(test_two_endpoints),
+        cmocka_unit_test(test_tokenize_unsupported),
+        cmocka_unit_test(test_timeout_and_cancel),
+        cmocka_unit_test(test_probe),
+    };
+    return cmocka_run_group_tests(tests, start_servers, stop_servers);
+}

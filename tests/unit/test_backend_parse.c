@@ -1,0 +1,327 @@
+/* Unit tests of the endpoint backend's parsers: server-sent events (split at every byte,
+ * all line endings), response bodies and stream chunks of vLLM and SGLang, both error
+ * shapes, over-context messages.
+ * SPDX-License-Identifier: GPL-3.0-or-later */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backend/dialect.h"
+#include "backend/response.h"
+#include "backend/sse.h"
+#include "util/buf.h"
+
+struct events {
+    struct dsa_buf log; /* "event|data\n" per event */
+    int n;
+};
+
+static int collect(void *ud, const char *event, const char *data, size_t len)
+{
+    struct events *e = ud;
+    dsa_buf_adds(&e->log, event);
+    dsa_buf_addch(&e->log, '|');
+    dsa_buf_add(&e->log, data, len);
+    dsa_buf_addch(&e->log, '\n');
+    e->n++;
+    return 0;
+}
+
+/* Feeds `in` cut into pieces of `step` bytes (0: all at once) and returns the event log. */
+static char *run_sse(const char *in, size_t step, int *n)
+{
+    struct events e = {DSA_BUF_INIT, 0};
+    dsa_buf_init(&e.log);
+    struct dsa_sse p;
+    dsa_sse_init(&p, collect, &e);
+    size_t len = strlen(in);
+    if (!step)
+        step = len ? len : 1;
+    for (size_t i = 0; i < len; i += step)
+        assert_int_equal(dsa_sse_feed(&p, in + i, i + step > len ? len - i : step), 0);
+    dsa_sse_release(&p);
+    *n = e.n;
+    return dsa_buf_detach(&e.log, NULL);
+}
+
+static void test_sse_vllm_stream(void **state)
+{
+    (void)state;
+    const char *in = "data: {\"a\":1}\n\n"
+                     ": keep-alive comment\n\n"
+                     "data: {\"b\":2}\r\n\r\n"
+                     "event: error\r"
+                     "data: x\r"
+                     "data:y\r\r"
+                     "id: 7\nretry: 100\n\n" /* no data: not dispatched */
+                     "data: [DONE]\n\n"
+                     "data: unterminated"; /* discarded at end of input */
+    const char *want = "|{\"a\":1}\n|{\"b\":2}\nerror|x\ny\n|[DONE]\n";
+    /* every split position gives the same events, including "\r" | "\n" splits */
+    for (size_t step = 0; step <= 17; step++) {
+        int n;
+        char *got = run_sse(in, step, &n);
+        assert_string_equal(got, want);
+        assert_int_equal(n, 4);
+        free(got);
+    }
+}
+
+static void test_sse_field_rules(void **state)
+{
+    (void)state;
+    int n;
+    /* only one space after the colon is removed; a line without a colon is a field name */
+    char *got = run_sse("data:  two\ndata\n\nevent:e\ndata:\n\n", 0, &n);
+    assert_string_equal(got, "| two\n\ne|\n");
+    assert_int_equal(n, 2);
+    free(got);
+}
+
+static int stop_at_first(void *ud, const char *event, const char *data, size_t len)
+{
+    (void)event;
+    (void)data;
+    (void)len;
+    (*(int *)ud)++;
+    return 7;
+}
+
+static void test_sse_stop(void **state)
+{
+    (void)state;
+    int count = 0;
+    struct dsa_sse p;
+    dsa_sse_init(&p, stop_at_first, &count);
+    assert_int_equal(dsa_sse_feed(&p, "data: 1\n\ndata: 2\n\n", 18), 7);
+    assert_int_equal(count, 1);
+    dsa_sse_release(&p);
+}
+
+static void test_chat_body_vllm(void **state)
+{
+    (void)state;
+    const char *body =
+        "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"model\":\"m\",\"choices\":[{"
+        "\"index\":0,"
+        "\"message\":{\"role\":\"assistant\",\"content\":\"abc\\u00e9\",\"reasoning\":\"think\"},"
+        "\"finish_reason\":\"stop\",\"stop_reason\":null}],"
+        "\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":3,\"total_tokens\":15}}";
+    struct dsa_resp r;
+    dsa_resp_init(&r);
+    assert_int_equal(dsa_resp_parse_body(&r, DSA_API_CHAT, body, strlen(body)), DSA_RESP_OK);
+    assert_true(r.has_content);
+    assert_string_equal(r.content.data, "abc\xc3\xa9");
+    assert_string_equal(r.reasoning.data, "think");
+    assert_string_equal(r.finish_reason, "stop");
+    assert_null(r.stop_reason);
+    assert_int_equal(r.prompt_tokens, 12);
+    assert_int_equal(r.completion_tokens, 3);
+    assert_non_null(r.raw);
+    dsa_resp_release(&r);
+}
+
+static void test_chat_body_null_content(void **state)
+{
+    (void)state;
+    /* a thinking model that spent every token thinking: content null, reasoning_content set */
+    const char *body = "{\"choices\":[{\"message\":{\"content\":null,\"reasoning_content\":\"r\"},"
+                       "\"finish_reason\":\"length\",\"matched_stop\":null}]}";
+    struct dsa_resp r;
+    dsa_resp_init(&r);
+    assert_int_equal(dsa_resp_parse_body(&r, DSA_API_CHAT, body, strlen(body)), DSA_RESP_OK);
+    assert_false(r.has_content);
+    assert_string_equal(r.reasoning.data, "r");
+    assert_string_equal(r.finish_reason, "length");
+    assert_int_equal(r.prompt_tokens, -1);
+    dsa_resp_release(&r);
+}
+
+static void test_completion_and_generate(void **state)
+{
+    (void)state;
+    const char *c = "{\"choices\":[{\"text\":\" 42\",\"finish_reason\":\"stop\",\"stop_reason\":"
+                    "\"Question\",\"token_ids\":[1,2,3]}],\"usage\":{\"prompt_tokens\":5,"
+                    "\"completion_tokens\":3}}";
+    struct dsa_resp r;
+    dsa_resp_init(&r);
+    assert_int_equal(dsa_resp_parse_body(&r, DSA_API_COMPLETION, c, strlen(c)), DSA_RESP_OK);
+    assert_string_equal(r.content.data, " 42");
+    assert_string_equal(r.stop_reason, "\"Question\"");
+    assert_int_equal(json_array_size(r.token_ids), 3);
+    dsa_resp_reset(&r);
+    const char *g = "{\"text\":\"hi\",\"meta_info\":{\"prompt_tokens\":9,\"completion_tokens\":2,"
+                    "\"finish_reason\":{\"type\":\"stop\",\"matched\":151643},"
+                    "\"spec_verify_ct\":1}}";
+    assert_int_equal(dsa_resp_parse_body(&r, DSA_API_GENERATE, g, strlen(g)), DSA_RESP_OK);
+    assert_string_equal(r.content.data, "hi");
+    assert_string_equal(r.finish_reason, "stop");
+    assert_string_equal(r.stop_reason, "151643");
+    assert_int_equal(r.prompt_tokens, 9);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(r.raw, "meta_info"), "spec_verify_ct")),
+        1);
+    dsa_resp_reset(&r);
+    const char *t = "{\"count\":4711,\"max_model_len\":8192,\"tokens\":[1]}";
+    assert_int_equal(dsa_resp_parse_body(&r, DSA_API_TOKENIZE, t, strlen(t)), DSA_RESP_OK);
+    assert_int_equal(r.prompt_tokens, 4711);
+    assert_int_equal(r.max_model_len, 8192);
+    dsa_resp_reset(&r);
+    /* the token list is skipped, not parsed, when "count" is there; else it is the count */
+    const char *t2 = "{\"tokens\": [5, 6,\n 7],\"count\":3,\"token_strs\":null}";
+    assert_int_equal(dsa_resp_parse_body(&r, DSA_API_TOKENIZE, t2, strlen(t2)), DSA_RESP_OK);
+    assert_int_equal(r.prompt_tokens, 3);
+    dsa_resp_reset(&r);
+    const char *t3 = "{\"tokens\":[5,6,7,8]}";
+    assert_int_equal(dsa_resp_parse_body(&r, DSA_API_TOKENIZE, t3, strlen(t3)), DSA_RESP_OK);
+    assert_int_equal(r.prompt_tokens, 4);
+    dsa_resp_reset(&r);
+    const char *t4 = "{\"tokens\":[5,\"x]\"],\"count\":2}"; /* not integers: parsed whole */
+    assert_int_equal(dsa_resp_parse_body(&r, DSA_API_TOKENIZE, t4, strlen(t4)), DSA_RESP_OK);
+    assert_int_equal(r.prompt_tokens, 2);
+    dsa_resp_release(&r);
+}
+
+static void test_error_shapes(void **state)
+{
+    (void)state;
+    struct dsa_resp r;
+    dsa_resp_init(&r);
+    const char *nested = "{\"error\":{\"message\":\"bad\",\"type\":\"BadRequestError\",\"param\":"
+                         "null,\"code\":400}}";
+    assert_int_equal(dsa_resp_parse_body(&r, DSA_API_CHAT, nested, strlen(nested)), DSA_RESP_ERROR);
+    assert_string_equal(r.error, "bad");
+    assert_int_equal(r.error_code, 400);
+    dsa_resp_reset(&r);
+    const char *flat = "{\"object\":\"error\",\"message\":\"flat\",\"type\":\"x\",\"param\":null,"
+                       "\"code\":503}";
+    assert_int_equal(dsa_resp_parse_body(&r, DSA_API_CHAT, flat, strlen(flat)), DSA_RESP_ERROR);
+    assert_string_equal(r.error, "flat");
+    assert_int_equal(r.error_code, 503);
+    dsa_resp_reset(&r);
+    assert_int_equal(dsa_resp_parse_body(&r, DSA_API_CHAT, "[1]", 3), DSA_RESP_MALFORMED);
+    dsa_resp_reset(&r);
+    assert_int_equal(dsa_resp_parse_body(&r, DSA_API_CHAT, "{\"choices\":[]}", 14),
+                     DSA_RESP_MALFORMED);
+    dsa_resp_reset(&r);
+    assert_int_equal(dsa_resp_parse_body(&r, DSA_API_CHAT, "{\"cho", 5), DSA_RESP_MALFORMED);
+    assert_non_null(strstr(r.error, "not JSON"));
+    dsa_resp_release(&r);
+}
+
+static void test_stream_chunks(void **state)
+{
+    (void)state;
+    const char *chunks[] = {
+        "{\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":"
+        "\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}",
+        "{\"choices\":[{\"delta\":{\"reasoning\":\"hm\"}}]}",
+        "{\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}",
+        "{\"choices\":[{\"delta\":{\"content\":\"lo\"},\"finish_reason\":\"stop\"}]}",
+        "{\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":2,"
+        "\"total_tokens\":9}}",
+        "[DONE]"};
+    struct dsa_resp r;
+    dsa_resp_init(&r);
+    assert_int_equal(dsa_resp_parse_chunk(&r, DSA_API_CHAT, chunks[0], strlen(chunks[0])), 0);
+    assert_false(r.got_token); /* the empty role chunk is not the first token */
+    for (int i = 1; i < 5; i++)
+        assert_int_equal(dsa_resp_parse_chunk(&r, DSA_API_CHAT, chunks[i], strlen(chunks[i])),
+                         DSA_RESP_OK);
+    assert_true(r.got_token);
+    assert_int_equal(dsa_resp_parse_chunk(&r, DSA_API_CHAT, chunks[5], 6), DSA_RESP_DONE);
+    assert_true(r.done);
+    assert_string_equal(r.content.data, "Hello");
+    assert_string_equal(r.reasoning.data, "hm");
+    assert_string_equal(r.finish_reason, "stop");
+    assert_int_equal(r.prompt_tokens, 7);
+    assert_int_equal(r.completion_tokens, 2);
+    dsa_resp_reset(&r);
+    const char *err = "{\"error\":{\"message\":\"engine died\",\"code\":500}}";
+    assert_int_equal(dsa_resp_parse_chunk(&r, DSA_API_CHAT, err, strlen(err)), DSA_RESP_ERROR);
+    assert_int_equal(r.error_code, 500);
+    dsa_resp_release(&r);
+}
+
+static void test_context_errors(void **state)
+{
+    (void)state;
+    long pt, ml;
+    assert_true(dsa_resp_context_error(
+        "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens "
+        "(4904 in the messages, 4096 in the completion). Please reduce the length of the "
+        "messages or completion.",
+        &pt, &ml));
+    assert_int_equal(pt, 4904);
+    assert_int_equal(ml, 8192);
+    assert_true(dsa_resp_context_error(
+        "'max_tokens' or 'max_completion_tokens' is too large: 4096. This model's maximum "
+        "context length is 8192 tokens and your request has 5000 input tokens (4096 > 8192 - "
+        "5000).",
+        &pt, &ml));
+    assert_int_equal(pt, 5000);
+    assert_int_equal(ml, 8192);
+    assert_true(dsa_resp_context_error(
+        "Requested token count exceeds the model's maximum context length of 131072 tokens. You "
+        "requested a total of 140000 tokens: 135904 tokens from the input messages and 4096 "
+        "tokens for the completion.",
+        &pt, &ml));
+    assert_int_equal(pt, 135904);
+    assert_int_equal(ml, 131072);
+    assert_true(dsa_resp_context_error(
+        "The input (270000 tokens) is longer than the model's context length (262144 tokens).", &pt,
+        &ml));
+    assert_int_equal(pt, 270000);
+    assert_int_equal(ml, 262144);
+    assert_true(dsa_resp_context_error("This model's maximum context length is 8192 tokens. "
+                                       "However, your request has 9100 input tokens. Please "
+                                       "reduce the length of the input messages.",
+                                       &pt, &ml));
+    assert_int_equal(pt, 9100);
+    assert_int_equal(ml, 8192);
+    assert_false(dsa_resp_context_error("temperature must be non-negative", &pt, &ml));
+    assert_int_equal(pt, -1);
+}
+
+static void test_dialect_table(void **state)
+{
+    (void)state;
+    assert_string_equal(dsa_dialect_detect("vllm")->name, "vllm");
+    assert_string_equal(dsa_dialect_detect("sglang")->name, "sglang");
+    assert_string_equal(dsa_dialect_detect("someone")->name, "openai");
+    assert_string_equal(dsa_dialect_detect(NULL)->name, "openai");
+    assert_null(dsa_dialect_find("llamacpp"));
+    const struct dsa_dialect *v = dsa_dialect_find("vllm");
+    json_t *in = json_pack("{s:[{s:s,s:s}]}", "messages", "role", "user", "content", "hi");
+    json_t *b = v->tokenize_body("m", in);
+    char *s = json_dumps(b, JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(s, "{\"add_generation_prompt\":true,\"messages\":[{\"content\":\"hi\","
+                           "\"role\":\"user\"}],\"model\":\"m\"}");
+    free(s);
+    json_decref(b);
+    json_decref(in);
+    assert_null(dsa_dialect_find("sglang")->tokenize_path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sse_vllm_stream),
+        cmocka_unit_test(test_sse_field_rules),
+        cmocka_unit_test(test_sse_stop),
+        cmocka_unit_test(test_chat_body_vllm),
+        cmocka_unit_test(test_chat_body_null_content),
+        cmocka_unit_test(test_completion_and_generate),
+        cmocka_unit_test(test_error_shapes),
+        cmocka_unit_test(test_stream_chunks),
+        cmocka_unit_test(test_context_errors),
+        cmocka_unit_test(test_dialect_table),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
