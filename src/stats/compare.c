@@ -157,7 +157,8 @@ int dsa_cmp_side_load(struct dsa_cmp_side *side, const char *path)
     }
     closedir(d);
     /* runs in name order (run-001.jsonl, run-002.jsonl, ...), never readdir order */
-    qsort(names, n, sizeof *names, cmp_names);
+    if (n)
+        qsort(names, n, sizeof *names, cmp_names);
     int ret = n ? 0 : dsa_errorf("no run files (*.jsonl) in '%s'", path);
     for (size_t k = 0; k < n; k++) {
         if (!ret) {
@@ -328,7 +329,8 @@ static int universe_build(struct universe *u, const struct dsa_cmp_side *const *
     struct bin_info *sorted = dsa_xmalloc((u->n_bins ? u->n_bins : 1) * sizeof *sorted);
     if (u->n_bins)
         memcpy(sorted, u->bins, u->n_bins * sizeof *sorted);
-    qsort(sorted, u->n_bins, sizeof *sorted, bin_cmp);
+    if (u->n_bins)
+        qsort(sorted, u->n_bins, sizeof *sorted, bin_cmp);
     for (size_t b = 0; b < u->n_bins; b++)
         for (size_t c = 0; c < u->n_bins; c++)
             if (sorted[c].label == u->bins[b].label)
