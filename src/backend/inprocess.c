@@ -341,3 +341,168 @@ cleanup:
     free(glog);
     return rc;
 }
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void sort_rows(int32_t *idx, long rows, int K)
+{
+    for (long r = 0; r < rows; r++) {
+        int32_t *row = idx + (size_t)r * K;
+        int n = 0;
+        for (int i = 0; i < K; i++)
+            if (row[i] >= 0)
+                row[n++] = row[i];
+        qsort(row, (size_t)n, sizeof *row, cmp_i32);
+        for (int i = n; i < K; i++)
+            row[i] = -1;
+    }
+}
+
+int dsa_inproc_mtp(dsa_inproc *p, const uint32_t *tokens, long T, long P, int n, long *nsteps,
+                   unsigned char *identical, unsigned char *logits_identical, int32_t *sel)
+{
+    const struct dsa_kernels_api *api = p->api;
+    const int H = p->f.heads, K = p->topk;
+    int rc = -1, st;
+    *nsteps = 0;
+    if (n < 1 || n > 4 || P < 0 || P > T)
+        return dsa_errorf("mtp rows must be 1..4 and the prompt inside the tokens");
+    if (ensure_rope(p, T))
+        return dsa_errorf("cannot set up the RoPE table on '%s'", api->device());
+    long R = T - P, steps = R / n, stride = ((T + 255) / 256) * 256;
+    long npages = (T + DSA_K_PAGE - 1) / DSA_K_PAGE;
+    size_t cbytes = (size_t)(npages ? npages : 1) * DSA_K_PAGE_BYTES;
+    size_t wb = p->f.weights == DSA_K_BF16 ? 2 : 4, lb = p->f.logits == DSA_K_BF16 ? 2 : 4;
+    size_t lbytes = (size_t)n * stride * lb;
+    uint16_t *k_raw = dsa_xmalloc((size_t)T * 256 + 2);
+    int64_t *pos = dsa_xmalloc((size_t)T * 8 + 8);
+    uint16_t *q_raw = dsa_xmalloc((size_t)(R ? R : 1) * H * 256),
+             *w_raw = dsa_xmalloc((size_t)(R ? R : 1) * H * 2);
+    int32_t *bt = dsa_xmalloc((size_t)(npages ? npages : 1) * 4),
+            *ctx = dsa_xmalloc((size_t)(R ? R : 1) * 4);
+    int32_t *zeros = dsa_xcalloc((size_t)n, 4);
+    int32_t *idx_b = dsa_xmalloc((size_t)n * K * 4), *idx_s = dsa_xmalloc((size_t)n * K * 4);
+    unsigned char *lg_b = dsa_xmalloc(lbytes), *lg_s = dsa_xmalloc(lbytes);
+    void *d[16] = {0};
+    int nd = 0;
+#define DALLOC(bytes) (d[nd++] = api->alloc(bytes))
+    struct kgen kg = {p, tokens, k_raw, NULL};
+    dsa_cpu_parallel_for(T, 256, kgen_range, &kg);
+    for (long t = 0; t < T; t++)
+        pos[t] = t;
+    for (long pg = 0; pg < npages; pg++)
+        bt[pg] = (int32_t)pg;
+    for (long r = 0; r < R; r++) {
+        dsa_proxy_q(p->seed, H, tokens[P + r], P + r, q_raw + (size_t)r * H * 128);
+        dsa_proxy_w(p->seed, H, tokens[P + r], P + r, w_raw + (size_t)r * H);
+        ctx[r] = (int32_t)(P + r + 1);
+    }
+    void *dk_raw = DALLOC((size_t)T * 256 + 2), *dpos = DALLOC((size_t)T * 8 + 8);
+    void *dcache = DALLOC(cbytes), *dbt = DALLOC((size_t)(npages ? npages : 1) * 4);
+    void *dq_raw = DALLOC((size_t)(R ? R : 1) * H * 256),
+         *dw_raw = DALLOC((size_t)(R ? R : 1) * H * 2);
+    void *dq8 = DALLOC((size_t)(R ? R : 1) * H * 128), *dqs = DALLOC((size_t)(R ? R : 1) * H * 4);
+    void *dw = DALLOC((size_t)(R ? R : 1) * H * wb), *dctx = DALLOC((size_t)(R ? R : 1) * 4);
+    void *dzero = DALLOC((size_t)n * 4), *dlog = DALLOC(lbytes), *didx = DALLOC((size_t)n * K * 4);
+    for (int i = 0; i < nd; i++)
+        if (!d[i]) {
+            dsa_errorf("cannot allocate on '%s'", api->device());
+            goto cleanup;
+        }
+    if (api->upload(dk_raw, k_raw, (size_t)T * 256) || api->upload(dpos, pos, (size_t)T * 8) ||
+        api->upload(dbt, bt, (size_t)npages * 4) ||
+        (R && (api->upload(dq_raw, q_raw, (size_t)R * H * 256) ||
+               api->upload(dw_raw, w_raw, (size_t)R * H * 2) ||
+               api->upload(dctx, ctx, (size_t)R * 4))) ||
+        api->upload(dzero, zeros, (size_t)n * 4)) {
+        dsa_errorf("cannot move the inputs to '%s'", api->device());
+        goto cleanup;
+    }
+    struct dsa_k_prep_args ka = {(int)T, (int)p->max_pos, dk_raw,  p->dln_w, p->dln_b,
+                                 dpos,   p->dcos,         p->dsin, dpos,     dcache};
+    if ((st = api->k_prep(&p->f, &ka)) != DSA_K_OK) {
+        fail(p, "k_prep", st);
+        goto cleanup;
+    }
+    struct dsa_q_prep_args qa = {
+        (int)R,  (int)p->max_pos, dq_raw, dw_raw, DSA_K_BF16, (const int64_t *)dpos + P,
+        p->dcos, p->dsin,         dq8,    dqs,    dw,         NULL,
+        0};
+    if (R && (st = api->q_prep(&p->f, &qa)) != DSA_K_OK) {
+        fail(p, "q_prep", st);
+        goto cleanup;
+    }
+    for (long s = 0; s < steps; s++) {
+        long r0 = s * n;
+        const uint8_t *q8 = (const uint8_t *)dq8 + (size_t)r0 * H * 128;
+        const char *w = (const char *)dw + (size_t)r0 * H * wb;
+        const int32_t *c = (const int32_t *)dctx + r0;
+        /* batched: one call with next_n = n */
+        struct dsa_logits_decode_args da = {1,           n, q8,   w,      dcache, dbt,
+                                            (int)npages, c, dlog, stride, 1};
+        struct dsa_topk_args ta = {n, dlog, stride, dzero, c, K, didx};
+        if ((st = api->logits_decode(&p->f, &da)) != DSA_K_OK ||
+            (st = api->topk(&p->f, &ta)) != DSA_K_OK) {
+            fail(p, "logits_decode/topk (batched)", st);
+            goto cleanup;
+        }
+        if (api->sync() || api->download(lg_b, dlog, lbytes) ||
+            api->download(idx_b, didx, (size_t)n * K * 4))
+            goto cleanup;
+        /* one row at a time, next_n = 1 */
+        for (int j = 0; j < n; j++) {
+            struct dsa_logits_decode_args dj = {1,
+                                                1,
+                                                q8 + (size_t)j * H * 128,
+                                                w + (size_t)j * H * wb,
+                                                dcache,
+                                                dbt,
+                                                (int)npages,
+                                                c + j,
+                                                (char *)dlog + (size_t)j * stride * lb,
+                                                stride,
+                                                1};
+            if ((st = api->logits_decode(&p->f, &dj)) != DSA_K_OK) {
+                fail(p, "logits_decode (single row)", st);
+                goto cleanup;
+            }
+        }
+        if ((st = api->topk(&p->f, &ta)) != DSA_K_OK) {
+            fail(p, "topk (single rows)", st);
+            goto cleanup;
+        }
+        if (api->sync() || api->download(lg_s, dlog, lbytes) ||
+            api->download(idx_s, didx, (size_t)n * K * 4))
+            goto cleanup;
+        sort_rows(idx_b, n, K);
+        sort_rows(idx_s, n, K);
+        identical[s] = !memcmp(idx_b, idx_s, (size_t)n * K * 4);
+        logits_identical[s] = !memcmp(lg_b, lg_s, lbytes);
+        memcpy(sel + (size_t)r0 * K, idx_b, (size_t)n * K * 4);
+    }
+    *nsteps = steps;
+    rc = 0;
+cleanup:
+    if (rc)
+        dsa_errorf("mtp verify failed on '%s'", api->device());
+    for (int i = 0; i < nd; i++)
+        if (d[i])
+            api->free(d[i]);
+#undef DALLOC
+    free(k_raw);
+    free(pos);
+    free(q_raw);
+    free(w_raw);
+    free(bt);
+    free(ctx);
+    free(zeros);
+    free(idx_b);
+    free(idx_s);
+    free(lg_b);
+    free(lg_s);
+    return rc;
+}

@@ -71,11 +71,14 @@ const char *dsa_inproc_device(const dsa_inproc *p);
 int dsa_inproc_select(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
                       int32_t *idx, int32_t *golden);
 
-/* MTP verify rows at decode: the prompt tokens[0..T) are in the cache; rows j = 0..N are the
-   positions T-N-1+j (N = mtp). Runs S3a once with next_n = N+1 and once per row with
-   next_n = 1 and writes both selections (each [N+1, topk], sorted ascending per row).
-   Returns 0, or -1 (printed). */
-int dsa_inproc_mtp_rows(dsa_inproc *p, const uint32_t *tokens, long T, int N, int32_t *batched,
-                        int32_t *single);
+/* MTP verify at decode over tokens[0..T): the cache holds all T tokens; the decode rows are
+   the positions P..T-1, taken in steps of n = N+1 rows (positions p0..p0+N, row j sees keys
+   0..p0+j, as vLLM's ctx = L - N + j + 1). Each step runs S3a once with next_n = n and then n
+   times with next_n = 1, and S4 on both. Writes per step whether the selections are equal
+   (identical[s]), whether the logits are bit-identical (logits_identical[s]) and the batched
+   selection into sel [nsteps * n, topk] (sorted ascending per row). *nsteps = (T - P) / n.
+   Returns 0, or -1 (printed). n must be 1..4. */
+int dsa_inproc_mtp(dsa_inproc *p, const uint32_t *tokens, long T, long P, int n, long *nsteps,
+                   unsigned char *identical, unsigned char *logits_identical, int32_t *sel);
 
 #endif
