@@ -71,6 +71,30 @@ const char *dsa_inproc_device(const dsa_inproc *p);
 int dsa_inproc_select(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
                       int32_t *idx, int32_t *golden);
 
+/* Inputs of one selection, from the proxy model or a trace file (kernels/trace.h); all host
+   memory, borrowed. */
+struct dsa_inproc_inputs {
+    long T;
+    const uint16_t *k_raw; /* [T,128] bf16 */
+    int M;
+    const long *qpos;      /* [M], increasing, < T */
+    const uint16_t *q_raw; /* [M,H,128] bf16 */
+    const void *w_raw;     /* [M,H] bf16 or f32 (w_raw_dtype) */
+    int w_raw_dtype;
+    const float *ln_w, *ln_b; /* [128] */
+    const float *cos, *sin;   /* [max_pos,32], max_pos >= T */
+    long max_pos;
+};
+
+/* The selection and the golden selection for explicit inputs (as dsa_inproc_select). */
+int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, int32_t *idx,
+                             int32_t *golden);
+/* The proxy model's inputs for tokens/qpos (k_raw, q_raw, w_raw owned by *in until
+   dsa_inproc_inputs_release; the tables are borrowed from p). Returns 0 or -1 (printed). */
+int dsa_inproc_proxy_inputs(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
+                            struct dsa_inproc_inputs *in);
+void dsa_inproc_inputs_release(struct dsa_inproc_inputs *in);
+
 /* MTP verify at decode over tokens[0..T): the cache holds all T tokens; the decode rows are
    the positions P..T-1, taken in steps of n = N+1 rows (positions p0..p0+N, row j sees keys
    0..p0+j, as vLLM's ctx = L - N + j + 1). Each step runs S3a once with next_n = n and then n
