@@ -947,8 +947,20 @@ int dsa_cmp_load_build(const char *base_path, const char *cand_path, const char 
         (aa_path && dsa_cmp_side_load(&s[2], aa_path) < 0))
         goto cleanup;
     *doc = dsa_cmp_build(&s[0], &s[1], aa_path ? &s[2] : NULL, opts);
-    if (*doc)
+    if (*doc) {
+        /* an empty comparison must never pass a CI gate silently */
+        json_t *bins = json_object_get(*doc, "bins");
+        json_t *all = json_array_get(bins, json_array_size(bins) - 1);
+        if (json_integer_value(json_object_get(all, "n")) == 0) {
+            dsa_errorf("no sample is paired between '%s' and '%s' (ids that finished on both "
+                       "sides)",
+                       base_path, cand_path);
+            json_decref(*doc);
+            *doc = NULL;
+            goto cleanup;
+        }
         ret = DSA_EXIT_OK;
+    }
 cleanup:
     for (int k = 0; k < 3; k++)
         dsa_cmp_side_release(&s[k]);
