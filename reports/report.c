@@ -906,10 +906,11 @@ int dsa_report_html(const json_t *doc, FILE *out)
     add_html(&b, lc);
     dsa_buf_addf(&b, "</span>bars: %g%% normal CI of each mean</p>\n", conf);
     svg_scores(&b, doc, z_of(doc));
-    dsa_buf_addf(&b,
-                 "<h2>Difference by bin</h2>\n<p class=\"legend\">%s &minus; %s, band: "
-                 "%g%% paired bootstrap CI, dashed: zero</p>\n",
-                 "candidate", "baseline", conf);
+    dsa_buf_adds(&b, "<h2>Difference by bin</h2>\n<p class=\"legend\">");
+    add_html(&b, lc);
+    dsa_buf_adds(&b, " &minus; ");
+    add_html(&b, lb);
+    dsa_buf_addf(&b, ", band: %g%% paired bootstrap CI, dashed: zero</p>\n", conf);
     svg_diff(&b, doc);
     for (size_t k = 0; k < nb; k++) {
         json_t *bin = json_array_get(bins, k), *runs = get(bin, "runs");
