@@ -90,6 +90,7 @@ struct ep {
     CURL **pool; /* idle easy handles: reusing them keeps their connection caches warm */
     int n_pool, cap_pool;
     long total_retries, total_errors;
+    long n_delivered; /* callbacks run so far (all statuses) */
 };
 
 static double now_s(void)
@@ -206,6 +207,7 @@ static void deliver(struct ep *ep, struct xfer *x, enum dsa_res_status st, const
     res.ud = x->ud;
     if (st == DSA_RES_FAILED)
         ep->total_errors++;
+    ep->n_delivered++;
     if (x->done)
         x->done(&res);
     xfer_free(x);
@@ -232,7 +234,12 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
     if (x->mode == 0) {
         long code = 0;
         curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
-        x->mode = x->stream && code / 100 == 2 ? 2 : 1;
+        char *ctype = NULL;
+        curl_easy_getinfo(x->easy, CURLINFO_CONTENT_TYPE, &ctype);
+        /* SSE only when the server streams; a 2xx JSON answer to a streaming request (a
+           server that ignores "stream") is read whole */
+        bool sse = !ctype || strstr(ctype, "event-stream") || !strstr(ctype, "json");
+        x->mode = x->stream && code / 100 == 2 && sse ? 2 : 1;
     }
     if (x->mode == 2) {
         int rc = dsa_sse_feed(&x->sse, ptr, n);
@@ -565,34 +572,44 @@ static void deliver_finished(struct ep *ep)
 static int ep_poll(dsa_backend *b, int timeout_ms)
 {
     struct ep *ep = (struct ep *)b;
+    long delivered0 = ep->n_delivered;
     deliver_finished(ep);
     if (fill(ep) < 0)
         return -1;
     if (ep->n_inflight == 0 && ep->n_delayed == 0)
         return ep_pending(ep);
-    /* wait no longer than the next retry's start time */
-    if (ep->delayed) {
-        double first = ep->delayed->start_at;
-        for (struct xfer *x = ep->delayed; x; x = x->next)
-            if (x->start_at < first)
-                first = x->start_at;
-        double ms = (first - now_s()) * 1e3;
-        if (ms < timeout_ms)
-            timeout_ms = ms < 0 ? 0 : (int)ms + 1;
-    }
     int running;
-    CURLMcode mc = curl_multi_perform(ep->multi, &running);
-    if (mc == CURLM_OK)
-        drain_messages(ep);
-    if (mc == CURLM_OK && ep->n_inflight > 0)
-        mc = curl_multi_poll(ep->multi, NULL, 0, timeout_ms, NULL);
-    else if (mc == CURLM_OK && timeout_ms > 0)
-        usleep((useconds_t)timeout_ms * 1000u);
-    if (mc == CURLM_OK)
+    CURLMcode mc = CURLM_OK;
+    if (ep->n_inflight > 0) {
         mc = curl_multi_perform(ep->multi, &running);
+        if (mc == CURLM_OK)
+            drain_messages(ep);
+    }
+    /* wait only when nothing finished: a finished request means the caller has room to
+       refill, and waiting then would idle the window (at concurrency 1, every request) */
+    if (mc == CURLM_OK && ep->n_delivered == delivered0) {
+        /* no longer than the next retry's start time */
+        if (ep->delayed) {
+            double first = ep->delayed->start_at;
+            for (struct xfer *x = ep->delayed; x; x = x->next)
+                if (x->start_at < first)
+                    first = x->start_at;
+            double ms = (first - now_s()) * 1e3;
+            if (ms < timeout_ms)
+                timeout_ms = ms < 0 ? 0 : (int)ms + 1;
+        }
+        if (ep->n_inflight > 0) {
+            mc = curl_multi_poll(ep->multi, NULL, 0, timeout_ms, NULL);
+            if (mc == CURLM_OK)
+                mc = curl_multi_perform(ep->multi, &running);
+            if (mc == CURLM_OK)
+                drain_messages(ep);
+        } else if (timeout_ms > 0) {
+            usleep((useconds_t)timeout_ms * 1000u);
+        }
+    }
     if (mc != CURLM_OK)
         return dsa_errorf("http event loop failed: %s", curl_multi_strerror(mc));
-    drain_messages(ep);
     deliver_finished(ep);
     if (fill(ep) < 0)
         return -1;
@@ -651,7 +668,15 @@ static int ep_submit(dsa_backend *b, const struct dsa_request *req)
     if (req->api != DSA_API_GET) {
         json_t *body;
         if (req->api == DSA_API_TOKENIZE) {
-            body = ep->dialect->tokenize_body(ep->model, req->body);
+            /* the count must see the template the generation will see: --extra-body's
+               chat_template_kwargs (enable_thinking, thinking) change the prompt */
+            json_t *in = json_copy(req->body);
+            json_t *kw =
+                ep->extra_body ? json_object_get(ep->extra_body, "chat_template_kwargs") : NULL;
+            if (kw && !json_object_get(in, "chat_template_kwargs"))
+                json_object_set(in, "chat_template_kwargs", kw);
+            body = ep->dialect->tokenize_body(ep->model, in);
+            json_decref(in);
         } else {
             body = json_object();
             /* --extra-body first, so the request's own keys win */
