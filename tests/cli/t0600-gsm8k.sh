@@ -38,8 +38,10 @@ expect_code 2 "bad --extra-body" "${G[@]}" --print-prompts --extra-body '[1]'
 expect_code 3 "missing data folder" "$DSA_BIN" gsm8k --data "$TMP/none" --print-prompts
 grep -q "no GSM8K test split at '$TMP/none/test.jsonl'" "$TMP/err" && ok "missing data message" \
     || not_ok "missing data message"
-expect_code 4 "in-process backend not built" "${G[@]}" --backend inprocess --limit 2
-grep -q "in-process backend is not built" "$TMP/err" && ok "inprocess message" \
+# (the in-process backend itself is tested by t0702-gsm8k-inprocess.sh)
+expect_code 2 "unknown backend" "${G[@]}" --backend nonesuch --limit 2
+expect_code 2 "in-process needs --out" "${G[@]}" --backend inprocess --limit 2
+grep -q "out DIR is required with --backend inprocess" "$TMP/err" && ok "inprocess message" \
     || not_ok "inprocess message"
 
 # ---- a full run with synthetic MTP: acceptance length 3.0 with 3 draft tokens
