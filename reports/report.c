@@ -331,12 +331,14 @@ int dsa_report_md(const json_t *doc, FILE *out)
     dsa_buf_adds(&b, "\n|---|");
     for (size_t k = 0; k < nb; k++)
         dsa_buf_adds(&b, "---:|");
-    const char *rows[] = {"n", "baseline", "candidate", "difference", "ci", "aa"};
+    const char *rows[] = {"n", "baseline", "candidate", "difference", "ci", "aa", "selections"};
     bool has_aa = get(doc, "aa") != NULL;
+    /* in-process runs: the count of bit-identical top-k selections per bin */
+    bool has_sel = nb && get(json_array_get(bins, nb - 1), "selections") != NULL;
     double conf = num(get(doc, "method"), "confidence") * 100;
-    for (size_t r = 0; r < 6; r++) {
-        if (r == 5 && !has_aa)
-            break;
+    for (size_t r = 0; r < 7; r++) {
+        if ((r == 5 && !has_aa) || (r == 6 && !has_sel))
+            continue;
         dsa_buf_adds(&b, "\n| ");
         if (r == 1)
             add_md(&b, lb);
@@ -346,6 +348,8 @@ int dsa_report_md(const json_t *doc, FILE *out)
             dsa_buf_addf(&b, "%g%% CI", conf);
         else if (r == 5)
             dsa_buf_adds(&b, "A/A difference");
+        else if (r == 6)
+            dsa_buf_adds(&b, "identical selections");
         else
             dsa_buf_adds(&b, rows[r]);
         dsa_buf_adds(&b, " |");
@@ -368,10 +372,17 @@ int dsa_report_md(const json_t *doc, FILE *out)
             case 4:
                 add_ci(&b, get(bin, "ci"));
                 break;
-            default:
+            case 5:
                 add_diff(&b, num(get(bin, "aa"), "diff"));
                 dsa_buf_adds(&b, " ");
                 add_ci(&b, get(get(bin, "aa"), "ci"));
+                break;
+            default:
+                if (get(bin, "selections"))
+                    dsa_buf_addf(&b, "%ld/%ld", inum(get(bin, "selections"), "identical"),
+                                 inum(get(bin, "selections"), "n"));
+                else
+                    dsa_buf_adds(&b, "–");
             }
             dsa_buf_adds(&b, " |");
         }

@@ -124,6 +124,10 @@ static void print_bin(json_t *b, const char *lb, const char *lc)
     if (mc)
         printf("  McNemar exact p = %.4f (%ld %s-only correct, %ld %s-only correct)\n",
                num(mc, "p"), inum(mc, "b"), lb, inum(mc, "c"), lc);
+    json_t *sel = json_object_get(b, "selections");
+    if (sel)
+        printf("  %-11s %ld/%ld samples select bit-identical top-k sets\n", "selections",
+               inum(sel, "identical"), inum(sel, "n"));
     json_t *aa = json_object_get(b, "aa");
     if (aa) {
         printf("  %-11s ", "A/A");

@@ -249,6 +249,7 @@ struct side_data {
     unsigned char *state; /* R x n */
     double *score;        /* R x n, NAN unless ok */
     double *lat;          /* R x n, NAN when absent */
+    const char **sel;     /* R x n, "selection_sha256" of in-process runs (borrowed), or NULL */
 };
 
 static int bin_cmp(const void *a, const void *b)
@@ -367,6 +368,7 @@ static void side_data_build(struct side_data *sd, const struct dsa_cmp_side *sid
     sd->state = dsa_xcalloc(R * n + 1, 1);
     sd->score = dsa_xmalloc((R * n + 1) * sizeof *sd->score);
     sd->lat = dsa_xmalloc((R * n + 1) * sizeof *sd->lat);
+    sd->sel = dsa_xcalloc(R * n + 1, sizeof *sd->sel);
     for (size_t k = 0; k < R * n; k++)
         sd->score[k] = sd->lat[k] = NAN;
     for (size_t q = 0; q < R; q++) {
@@ -385,6 +387,9 @@ static void side_data_build(struct side_data *sd, const struct dsa_cmp_side *sid
                 /* 0 ms (a clock too coarse for a local server) has no ratio: left out */
                 if (json_is_number(lat) && json_number_value(lat) > 0)
                     sd->lat[at] = json_number_value(lat);
+                json_t *sel = json_object_get(r, "selection_sha256");
+                if (json_is_string(sel))
+                    sd->sel[at] = json_string_value(sel);
             } else if (!strcmp(s, "failed")) {
                 sd->state[at] = ST_FAILED;
             } else {
@@ -402,6 +407,48 @@ static void side_data_release(struct side_data *sd)
     free(sd->state);
     free(sd->score);
     free(sd->lat);
+    free(sd->sel);
+}
+
+/*
+ * In-process runs record a hash of the selected top-k index sets per sample. A numerical
+ * change can move a score by less than the printed precision while changing which keys
+ * are selected, so the bit-identity of the selections is counted beside the scores: a
+ * sample is identical when every run of both sides has the same hash. Returns NULL when
+ * no used sample of the bin carries a hash on both sides.
+ */
+static json_t *selection_identity(const struct side_data *a, const struct side_data *b, size_t n,
+                                  const size_t *ks, size_t m)
+{
+    size_t with = 0, same = 0;
+    for (size_t j = 0; j < m; j++) {
+        const char *ref = NULL;
+        bool all = true, eq = true;
+        for (int s = 0; s < 2 && all; s++) {
+            const struct side_data *sd = s ? b : a;
+            for (size_t q = 0; q < sd->R; q++) {
+                size_t at = q * n + ks[j];
+                if (sd->state[at] != ST_OK)
+                    continue;
+                if (!sd->sel[at]) {
+                    all = false;
+                    break;
+                }
+                if (!ref)
+                    ref = sd->sel[at];
+                else if (strcmp(ref, sd->sel[at]))
+                    eq = false;
+            }
+        }
+        if (!all || !ref)
+            continue;
+        with++;
+        same += eq;
+    }
+    if (!with)
+        return NULL;
+    return json_pack("{s:s,s:I,s:I}", "key", "selection_sha256", "identical", (json_int_t)same, "n",
+                     (json_int_t)with);
 }
 
 /* ---- one pair of sides ------------------------------------------------------------------ */
@@ -762,6 +809,9 @@ static json_t *pair_bins(const struct universe *u, const unsigned char *use,
                               "n_excluded", (json_int_t)excl, "n_dropped", (json_int_t)drop);
         if (u->bins[bi].tokens > 0)
             json_object_set_new(heads[bi], "bin_tokens", json_integer(u->bins[bi].tokens));
+        json_t *ident = selection_identity(a, b, n, ks, m);
+        if (ident)
+            json_object_set_new(heads[bi], "selections", ident);
     }
     /* "all": stratified by bin (resample within each bin, keep the bin sizes) */
     size_t m = 0;
@@ -774,6 +824,9 @@ static json_t *pair_bins(const struct universe *u, const unsigned char *use,
                 cfg, cmp, "all", full);
     heads[nb] = json_pack("{s:s,s:I,s:I,s:I}", "bin", "all", "n", (json_int_t)m, "n_excluded",
                           (json_int_t)tot_excl, "n_dropped", (json_int_t)tot_drop);
+    json_t *ident = selection_identity(a, b, n, ks, m);
+    if (ident)
+        json_object_set_new(heads[nb], "selections", ident);
     jobs_run(jobs, nb + 1, threads);
     for (size_t k = 0; k <= nb; k++) {
         json_t *o = job_json(&jobs[k]);
