@@ -83,6 +83,27 @@ static void other_accuracies(json_t *const *records, size_t n, enum dsa_gsm8k_ex
     dsa_gsm8k_extractor_free(&x);
 }
 
+/* llama-server: the summed per-request timings.draft_n / draft_n_accepted against the counter
+   deltas. They agree exactly on an otherwise idle server. */
+static void check_timings(const struct dsa_mtp_perreq *p, const struct dsa_mtp_result *r, FILE *out,
+                          json_t *m)
+{
+    bool agree =
+        p->timings_draft_n == r->d_draft_tokens && p->timings_draft_accepted == r->d_accepted;
+    fprintf(out, "timings cross-check %s   (%.0f drafted, %.0f accepted over %zu responses)\n",
+            agree ? "agrees" : "DIFFERS", p->timings_draft_n, p->timings_draft_accepted,
+            p->n_timings);
+    json_object_set_new(m, "timings",
+                        json_pack("{s:I,s:f,s:f,s:b}", "responses", (json_int_t)p->n_timings,
+                                  "draft_n", p->timings_draft_n, "draft_n_accepted",
+                                  p->timings_draft_accepted, "agree", agree));
+    if (!agree)
+        dsa_warnf("per-response timings (%.0f draft tokens, %.0f accepted) differ from the "
+                  "/metrics deltas (%.0f draft tokens, %.0f accepted): other traffic reached "
+                  "the server, or it prints counters past 1e6 rounded to 6 digits",
+                  p->timings_draft_n, p->timings_draft_accepted, r->d_draft_tokens, r->d_accepted);
+}
+
 /* The acceptance part of the summary; returns DSA_EXIT_BACKEND when expect_mtp is unmet. */
 static int summarize_mtp(const struct dsa_gsm8k_summary_in *in, FILE *out, json_t *summary)
 {
@@ -138,6 +159,8 @@ static int summarize_mtp(const struct dsa_gsm8k_summary_in *in, FILE *out, json_
                   "/metrics deltas (%.0f drafts, %.0f accepted)",
                   in->perreq->num_spec_steps, in->perreq->num_accepted_draft_tokens, r.d_drafts,
                   r.d_accepted);
+    if (r.measured && !in->sglang && in->perreq->n_timings)
+        check_timings(in->perreq, &r, out, m);
     if (r.measured && in->resumed)
         dsa_notef("the acceptance length covers the %zu questions sent in this attempt, not the "
                   "%zu resumed",

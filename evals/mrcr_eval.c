@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/llamacpp.h"
 #include "commands.h"
 #include "evals/mrcr_grade.h"
 #include "util/buf.h"
@@ -166,6 +167,9 @@ static void record_result(struct state *st, struct job *j, const struct dsa_resu
     set_opt_ms(rec, "latency_ms", r->latency_ms);
     set_opt_ms(rec, "ttft_ms", r->ttft_ms);
     set_opt_ms(rec, "decode_ms", r->decode_ms);
+    json_t *timings = dsa_llamacpp_timings(r->raw); /* llama-server's server-side split */
+    if (timings)
+        json_object_set_new(rec, "timings", timings);
     json_object_set_new(rec, "retries", json_integer(r->retries));
     json_object_set_new(rec, "endpoint", json_integer(r->endpoint));
     if (r->reasoning) {

@@ -24,6 +24,7 @@
 #if __has_include("backend/backend.h")
 #include "backend/backend.h"
 #include "backend/endpoint.h"
+#include "backend/llamacpp.h"
 #include "commands.h"
 #include "datasets/fetch.h"
 #include "datasets/gsm8k.h"
@@ -215,6 +216,11 @@ static void on_done(const struct dsa_result *res)
     json_object_set_new(rec, "prompt_sha256", json_string(it->prompt_sha256));
     json_object_set_new(rec, "gold", json_string(row->gold));
     json_object_set_new(rec, "latency_ms", json_real(res->latency_ms));
+    json_t *timings = dsa_llamacpp_timings(res->raw); /* llama-server's server-side split */
+    if (timings) {
+        json_object_set_new(rec, "timings", timings);
+        dsa_mtp_perreq_add_timings(&r->perreq, timings);
+    }
     if (res->completion_tokens >= 0)
         r->completion_tokens += (double)res->completion_tokens;
 
@@ -513,8 +519,9 @@ int cmd_gsm8k(int argc, char **argv)
                         "server base URL (repeat to spread requests over replicas)"),
         DSA_OPT_STRING(0, "backend", &o.backend, "KIND", "endpoint (default) or inprocess"),
         DSA_OPT_STRING(0, "model", &o.model, "NAME", "model name (default: the server's first)"),
-        DSA_OPT_STRING(0, "dialect", &o.dialect, "NAME",
-                       "vllm, sglang (POST /generate + meta_info) or openai (default: detect)"),
+        DSA_OPT_STRING(
+            0, "dialect", &o.dialect, "NAME",
+            "vllm, sglang (POST /generate + meta_info), llamacpp or openai (default: detect)"),
         DSA_OPT_STRING(0, "api-key", &o.api_key, "KEY",
                        "bearer token (default: $DSA_EVAL_API_KEY; never written)"),
         DSA_OPT_STRING(0, "extra-body", &o.extra_body, "JSON",
