@@ -70,8 +70,8 @@ json_t *dsa_llamacpp_timings(json_t *raw)
     json_t *t = json_object_get(raw, "timings");
     if (!json_is_object(t))
         return NULL;
-    static const char *const keys[] = {"prompt_n", "prompt_ms", "predicted_n",     "predicted_ms",
-                                       "cache_n",  "draft_n",   "draft_n_accepted"};
+    static const char *const keys[] = {"cache_n",      "prompt_n", "prompt_ms",       "predicted_n",
+                                       "predicted_ms", "draft_n",  "draft_n_accepted"};
     json_t *out = json_object();
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         json_t *v = json_object_get(t, keys[i]);
