@@ -179,11 +179,16 @@ static int summarize_mtp(const struct dsa_gsm8k_summary_in *in, FILE *out, json_
 int dsa_gsm8k_summarize(const struct dsa_gsm8k_summary_in *in, json_t *const *records, FILE *out,
                         json_t **summary)
 {
-    size_t graded = 0, correct = 0, invalid = 0, failed = 0, missing = 0;
+    size_t graded = 0, correct = 0, invalid = 0, failed = 0, missing = 0, excluded = 0;
     for (size_t i = 0; i < in->n; i++) {
         json_t *rec = records[i];
         if (!rec) {
             missing++;
+            continue;
+        }
+        const char *st = json_string_value(json_object_get(rec, "status"));
+        if (st && !strcmp(st, "excluded")) { /* over-context: neither graded nor failed */
+            excluded++;
             continue;
         }
         if (!record_ok(rec)) {
@@ -200,8 +205,11 @@ int dsa_gsm8k_summarize(const struct dsa_gsm8k_summary_in *in, json_t *const *re
     double inv = graded ? (double)invalid / (double)graded : NAN;
     const char *ex = dsa_gsm8k_extract_name(in->extract);
 
-    fprintf(out, "gsm8k %s: %zu questions, %zu graded (%zu sent, %zu resumed, %zu failed)\n",
-            in->mode, in->n, graded, in->sent, in->resumed, failed);
+    fprintf(out, "gsm8k %s: %zu questions, %zu graded (%zu sent, %zu resumed, %zu failed", in->mode,
+            in->n, graded, in->sent, in->resumed, failed);
+    if (excluded)
+        fprintf(out, ", %zu excluded over context", excluded);
+    fputs(")\n", out);
     if (graded)
         fprintf(out, "accuracy            %.4f ± %.4f   (%zu/%zu correct, %s; ± standard error)\n",
                 acc, isnan(se) ? 0.0 : se, correct, graded, ex);
@@ -216,6 +224,7 @@ int dsa_gsm8k_summarize(const struct dsa_gsm8k_summary_in *in, json_t *const *re
                   (json_int_t)graded, "correct", (json_int_t)correct, "invalid",
                   (json_int_t)invalid, "failed", (json_int_t)failed, "missing", (json_int_t)missing,
                   "sent", (json_int_t)in->sent, "resumed", (json_int_t)in->resumed);
+    json_object_set_new(s, "excluded", json_integer((json_int_t)excluded));
     json_object_set_new(s, "accuracy", graded ? json_real(acc) : json_null());
     json_object_set_new(s, "stderr", isnan(se) ? json_null() : json_real(se));
     json_object_set_new(s, "invalid_rate", graded ? json_real(inv) : json_null());
@@ -228,6 +237,10 @@ int dsa_gsm8k_summarize(const struct dsa_gsm8k_summary_in *in, json_t *const *re
         ret = summarize_mtp(in, out, s);
     else
         json_object_set_new(s, "mtp", json_null());
+    if (excluded)
+        dsa_notef("%zu of %zu questions excluded: their prompts do not fit the server's context "
+                  "(see their records)",
+                  excluded, in->n);
     if (failed)
         dsa_errorf("%zu of %zu questions failed (their records hold the error; --force-new "
                    "starts the run anew)",

@@ -224,7 +224,25 @@ static void on_done(const struct dsa_result *res)
     if (res->completion_tokens >= 0)
         r->completion_tokens += (double)res->completion_tokens;
 
-    if (res->status != DSA_RES_OK) {
+    if (res->status == DSA_RES_OVER_CONTEXT) {
+        /* the prompt does not fit the server's context (llama-server's small per-slot n_ctx):
+           excluded, as MRCR rows are, never scored or retried; the counts say why */
+        char err[160];
+        if (res->prompt_tokens >= 0 && res->max_model_len > 0)
+            snprintf(err, sizeof err, "over_context: %ld prompt tokens, context %ld",
+                     res->prompt_tokens, res->max_model_len);
+        else
+            snprintf(err, sizeof err, "over_context: the server refused the prompt length");
+        json_object_set_new(rec, "status", json_string("excluded"));
+        json_object_set_new(rec, "score", json_null());
+        json_object_set_new(rec, "error", json_string(err));
+        json_object_set_new(rec, "prompt_tokens",
+                            res->prompt_tokens >= 0 ? json_integer(res->prompt_tokens)
+                                                    : json_null());
+        json_object_set_new(rec, "max_model_len",
+                            res->max_model_len > 0 ? json_integer(res->max_model_len)
+                                                   : json_null());
+    } else if (res->status != DSA_RES_OK) {
         char err[512];
         snprintf(err, sizeof err, "%s: %s", dsa_res_status_name(res->status),
                  res->error ? res->error : "request failed");
@@ -260,7 +278,8 @@ static void on_done(const struct dsa_result *res)
         r->write_error = 1;
     it->record = rec;
     if (r->progress)
-        dsa_progress_done(r->progress, res->status != DSA_RES_OK);
+        dsa_progress_done(r->progress,
+                          res->status != DSA_RES_OK && res->status != DSA_RES_OVER_CONTEXT);
 }
 
 static int submit_next(struct run *r, struct dsa_buf *prompt)

@@ -289,6 +289,37 @@ for e in log:
 assert sum(json.loads(e["body"]).get("stream", False) for e in log) == 12
 EOF
     stop_server
+    # a small per-slot context: the prompts that do not fit are excluded with their counts
+    start_server --dialect llamacpp --gsm8k-data "$D/test.jsonl" --max-model-len 800 \
+        --log-requests "$TMP/gx.jsonl" || { echo "Bail out! server"; exit 1; }
+    "$DSA_BIN" gsm8k --endpoint "$SERVER_URL" --data "$D" --limit 12 --out "$TMP/gx" \
+        >"$TMP/gx.out" 2>"$TMP/err"
+    expect_eq "gsm8k over context: exit 0" "$?" 0
+    "$DSA_BIN" gsm8k --data "$D" --print-prompts --limit 12 >"$TMP/gx.prompts"
+    DIR=$TMP/gx LOG=$TMP/gx.jsonl lpy "gsm8k over context: excluded (not failed, not retried), counts recorded" <<'EOF'
+import json, os, srvref
+d = os.environ["DIR"]
+prompts = open(d + ".prompts", encoding="utf-8").read().split("\0")[:12]
+recs = {r["idx"]: r for r in map(json.loads, open(d + "/run-001.jsonl").read().splitlines()[1:])}
+n_exc = 0
+for i, p in enumerate(prompts):
+    n = 1 + srvref.count(p)
+    r = recs[i]
+    if n >= 800:
+        n_exc += 1
+        assert r["status"] == "excluded" and r["score"] is None, r
+        assert r["prompt_tokens"] == n and r["max_model_len"] == 800, r
+        assert r["error"] == "over_context: %d prompt tokens, context 800" % n, r
+    else:
+        assert r["status"] == "ok" and r["prompt_tokens"] == n, r
+assert 0 < n_exc < 12, n_exc
+s = json.load(open(d + "/run-001.summary.json"))
+assert s["excluded"] == n_exc and s["failed"] == 0 and s["graded"] == 12 - n_exc, s
+assert "%d excluded over context" % n_exc in open(d + ".out").read()
+log = [e for e in map(json.loads, open(os.environ["LOG"])) if e["path"] == "/v1/completions"]
+assert len(log) == 12, len(log)      # one request per question: no retry
+EOF
+    stop_server
     # without llama-server's --metrics: the 501 says how to fix it
     start_server --dialect llamacpp --spec-tokens 3 --gsm8k-data "$D/test.jsonl" ||
         { echo "Bail out! server"; exit 1; }
