@@ -68,6 +68,12 @@ struct dsa_mrcr_reader {
     size_t page_i;    /* next row in page */
     long page_lineno; /* line of the page */
     long r2[DSA_MRCR_MAX_NEEDLES + 1];
+    /* per row in file order, from pass 1: needle count and explicit bin (-1 = block map), so
+       pass 2 can skip filtered-out JSONL lines without parsing them (2 bytes per row) */
+    uint8_t *seq_n;
+    int8_t *seq_bin;
+    long nseq, seq_cap, seq2;
+    bool pass2;
     bool done;
 };
 
@@ -83,6 +89,11 @@ struct row_head {
 const char *dsa_mrcr_bin_label(int bin)
 {
     return bin >= 0 && bin < DSA_MRCR_NBINS ? bin_labels[bin] : "?";
+}
+
+int dsa_mrcr_official_bin(long r)
+{
+    return r >= 0 && r < 8 * ROWS_PER_BLOCK ? block_to_bin[r / ROWS_PER_BLOCK] : -1;
 }
 
 int dsa_mrcr_bin_of_tokens(long tokens)
@@ -193,11 +204,11 @@ static int parse_head(json_t *row, const struct dsa_json_where *w, struct row_he
         return where_errorf(w, "\"n_chars\" is negative");
     h->bin = -1;
     h->context_tokens = -1;
-    long long ct = -1;
+    long long ct = 0;
+    json_t *ctv = json_object_get(row, "context_tokens");
     if (!dsa_json_get_int(row, "context_tokens", true, &ct, w))
         return -1;
-    if (json_object_get(row, "context_tokens") &&
-        !json_is_null(json_object_get(row, "context_tokens"))) {
+    if (ctv && !json_is_null(ctv)) {
         h->context_tokens = (long)ct;
         h->bin = dsa_mrcr_bin_of_tokens(h->context_tokens);
         if (h->bin < 0) {
@@ -345,6 +356,13 @@ static int note_row(dsa_mrcr_reader *rd, const struct row_head *h, const struct 
         ns->n_chars = dsa_xrealloc(ns->n_chars, ns->n_chars_cap * sizeof *ns->n_chars);
     }
     ns->n_chars[ns->rows] = (long)h->n_chars;
+    if (rd->nseq == rd->seq_cap) {
+        rd->seq_cap = rd->seq_cap ? 2 * rd->seq_cap : 1024;
+        rd->seq_n = dsa_xrealloc(rd->seq_n, (size_t)rd->seq_cap);
+        rd->seq_bin = dsa_xrealloc(rd->seq_bin, (size_t)rd->seq_cap);
+    }
+    rd->seq_n[rd->nseq] = (uint8_t)h->n_needles;
+    rd->seq_bin[rd->nseq++] = (int8_t)h->bin;
     if (h->bin >= 0) {
         ns->explicit_rows++;
         rd->nrows[h->n_needles][h->bin]++;
@@ -479,6 +497,17 @@ static int next_row_object(dsa_mrcr_reader *rd, json_t **row, json_t **owner,
             hash_line(sha, rd->lines, line, len);
         if (blank(line, len))
             continue;
+        if (rd->pass2 && rd->fmt == FMT_JSONL && rd->seq2 < rd->nseq) {
+            /* a row the filter drops is counted (its r) but not parsed */
+            int n = rd->seq_n[rd->seq2], bin = rd->seq_bin[rd->seq2];
+            if (bin < 0)
+                bin = block_to_bin[(rd->r2[n] / ROWS_PER_BLOCK) % 8];
+            if (!keep(rd, n, bin, false)) {
+                rd->r2[n]++;
+                rd->seq2++;
+                continue;
+            }
+        }
         w->lineno = dsa_lines_lineno(rd->lines);
         json_t *obj = dsa_json_parse_object(line, len, w);
         if (!obj)
@@ -655,6 +684,7 @@ dsa_mrcr_reader *dsa_mrcr_open(const char *path, const struct dsa_mrcr_filter *f
     }
     load_revision(rd);
     rd->done = false;
+    rd->pass2 = true;
     if (rd->fmt != FMT_PAGE_WHOLE && !(rd->lines = dsa_lines_open(path))) {
         dsa_mrcr_free(&rd);
         return NULL;
@@ -687,7 +717,9 @@ int dsa_mrcr_next(dsa_mrcr_reader *rd, struct dsa_mrcr_row *row)
         int n = h.n_needles;
         long r = rd->r2[n]++;
         int bin = h.bin >= 0 ? h.bin : block_to_bin[(r / ROWS_PER_BLOCK) % 8];
-        if (h.bin < 0 && !rd->ns[n].official) {
+        long seq = rd->seq2++;
+        if (seq >= rd->nseq || rd->seq_n[seq] != n || rd->seq_bin[seq] != h.bin ||
+            (h.bin < 0 && !rd->ns[n].official)) {
             /* the file changed between the passes */
             json_decref(owner);
             return dsa_errorf("'%s' changed while being read", rd->path);
@@ -715,9 +747,8 @@ int dsa_mrcr_next(dsa_mrcr_reader *rd, struct dsa_mrcr_row *row)
     }
 }
 
-/* unused (static) in builds without tests */
-__attribute__((unused)) DSA_UNITTEST int dsa_mrcr_parse_row_text(const char *text, size_t len,
-                                                                 struct dsa_mrcr_row *row)
+#ifdef DSA_UNITTEST_BUILD
+int dsa_mrcr_parse_row_text(const char *text, size_t len, struct dsa_mrcr_row *row)
 {
     struct dsa_json_where w = {"<row>", 1};
     struct row_head h;
@@ -738,6 +769,7 @@ __attribute__((unused)) DSA_UNITTEST int dsa_mrcr_parse_row_text(const char *tex
     row->n_chars = (long)h.n_chars;
     return 0;
 }
+#endif
 
 const char *dsa_mrcr_sha256(const dsa_mrcr_reader *rd)
 {
@@ -775,6 +807,8 @@ void dsa_mrcr_free(dsa_mrcr_reader **rdp)
     json_decref(rd->page);
     for (int n = 1; n <= DSA_MRCR_MAX_NEEDLES; n++)
         free(rd->ns[n].n_chars);
+    free(rd->seq_n);
+    free(rd->seq_bin);
     free(rd->revision);
     free(rd->path);
     free(rd);

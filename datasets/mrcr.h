@@ -81,6 +81,9 @@ long dsa_mrcr_nrows(const dsa_mrcr_reader *rd, int n_needles, int bin);
 long dsa_mrcr_nselected(const dsa_mrcr_reader *rd);
 /* "--max-bin 256k": mask of the bins whose upper edge is at most K; -1 on a bad value. */
 int dsa_mrcr_parse_max_bin(const char *edge, unsigned *mask);
+/* The official bin of row r of a needle count (the block map of specs/mrcr.md §8):
+   BLOCK_TO_BIN[r/100]; -1 unless 0 <= r < 800. */
+int dsa_mrcr_official_bin(long r);
 /* The bin holding a token count: ≤8192 -> 0 (rows below 4096 included), …, ≤1048576 -> 7;
    -1 if the count is not positive or above 1M. */
 int dsa_mrcr_bin_of_tokens(long tokens);

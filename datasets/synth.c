@@ -425,6 +425,10 @@ int dsa_synth_mrcr_write(FILE *out, const struct dsa_synth_mrcr_opts *o, const c
             if (!(o->bins_mask & (1u << k)))
                 continue;
             for (int i = 0; i < o->per_bin && !ret; i++) {
+                if (o->interrupted && *o->interrupted) {
+                    ret = 1;
+                    break;
+                }
                 char label[64];
                 snprintf(label, sizeof label, "mrcr/n%d/b%d/i%d", n, k, i);
                 uint32_t s = (uint32_t)dsa_splitmix64(o->seed ^ dsa_fnv1a64(label, strlen(label)));

@@ -27,10 +27,11 @@ struct dsa_synth_mrcr_opts {
     unsigned bins_mask;    /* bit k = make rows of bin k (dsa_mrcr_parse_bins) */
     int per_bin;           /* rows per (needle count, bin) */
     unsigned long seed;
+    volatile int *interrupted; /* polled between rows (SIGINT); may be NULL */
 };
 
 /* Writes the rows as JSONL: needle counts ascending, then bins ascending, then row index.
-   Returns 0, or -1 with the error printed (a write error). */
+   Returns 0, -1 with the error printed (a write error), or 1 when *interrupted was set. */
 int dsa_synth_mrcr_write(FILE *out, const struct dsa_synth_mrcr_opts *o, const char *out_name);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "evals/gsm8k_run.h"
+#include "stats/compare.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -82,10 +83,26 @@ static void excerpt(struct dsa_buf *b, const char *s, size_t len, size_t at)
     dsa_buf_adds(b, to < len ? "...\"" : "\"");
 }
 
+/* The run's acceptance length: its summary file's, else one its header carries (runs written
+   by other tools may record it there, as "mtp": {"acceptance_length"} or at the top). */
 static double summary_al(const struct dsa_gsm8k_side *s)
 {
     json_t *al = json_object_get(json_object_get(s->summary, "mtp"), "acceptance_length");
+    if (!json_is_number(al))
+        al = json_object_get(json_object_get(s->header, "mtp"), "acceptance_length");
+    if (!json_is_number(al))
+        al = json_object_get(s->header, "acceptance_length");
     return json_is_number(al) ? json_number_value(al) : NAN;
+}
+
+/* "correct" as dsa-eval writes it, else a score of 1 (plain GSM8K runs of other tools) */
+static bool rec_correct(json_t *rec)
+{
+    json_t *c = json_object_get(rec, "correct");
+    if (json_is_boolean(c))
+        return json_is_true(c);
+    json_t *sc = json_object_get(rec, "score");
+    return json_is_number(sc) && json_number_value(sc) == 1.0;
 }
 
 static const char *prompt_mode(const struct dsa_gsm8k_side *s)
@@ -157,8 +174,8 @@ int dsa_gsm8k_compare(const struct dsa_gsm8k_side *a, const struct dsa_gsm8k_sid
         bool oka = rec_ok(ra), okb = rec_ok(rb);
         fail_a += !oka;
         fail_b += !okb;
-        bool ca = oka && json_is_true(json_object_get(ra, "correct"));
-        bool cb = okb && json_is_true(json_object_get(rb, "correct"));
+        bool ca = oka && rec_correct(ra);
+        bool cb = okb && rec_correct(rb);
         ok_a += oka;
         ok_b += okb;
         cor_a += ca;
@@ -217,7 +234,10 @@ int dsa_gsm8k_compare(const struct dsa_gsm8k_side *a, const struct dsa_gsm8k_sid
         al_same = !strcmp(ala, alb);
 
     fprintf(out, "gsm8k: %s (A) vs %s (B)\n", a->name, b->name);
-    fprintf(out, "questions           %zu, same set and prompts (%s)\n", n, prompt_mode(a));
+    if (strcmp(prompt_mode(a), "?"))
+        fprintf(out, "questions           %zu, same set and prompts (%s)\n", n, prompt_mode(a));
+    else
+        fprintf(out, "questions           %zu, same set and prompts\n", n);
     fprintf(out, "identical outputs   %zu/%zu\n", identical, n);
     if (first) {
         fprintf(out, "first difference    question %s at byte %zu\n", first, first_off);
@@ -303,4 +323,40 @@ void dsa_gsm8k_side_release(struct dsa_gsm8k_side *side)
     json_decref(side->records);
     json_decref(side->summary);
     side->header = side->records = side->summary = NULL;
+}
+
+json_t *dsa_gsm8k_compare_identity(const struct dsa_cmp_side *base, const struct dsa_cmp_side *cand)
+{
+    if (!base->n_runs || !cand->n_runs)
+        return NULL;
+    struct dsa_gsm8k_side s[2] = {
+        {base->path, base->runs[0].header, base->runs[0].records, NULL},
+        {cand->path, cand->runs[0].header, cand->runs[0].records, NULL},
+    };
+    const char *paths[2] = {base->runs[0].path, cand->runs[0].path};
+    for (int k = 0; k < 2; k++) {
+        char *sp = dsa_gsm8k_summary_path(paths[k]);
+        s[k].summary = dsa_gsm8k_summary_read(sp);
+        free(sp);
+    }
+    char *text = NULL;
+    size_t len = 0;
+    json_t *doc = NULL;
+    FILE *f = open_memstream(&text, &len);
+    int rc = f ? dsa_gsm8k_compare(&s[0], &s[1], f, &doc) : DSA_EXIT_INTERNAL;
+    if (f)
+        fclose(f);
+    if (!doc)
+        /* not comparable (the reason was printed): compare exits 1 on "identical": false */
+        doc = json_pack("{s:s,s:I,s:I,s:b,s:b,s:n,s:n,s:s}", "eval", "gsm8k", "n", (json_int_t)0,
+                        "same", (json_int_t)0, "identical", 0, "comparable", 0, "first_diff",
+                        "acceptance_length", "error",
+                        rc == DSA_EXIT_DATA ? "different question sets or prompts"
+                                            : "comparison failed");
+    else
+        json_object_set_new(doc, "report", json_stringn(text ? text : "", len));
+    free(text);
+    json_decref(s[0].summary);
+    json_decref(s[1].summary);
+    return doc;
 }

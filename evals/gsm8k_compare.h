@@ -54,6 +54,17 @@ int dsa_gsm8k_compare(const struct dsa_gsm8k_side *a, const struct dsa_gsm8k_sid
 int dsa_gsm8k_side_load(const char *path, struct dsa_gsm8k_side *side);
 void dsa_gsm8k_side_release(struct dsa_gsm8k_side *side);
 
+struct dsa_cmp_side;
+/*
+ * The identity hook of `dsa-eval compare` (stats/compare.c dsa_cmp_identity_hooks[]): compares
+ * the first run of each side and returns compare's "identity" object (docs/compare.md) with
+ * the details above and "report", the text block compare prints under its "outputs" line.
+ * Runs that are not comparable (reason printed) give {"identical": false, "comparable":
+ * false, "error": ...}. New reference, or NULL when a side has no runs.
+ */
+json_t *dsa_gsm8k_compare_identity(const struct dsa_cmp_side *base,
+                                   const struct dsa_cmp_side *cand);
+
 /* Two-sided exact McNemar p-value for b and c discordant pairs. */
 double dsa_gsm8k_mcnemar_p(unsigned b, unsigned c);
 

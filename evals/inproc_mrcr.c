@@ -171,61 +171,16 @@ static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, struct d
     return rec;
 }
 
-int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
+/* rows of one file; returns an exit status */
+static int run_file(dsa_inproc *ip, const struct dsa_inproc_opts *o, dsa_mrcr_reader *rd,
+                    dsa_run *run, struct bin_sum *sums)
 {
-    int ret = DSA_EXIT_OK;
-    dsa_inproc *ip = NULL;
-    dsa_mrcr_reader *rd = NULL;
-    dsa_run *run = NULL;
-    json_t *header = NULL;
-    char *path = NULL;
     struct dsa_mrcr_row row = {0};
-    struct bin_sum sums[DSA_MRCR_NBINS] = {{0}};
-    struct dsa_mrcr_filter filt = {o->needles_mask, o->bins_mask, o->limit};
-
-    if (!(ip = dsa_inproc_new(o))) {
-        ret = DSA_EXIT_BACKEND;
-        goto cleanup;
-    }
-    if (!(rd = dsa_mrcr_open(o->dataset, &filt))) {
-        ret = DSA_EXIT_DATA;
-        goto cleanup;
-    }
-    header = dsa_run_header_new("mrcr", 1, o->argc, o->argv);
-    json_t *backend = dsa_inproc_describe(ip);
-    json_t *match = json_object_get(header, "match");
-    json_object_set_new(match, "dataset_sha256", json_string(dsa_mrcr_sha256(rd)));
-    json_object_set_new(match, "backend", json_string("inprocess"));
-    json_object_set(match, "device", json_object_get(backend, "device"));
-    json_object_set(match, "kernels", json_object_get(backend, "kernels"));
-    json_object_set(match, "variant", json_object_get(backend, "variant"));
-    json_object_set_new(match, "topk", json_integer(o->topk));
-    json_object_set_new(match, "seed", json_integer((json_int_t)o->seed));
-    json_object_set_new(match, "max_query", json_integer(o->max_query));
-    json_object_set_new(match, "proxy", json_string("proxy-v1"));
-    json_object_set_new(match, "limit", json_integer(o->limit));
-    json_object_set_new(match, "bins_mask", json_integer(o->bins_mask));
-    json_object_set_new(match, "needles_mask", json_integer(o->needles_mask));
-    json_object_set_new(json_object_get(header, "dataset"), "path", json_string(o->dataset));
-    json_object_set_new(json_object_get(header, "dataset"), "sha256",
-                        json_string(dsa_mrcr_sha256(rd)));
-    json_object_set_new(header, "backend", backend);
-    path = dsa_run_file_name(o->out_dir, 1);
-    int orc = dsa_run_open(&run, path, header, o->force_new ? DSA_RUN_FORCE_NEW : 0);
-    if (orc < 0) {
-        ret = orc == -2 ? DSA_EXIT_MISMATCH : orc == -3 ? DSA_EXIT_DATA : DSA_EXIT_IO;
-        goto cleanup;
-    }
-    printf("mrcr in-process: %s on %s, %s, top-%d, proxy seed %llu -> %s\n",
-           json_string_value(json_object_get(json_object_get(match, "kernels"), "name")),
-           dsa_inproc_device(ip),
-           json_string_value(json_object_get(json_object_get(header, "backend"), "variant_str")),
-           o->topk, (unsigned long long)o->seed, path);
-    int r;
+    int ret = DSA_EXIT_OK, r;
     while ((r = dsa_mrcr_next(rd, &row)) == 1) {
         json_t *rec = dsa_run_get(run, row.id);
         if (rec) {
-            json_incref(rec);
+            json_incref(rec); /* finished in an earlier attempt */
         } else {
             if (!(rec = run_row(ip, o, &row))) {
                 ret = DSA_EXIT_BACKEND;
@@ -255,9 +210,87 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
     }
     if (r < 0)
         ret = DSA_EXIT_DATA;
+    dsa_mrcr_row_release(&row);
+    return ret;
+}
+
+int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
+{
+    int ret = DSA_EXIT_OK;
+    dsa_inproc *ip = NULL;
+    dsa_run *run = NULL;
+    json_t *header = NULL, *files = json_array(), *shas = json_array();
+    char *path = NULL;
+    struct bin_sum sums[DSA_MRCR_NBINS] = {{0}};
+    struct dsa_mrcr_filter filt = {o->needles_mask, o->bins_mask, o->limit};
+
+    /* every file is checked (and hashed) before any work */
+    for (size_t i = 0; i < o->ndatasets; i++) {
+        dsa_mrcr_reader *rd = dsa_mrcr_open(o->datasets[i], &filt);
+        if (!rd) {
+            ret = DSA_EXIT_DATA;
+            goto cleanup;
+        }
+        json_array_append_new(
+            files, json_pack("{s:s, s:s}", "path", o->datasets[i], "sha256", dsa_mrcr_sha256(rd)));
+        json_array_append_new(shas, json_string(dsa_mrcr_sha256(rd)));
+        dsa_mrcr_free(&rd);
+    }
+    if (!(ip = dsa_inproc_new(o))) {
+        ret = DSA_EXIT_BACKEND;
+        goto cleanup;
+    }
+    header = dsa_run_header_new("mrcr", 1, 0, NULL);
+    if (o->command)
+        json_object_set(header, "command", o->command);
+    json_t *backend = dsa_inproc_describe(ip);
+    json_t *match = json_object_get(header, "match");
+    json_object_set_new(match, "eval", json_string("mrcr"));
+    json_object_set(match, "dataset_sha256", shas);
+    json_object_set_new(match, "backend", json_string("inprocess"));
+    json_object_set(match, "device", json_object_get(backend, "device"));
+    json_object_set(match, "kernels", json_object_get(backend, "kernels"));
+    json_object_set(match, "variant", json_object_get(backend, "variant"));
+    json_object_set_new(match, "topk", json_integer(o->topk));
+    json_object_set_new(match, "seed", json_integer((json_int_t)o->seed));
+    json_object_set_new(match, "max_query", json_integer(o->max_query));
+    json_object_set_new(match, "proxy", json_string("proxy-v1"));
+    json_object_set_new(match, "limit", json_integer(o->limit));
+    json_object_set_new(match, "bins_mask", json_integer(o->bins_mask));
+    json_object_set_new(match, "needles_mask", json_integer(o->needles_mask));
+    json_t *ds = json_object_get(header, "dataset");
+    json_object_set_new(ds, "name",
+                        json_string(o->dataset_name ? o->dataset_name : o->datasets[0]));
+    json_object_set(ds, "files", files);
+    json_object_set_new(header, "backend", backend);
+    path = dsa_run_file_name(o->out_dir, 1);
+    int orc = dsa_run_open(&run, path, header, o->force_new ? DSA_RUN_FORCE_NEW : 0);
+    if (orc < 0) {
+        ret = orc == -2 ? DSA_EXIT_MISMATCH : orc == -3 ? DSA_EXIT_DATA : DSA_EXIT_IO;
+        goto cleanup;
+    }
+    printf("mrcr in-process: %s on %s, %s, top-%d, proxy seed %llu -> %s\n",
+           json_string_value(json_object_get(json_object_get(match, "kernels"), "name")),
+           dsa_inproc_device(ip),
+           json_string_value(json_object_get(json_object_get(header, "backend"), "variant_str")),
+           o->topk, (unsigned long long)o->seed, path);
+    fflush(stdout);
+    for (size_t i = 0; i < o->ndatasets && (ret == DSA_EXIT_OK || ret == DSA_EXIT_FAIL); i++) {
+        dsa_mrcr_reader *rd = dsa_mrcr_open(o->datasets[i], &filt);
+        if (!rd) {
+            ret = DSA_EXIT_DATA;
+            break;
+        }
+        int fr = run_file(ip, o, rd, run, sums);
+        if (fr != DSA_EXIT_OK && ret == DSA_EXIT_OK)
+            ret = fr;
+        else if (fr != DSA_EXIT_OK && fr != DSA_EXIT_FAIL)
+            ret = fr;
+        dsa_mrcr_free(&rd);
+    }
     /*
-     *   bin    rows  recall@2048  needle  needle(golden)
-     *   ≤8K       3      0.9871   0.950           0.962
+     *   bin      rows     recall@k   needle  needle(golden)
+     *   ≤8K         3       0.9885    0.348           0.353
      */
     printf("%-6s %5s %12s %8s %15s\n", "bin", "rows", "recall@k", "needle", "needle(golden)");
     for (int b = 0; b < DSA_MRCR_NBINS; b++)
@@ -266,10 +299,10 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
                    sums[b].score / sums[b].n, sums[b].needle / sums[b].n,
                    sums[b].needle_gold / sums[b].n);
 cleanup:
-    dsa_mrcr_row_release(&row);
     dsa_run_free(&run);
-    dsa_mrcr_free(&rd);
     json_decref(header);
+    json_decref(files);
+    json_decref(shas);
     free(path);
     dsa_inproc_free(&ip);
     dsa_kernels_unload();

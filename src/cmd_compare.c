@@ -15,9 +15,8 @@
 #include "util/opt.h"
 
 static const char *const usage[] = {
-    "dsa-eval compare BASELINE CANDIDATE [--json] [--baseline-aa RUNS] [--fail-if-worse X]",
-    "  BASELINE, CANDIDATE: a directory of run files (one per run) or one run file; plain score",
-    "  files (JSONL lines {\"id\", \"bin\", \"score\"}) work too",
+    "dsa-eval compare BASELINE CANDIDATE [--json] [--baseline-aa RUNS] [--fail-if-worse X]  "
+    "(each: a directory of run files, one run file, or a plain score file)",
     NULL,
 };
 
@@ -175,8 +174,9 @@ static void print_text(json_t *doc)
             printf("same %ld/%ld", inum(id, "same"), inum(id, "n"));
             json_t *fd = json_object_get(id, "first_diff");
             if (json_is_object(fd))
-                printf(" (first difference: '%s' at byte %ld)",
-                       json_string_value(json_object_get(fd, "id")), inum(fd, "offset"));
+                printf(" (first difference: '%s', %s at byte %ld)",
+                       json_string_value(json_object_get(fd, "id")),
+                       json_string_value(json_object_get(fd, "why")), inum(fd, "offset"));
         } else {
             printf("no output text recorded");
         }
@@ -184,6 +184,9 @@ static void print_text(json_t *doc)
         if (json_is_object(al))
             printf("; acceptance length %.4f vs %.4f", num(al, "base"), num(al, "cand"));
         printf("\n");
+        /* an eval's own identity report (GSM8K: evals/gsm8k_compare.c) */
+        if (json_is_string(json_object_get(id, "report")))
+            printf("\n%s", json_string_value(json_object_get(id, "report")));
     }
     json_t *ex = json_object_get(doc, "excluded");
     if (json_array_size(ex)) {

@@ -12,6 +12,9 @@
 
 #include "backend/backend.h"
 #include "backend/endpoint.h"
+#include "backend/inprocess.h"
+#include "datasets/samples.h"
+#include "evals/inproc_mrcr.h"
 #include "commands.h"
 #include "datasets/mrcr.h"
 #include "evals/mrcr_eval.h"
@@ -29,7 +32,8 @@
 
 static const char *const usage[] = {
     "dsa-eval mrcr --endpoint URL [--endpoint URL2 ...] --out DIR [options]",
-    "dsa-eval mrcr --backend inprocess --out DIR [options]",
+    "dsa-eval mrcr --backend inprocess --out DIR [--device cuda|cpu] [--variant K=V]... "
+    "[--kernels PATH.so] [options]",
     NULL,
 };
 
@@ -137,17 +141,76 @@ static char *iso_now(void)
     return dsa_xstrdup(buf);
 }
 
+/* --backend inprocess: the indexer stack on the dataset's prompts (evals/inproc_mrcr.h) */
+static int run_inprocess(const char *dataset, const char *out, const struct dsa_mrcr_filter *filt,
+                         const char *device, const char *kernels_so,
+                         const struct dsa_strlist *variants, int topk, int max_query, uint64_t seed,
+                         bool force_new, json_t *command)
+{
+    struct dsa_inproc_opts o;
+    dsa_inproc_opts_init(&o);
+    for (size_t i = 0; i < variants->n; i++)
+        if (dsa_k_flags_set(&o.flags, variants->v[i]) < 0) {
+            dsa_errorf("unknown variant '%s' (see docs/kernels.md \"Variant flags\")",
+                       variants->v[i]);
+            return DSA_EXIT_USAGE;
+        }
+    if (device && strcmp(device, "cuda") && strcmp(device, "cpu") && strcmp(device, "auto")) {
+        dsa_errorf("unknown device '%s' (use cuda or cpu)", device);
+        return DSA_EXIT_USAGE;
+    }
+    if (topk != 512 && topk != 1024 && topk != 2048) {
+        dsa_errorf("--topk must be 512, 1024 or 2048");
+        return DSA_EXIT_USAGE;
+    }
+    if (max_query < 0) {
+        dsa_errorf("--max-query must be >= 0");
+        return DSA_EXIT_USAGE;
+    }
+    struct dsa_strlist paths = {0};
+    int ret;
+    if (!strncmp(dataset, DSA_SAMPLE_PREFIX, strlen(DSA_SAMPLE_PREFIX))) {
+        char *p = dsa_sample_path(dataset);
+        if (!p)
+            return DSA_EXIT_DATA;
+        dsa_strlist_push(&paths, p);
+    } else if (resolve_dataset(dataset, filt->needles_mask, &paths) < 0) {
+        return DSA_EXIT_DATA;
+    }
+    o.device = device;
+    o.kernels_so = kernels_so;
+    o.topk = topk;
+    o.max_query = max_query;
+    o.seed = seed;
+    o.dataset_name = dataset;
+    o.datasets = paths.v;
+    o.ndatasets = paths.n;
+    o.out_dir = out;
+    o.limit = filt->limit;
+    o.bins_mask = filt->bins_mask;
+    o.needles_mask = filt->needles_mask;
+    o.force_new = force_new;
+    o.command = command;
+    o.interrupted = &dsa_interrupted;
+    ret = dsa_inproc_mrcr_run(&o);
+    free_paths(&paths);
+    return ret;
+}
+
 int cmd_mrcr(int argc, char **argv)
 {
     int cmd_argc = argc;
     char **cmd_argv = argv;
     json_t *command = dsa_run_command_json(cmd_argc, cmd_argv); /* before argv is permuted */
     struct dsa_strlist endpoints = {0};
-    const char *dataset = DEFAULT_DATASET, *out = NULL, *needles = "8", *bins = NULL;
+    const char *dataset = NULL, *out = NULL, *needles = "8", *bins = NULL;
     const char *max_bin = NULL, *backend_kind = "endpoint", *model = NULL, *dialect = NULL;
     const char *api_key_file = NULL, *extra_body_text = NULL;
     long limit = 0, max_tokens = 4096, seed = 0;
     int runs = 1, concurrency = 8, retries = 5;
+    const char *device = NULL, *kernels_so = NULL;
+    struct dsa_strlist variants = {0};
+    int topk = 2048, max_query = 32;
     double temperature = 0.0, timeout_s = 1800;
     bool quiet = false, as_json = false, force_new = false, stream = false, insecure = false;
     bool strip_think = false, no_count = false;
@@ -166,6 +229,16 @@ int cmd_mrcr(int argc, char **argv)
         DSA_OPT_BOOL(0, "force-new", &force_new,
                      "start over when the run files were made by another command"),
         DSA_OPT_STRING(0, "backend", &backend_kind, "KIND", "endpoint (default) or inprocess"),
+        DSA_OPT_STRING(0, "device", &device, "cuda|cpu",
+                       "inprocess: where the indexer stack runs (default: cuda if present)"),
+        DSA_OPT_STRLIST(
+            0, "variant", &variants, "K=V",
+            "inprocess: a variant flag (weights=bf16, rope=interleaved, …); repeatable"),
+        DSA_OPT_STRING(0, "kernels", &kernels_so, "PATH.so",
+                       "inprocess: another build of dsa_kernels.h (plugin ABI)"),
+        DSA_OPT_INT(0, "topk", &topk, "K", "inprocess: top-k of the indexer (512|1024|2048)"),
+        DSA_OPT_INT(0, "max-query", &max_query, "N",
+                    "inprocess: query rows = the last N question tokens (default 32, 0 = all)"),
         DSA_OPT_STRING(0, "model", &model, "NAME", "model name (default: from /v1/models)"),
         DSA_OPT_STRING(0, "dialect", &dialect, "D",
                        "vllm, sglang, llamacpp or openai (default: detect)"),
@@ -247,12 +320,13 @@ int cmd_mrcr(int argc, char **argv)
         }
     }
     if (!strcmp(backend_kind, "inprocess")) {
-        /* the dispatch point for the in-process backend (kernels/), wired by the lead */
-        dsa_errorf("the in-process backend is not built into this dsa-eval yet; use "
-                   "--backend endpoint --endpoint URL");
-        ret = DSA_EXIT_BACKEND;
+        ret = run_inprocess(dataset ? dataset : DSA_SAMPLE_MRCR_DEFAULT, out, &eo.filter, device,
+                            kernels_so, &variants, topk, max_query, seed_text ? (uint64_t)seed : 1,
+                            force_new, command);
         goto cleanup;
     }
+    if (!dataset)
+        dataset = DEFAULT_DATASET;
     if (strcmp(backend_kind, "endpoint")) {
         dsa_errorf("unknown backend '%s' (endpoint or inprocess)", backend_kind);
         goto cleanup;
@@ -454,6 +528,7 @@ int cmd_mrcr(int argc, char **argv)
     }
 
 cleanup:
+    dsa_strlist_release(&variants);
     dsa_backend_free(&b);
     json_decref(backend_id);
     json_decref(runs_records);

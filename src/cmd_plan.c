@@ -15,8 +15,8 @@
 #include "util/opt.h"
 
 static const char *const usage[] = {
-    "dsa-eval plan --from RUNS [--bin 256k] [--detect 0.02] [--runs 5] [--json]",
-    "  RUNS: a directory of baseline run files (several runs estimate the run-to-run noise)",
+    "dsa-eval plan --from RUNS [--bin 256k] [--detect 0.02] [--runs 5] [--json]  "
+    "(RUNS: baseline run files; several runs estimate the run-to-run noise)",
     NULL,
 };
 

@@ -94,6 +94,7 @@ struct ep {
     CURL **pool; /* idle easy handles: reusing them keeps their connection caches warm */
     int n_pool, cap_pool;
     long total_retries, total_errors;
+    long n_delivered; /* callbacks run so far (all statuses) */
 };
 
 static double now_s(void)
@@ -210,6 +211,7 @@ static void deliver(struct ep *ep, struct xfer *x, enum dsa_res_status st, const
     res.ud = x->ud;
     if (st == DSA_RES_FAILED)
         ep->total_errors++;
+    ep->n_delivered++;
     if (x->done)
         x->done(&res);
     xfer_free(x);
@@ -464,7 +466,10 @@ static int chain_count(struct ep *ep, struct xfer *x, char *err, size_t errlen)
     free(x->path);
     x->path = dsa_xstrdup(ep->dialect->tokenize_path);
     x->templating = false;
-    ready_push(ep, x);
+    /* straight back on the wire: its slot was just freed, and the loop would not wait for a
+       queued request before its next poll */
+    if (start_xfer(ep, x) < 0)
+        ready_push(ep, x);
     return 0;
 }
 
@@ -627,34 +632,44 @@ static int ep_poll(dsa_backend *b, int timeout_ms)
     struct ep *ep = (struct ep *)b;
     if (fatal(ep))
         return -1;
+    long delivered0 = ep->n_delivered;
     deliver_finished(ep);
     if (fill(ep) < 0)
         return -1;
     if (ep->n_inflight == 0 && ep->n_delayed == 0)
         return ep_pending(ep);
-    /* wait no longer than the next retry's start time */
-    if (ep->delayed) {
-        double first = ep->delayed->start_at;
-        for (struct xfer *x = ep->delayed; x; x = x->next)
-            if (x->start_at < first)
-                first = x->start_at;
-        double ms = (first - now_s()) * 1e3;
-        if (ms < timeout_ms)
-            timeout_ms = ms < 0 ? 0 : (int)ms + 1;
-    }
     int running;
-    CURLMcode mc = curl_multi_perform(ep->multi, &running);
-    if (mc == CURLM_OK)
-        drain_messages(ep);
-    if (mc == CURLM_OK && ep->n_inflight > 0)
-        mc = curl_multi_poll(ep->multi, NULL, 0, timeout_ms, NULL);
-    else if (mc == CURLM_OK && timeout_ms > 0)
-        usleep((useconds_t)timeout_ms * 1000u);
-    if (mc == CURLM_OK)
+    CURLMcode mc = CURLM_OK;
+    if (ep->n_inflight > 0) {
         mc = curl_multi_perform(ep->multi, &running);
+        if (mc == CURLM_OK)
+            drain_messages(ep);
+    }
+    /* wait only when nothing finished: a finished request means the caller has room to
+       refill, and waiting then would idle the window (at concurrency 1, every request) */
+    if (mc == CURLM_OK && ep->n_delivered == delivered0) {
+        /* no longer than the next retry's start time */
+        if (ep->delayed) {
+            double first = ep->delayed->start_at;
+            for (struct xfer *x = ep->delayed; x; x = x->next)
+                if (x->start_at < first)
+                    first = x->start_at;
+            double ms = (first - now_s()) * 1e3;
+            if (ms < timeout_ms)
+                timeout_ms = ms < 0 ? 0 : (int)ms + 1;
+        }
+        if (ep->n_inflight > 0) {
+            mc = curl_multi_poll(ep->multi, NULL, 0, timeout_ms, NULL);
+            if (mc == CURLM_OK)
+                mc = curl_multi_perform(ep->multi, &running);
+            if (mc == CURLM_OK)
+                drain_messages(ep);
+        } else if (timeout_ms > 0) {
+            usleep((useconds_t)timeout_ms * 1000u);
+        }
+    }
     if (mc != CURLM_OK)
         return dsa_errorf("http event loop failed: %s", curl_multi_strerror(mc));
-    drain_messages(ep);
     deliver_finished(ep);
     if (fatal(ep))
         return -1;

@@ -36,14 +36,16 @@ struct dsa_inproc_opts {
     int max_query; /* MRCR: query rows = the last max_query tokens of the question (0 = all) */
     int mtp;       /* GSM8K: draft tokens N; rows per verify step = N + 1 */
     /* the evaluation's input and output */
-    const char *dataset;
+    const char *dataset_name;    /* as given (--dataset), for the header */
+    const char *const *datasets; /* resolved files, read in order into one run file */
+    size_t ndatasets;
     const char *out_dir;
     long limit;            /* rows per (needles, bin), 0 = all */
     unsigned bins_mask;    /* 0 = all */
     unsigned needles_mask; /* 0 = all */
     bool force_new;
-    int argc; /* the command line, for the run header */
-    char **argv;
+    json_t *command;           /* the command line as dsa_run_command_json() made it (borrowed), for
+                                  the run header; NULL = none */
     volatile int *interrupted; /* set by SIGINT/SIGTERM (commands.h), or NULL */
 };
 

@@ -211,12 +211,63 @@ static int parse_json(struct dsa_resp *r, enum dsa_api api, json_t *v)
     return DSA_RESP_OK;
 }
 
+/* A /tokenize answer lists every token id: 256K integers would cost ~15 MB as json_t values
+   to read one "count". Copies the body without the contents of the top-level "tokens"
+   array (integers only, so its first ']' ends it); NULL when there is none to drop. */
+static bool contains(const char *s, size_t len, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (size_t i = 0; i + n <= len; i++)
+        if (!memcmp(s + i, needle, n))
+            return true;
+    return false;
+}
+
+static char *drop_token_list(const char *body, size_t len, size_t *out_len)
+{
+    static const char key[] = "\"tokens\"";
+    const char *end = body + len;
+    if (!contains(body, len, "\"count\""))
+        return NULL; /* the count is the list's length then */
+    for (const char *p = body; p + sizeof key - 1 < end; p++) {
+        if (memcmp(p, key, sizeof key - 1))
+            continue;
+        const char *q = p + sizeof key - 1;
+        while (q < end && (*q == ' ' || *q == ':' || *q == '\n' || *q == '\t' || *q == '\r'))
+            q++;
+        if (q == end || *q != '[')
+            return NULL;
+        const char *close = memchr(q, ']', (size_t)(end - q));
+        if (!close)
+            return NULL;
+        for (const char *t = q + 1; t < close; t++)
+            if (!strchr("0123456789-, \n\t\r", *t))
+                return NULL; /* not a plain integer list: parse the body as it is */
+        size_t head = (size_t)(q + 1 - body);
+        size_t tail = (size_t)(end - close);
+        char *out = dsa_xmalloc(head + tail + 1);
+        memcpy(out, body, head);
+        memcpy(out + head, close, tail);
+        out[head + tail] = 0;
+        *out_len = head + tail;
+        return out;
+    }
+    return NULL;
+}
+
 int dsa_resp_parse_body(struct dsa_resp *r, enum dsa_api api, const char *body, size_t len)
 {
     if (api == DSA_API_GET)
         return DSA_RESP_OK;
+    char *slim = NULL;
+    size_t slim_len = 0;
+    if (api == DSA_API_TOKENIZE && (slim = drop_token_list(body, len, &slim_len))) {
+        body = slim;
+        len = slim_len;
+    }
     json_error_t err;
     json_t *v = json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+    free(slim);
     if (!v) {
         char why[256];
         snprintf(why, sizeof why, "response is not JSON: %s", err.text);

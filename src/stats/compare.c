@@ -5,14 +5,18 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <gsl/gsl_statistics_double.h>
 
 #include "stats/compare.h"
+
+#include "evals/gsm8k_compare.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -25,6 +29,7 @@ static const struct {
     const char *eval;
     dsa_cmp_identity_fn fn;
 } dsa_cmp_identity_hooks[] = {
+    {"gsm8k", dsa_gsm8k_compare_identity},
     {NULL, NULL},
 };
 
@@ -321,7 +326,8 @@ static int universe_build(struct universe *u, const struct dsa_cmp_side *const *
     /* sort the bins, then renumber the samples' bins */
     size_t *order = dsa_xmalloc((u->n_bins ? u->n_bins : 1) * sizeof *order);
     struct bin_info *sorted = dsa_xmalloc((u->n_bins ? u->n_bins : 1) * sizeof *sorted);
-    memcpy(sorted, u->bins, u->n_bins * sizeof *sorted);
+    if (u->n_bins)
+        memcpy(sorted, u->bins, u->n_bins * sizeof *sorted);
     qsort(sorted, u->n_bins, sizeof *sorted, bin_cmp);
     for (size_t b = 0; b < u->n_bins; b++)
         for (size_t c = 0; c < u->n_bins; c++)
@@ -447,45 +453,125 @@ static void stream_label(struct dsa_buf *b, const char *cmp, const char *what)
     dsa_buf_addf(b, "%s/%s", cmp, what);
 }
 
-/* Runs the statistics of one bin (or of "all" when stratum != NULL) over the used samples
-   listed in ks[0..m) and returns the bin's JSON object (statistics part). */
-static json_t *bin_stats(const size_t *ks, size_t m, const size_t *stratum, size_t n_strata,
-                         const struct side_data *a, const struct side_data *b, size_t n,
-                         const struct dsa_boot_cfg *cfg, const char *cmp, const char *label,
-                         bool full)
+/* One bin's statistics, prepared on the main thread, computed on any thread (every job has
+   its own generator, so the thread count never changes a number), turned into JSON on the
+   main thread again. */
+struct bin_job {
+    size_t m, ra, rb;
+    double *B, *C;   /* ra x m and rb x m score matrices */
+    size_t *stratum; /* owned copy, or NULL */
+    size_t n_strata;
+    uint32_t seed, seed2;
+    const struct dsa_boot_cfg *cfg;
+    bool full;
+    int rc;
+    struct dsa_paired_result res;
+};
+
+static void job_prepare(struct bin_job *j, const size_t *ks, size_t m, const size_t *stratum,
+                        size_t n_strata, const struct side_data *a, const struct side_data *b,
+                        size_t n, const struct dsa_boot_cfg *cfg, const char *cmp,
+                        const char *label, bool full)
 {
-    double *B = dsa_xmalloc((a->R * m + 1) * sizeof *B);
-    double *C = dsa_xmalloc((b->R * m + 1) * sizeof *C);
+    memset(j, 0, sizeof *j);
+    j->m = m;
+    j->ra = a->R;
+    j->rb = b->R;
+    j->B = dsa_xmalloc((a->R * m + 1) * sizeof *j->B);
+    j->C = dsa_xmalloc((b->R * m + 1) * sizeof *j->C);
     for (size_t q = 0; q < a->R; q++)
-        for (size_t j = 0; j < m; j++)
-            B[q * m + j] = a->score[q * n + ks[j]];
+        for (size_t k = 0; k < m; k++)
+            j->B[q * m + k] = a->score[q * n + ks[k]];
     for (size_t q = 0; q < b->R; q++)
-        for (size_t j = 0; j < m; j++)
-            C[q * m + j] = b->score[q * n + ks[j]];
-    struct dsa_paired_input in = {m, a->R, b->R, B, C, stratum, n_strata};
-    struct dsa_paired_result r;
+        for (size_t k = 0; k < m; k++)
+            j->C[q * m + k] = b->score[q * n + ks[k]];
+    if (stratum) {
+        j->stratum = dsa_xmalloc((m + 1) * sizeof *j->stratum);
+        memcpy(j->stratum, stratum, m * sizeof *j->stratum);
+        j->n_strata = n_strata;
+    }
     struct dsa_buf sl = DSA_BUF_INIT;
     stream_label(&sl, cmp, label);
-    uint32_t seed = dsa_stats_stream_seed(cfg->seed, sl.data);
+    j->seed = dsa_stats_stream_seed(cfg->seed, sl.data);
     dsa_buf_adds(&sl, "/two-level");
-    uint32_t seed2 = dsa_stats_stream_seed(cfg->seed, sl.data);
+    j->seed2 = dsa_stats_stream_seed(cfg->seed, sl.data);
     dsa_buf_release(&sl);
-    json_t *o = json_object();
-    if (dsa_stats_paired(&in, cfg, seed, seed2, full ? 0 : DSA_PAIRED_NO_TWO_LEVEL, &r) < 0) {
-        free(B);
-        free(C);
-        return o;
+    j->cfg = cfg;
+    j->full = full;
+    j->rc = -1;
+}
+
+static void job_run(struct bin_job *j)
+{
+    struct dsa_paired_input in = {j->m, j->ra, j->rb, j->B, j->C, j->stratum, j->n_strata};
+    j->rc = dsa_stats_paired(&in, j->cfg, j->seed, j->seed2, j->full ? 0 : DSA_PAIRED_NO_TWO_LEVEL,
+                             &j->res);
+}
+
+struct job_pool {
+    struct bin_job *jobs;
+    size_t n;
+    size_t next;
+    pthread_mutex_t lock;
+};
+
+static void *job_worker(void *arg)
+{
+    struct job_pool *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        size_t k = p->next++;
+        pthread_mutex_unlock(&p->lock);
+        if (k >= p->n)
+            return NULL;
+        job_run(&p->jobs[k]);
     }
+}
+
+/* Runs the jobs on `threads` threads (the calling one included). */
+static void jobs_run(struct bin_job *jobs, size_t n, int threads)
+{
+    struct job_pool p = {jobs, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    size_t extra = threads > 1 ? (size_t)threads - 1 : 0;
+    if (extra > n)
+        extra = n;
+    pthread_t *tid = dsa_xcalloc(extra + 1, sizeof *tid);
+    size_t started = 0;
+    for (size_t t = 0; t < extra; t++)
+        if (pthread_create(&tid[t], NULL, job_worker, &p) == 0)
+            started++;
+        else
+            break;
+    job_worker(&p);
+    for (size_t t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    free(tid);
+}
+
+static void job_release(struct bin_job *j)
+{
+    if (j->rc == 0)
+        dsa_paired_result_release(&j->res);
+    free(j->B);
+    free(j->C);
+    free(j->stratum);
+}
+
+/* the bin's JSON object (statistics part) */
+static json_t *job_json(const struct bin_job *j)
+{
+    json_t *o = json_object();
+    if (j->rc < 0)
+        return o;
+    const struct dsa_paired_result r = j->res;
+    size_t m = j->m;
+    const double *B = j->B, *C = j->C;
     json_object_set_new(o, "base", jreal(r.base_mean));
     json_object_set_new(o, "cand", jreal(r.cand_mean));
     json_object_set_new(o, "diff", jreal(r.diff));
     json_object_set_new(o, "ci", jci(r.lo, r.hi));
-    if (!full) {
-        dsa_paired_result_release(&r);
-        free(B);
-        free(C);
+    if (!j->full)
         return o;
-    }
     json_object_set_new(o, "se", jreal(r.se));
     json_object_set_new(o, "mde80", jreal(r.mde80));
     json_object_set_new(o, "sd_diff", jreal(r.sd_d));
@@ -493,17 +579,17 @@ static json_t *bin_stats(const size_t *ks, size_t m, const size_t *stratum, size
     json_object_set_new(o, "boot_sd", jreal(r.boot_sd));
     /* per-side 95 % normal CIs of the means, for the plot's bars */
     double *bm = dsa_xmalloc((m + 1) * sizeof *bm), *cm = dsa_xmalloc((m + 1) * sizeof *cm);
-    for (size_t j = 0; j < m; j++) {
+    for (size_t t = 0; t < m; t++) {
         double sb = 0, sc = 0;
         size_t nb = 0, nc = 0;
-        for (size_t q = 0; q < a->R; q++)
-            if (!isnan(B[q * m + j]))
-                sb += B[q * m + j], nb++;
-        for (size_t q = 0; q < b->R; q++)
-            if (!isnan(C[q * m + j]))
-                sc += C[q * m + j], nc++;
-        bm[j] = sb / (double)nb;
-        cm[j] = sc / (double)nc;
+        for (size_t q = 0; q < j->ra; q++)
+            if (!isnan(B[q * m + t]))
+                sb += B[q * m + t], nb++;
+        for (size_t q = 0; q < j->rb; q++)
+            if (!isnan(C[q * m + t]))
+                sc += C[q * m + t], nc++;
+        bm[t] = sb / (double)nb;
+        cm[t] = sc / (double)nc;
     }
     json_object_set_new(o, "base_se",
                         jreal(m >= 2 ? gsl_stats_sd(bm, 1, m) / sqrt((double)m) : NAN));
@@ -542,9 +628,6 @@ static json_t *bin_stats(const size_t *ks, size_t m, const size_t *stratum, size
         json_object_set_new(o, "mcnemar",
                             json_pack("{s:I,s:I,s:o}", "b", (json_int_t)r.mc_b, "c",
                                       (json_int_t)r.mc_c, "p", jreal(r.mc_p)));
-    dsa_paired_result_release(&r);
-    free(B);
-    free(C);
     return o;
 }
 
@@ -626,15 +709,18 @@ static json_t *latency_stats(const struct universe *u, const unsigned char *use,
    "all" last. full = everything; otherwise only n, means, diff and CI (the A/A rows). */
 static json_t *pair_bins(const struct universe *u, const unsigned char *use,
                          const struct side_data *a, const struct side_data *b,
-                         const struct dsa_boot_cfg *cfg, const char *cmp, bool full)
+                         const struct dsa_boot_cfg *cfg, const char *cmp, bool full, int threads)
 {
     size_t n = u->n;
     json_t *bins = json_array();
     size_t *ks = dsa_xmalloc((n + 1) * sizeof *ks);
     size_t *stratum = dsa_xmalloc((n + 1) * sizeof *stratum);
     size_t *remap = dsa_xmalloc((u->n_bins + 1) * sizeof *remap);
-    size_t tot_used = 0, tot_excl = 0, tot_drop = 0, strata = 0;
+    size_t tot_excl = 0, tot_drop = 0, strata = 0;
     bool single_all = u->n_bins == 1 && !strcmp(u->bins[0].label, "all");
+    size_t nb = single_all ? 0 : u->n_bins;
+    struct bin_job *jobs = dsa_xcalloc(nb + 1, sizeof *jobs);
+    json_t **heads = dsa_xcalloc(nb + 1, sizeof *heads);
     for (size_t bi = 0; bi < u->n_bins; bi++) {
         size_t m = 0, excl = 0, drop = 0;
         for (size_t k = 0; k < n; k++) {
@@ -648,19 +734,15 @@ static json_t *pair_bins(const struct universe *u, const unsigned char *use,
                 drop++;
         }
         remap[bi] = m ? strata++ : (size_t)-1;
-        tot_used += m;
         tot_excl += excl;
         tot_drop += drop;
         if (single_all)
             break;
-        json_t *o = bin_stats(ks, m, NULL, 0, a, b, n, cfg, cmp, u->bins[bi].label, full);
-        json_t *head = json_pack("{s:s,s:I,s:I,s:I}", "bin", u->bins[bi].label, "n", (json_int_t)m,
-                                 "n_excluded", (json_int_t)excl, "n_dropped", (json_int_t)drop);
+        job_prepare(&jobs[bi], ks, m, NULL, 0, a, b, n, cfg, cmp, u->bins[bi].label, full);
+        heads[bi] = json_pack("{s:s,s:I,s:I,s:I}", "bin", u->bins[bi].label, "n", (json_int_t)m,
+                              "n_excluded", (json_int_t)excl, "n_dropped", (json_int_t)drop);
         if (u->bins[bi].tokens > 0)
-            json_object_set_new(head, "bin_tokens", json_integer(u->bins[bi].tokens));
-        json_object_update(head, o);
-        json_decref(o);
-        json_array_append_new(bins, head);
+            json_object_set_new(heads[bi], "bin_tokens", json_integer(u->bins[bi].tokens));
     }
     /* "all": stratified by bin (resample within each bin, keep the bin sizes) */
     size_t m = 0;
@@ -669,17 +751,23 @@ static json_t *pair_bins(const struct universe *u, const unsigned char *use,
             ks[m] = k;
             stratum[m++] = single_all ? 0 : remap[u->bin[k]];
         }
-    json_t *o = bin_stats(ks, m, single_all ? NULL : stratum, single_all ? 0 : strata, a, b, n, cfg,
-                          cmp, "all", full);
-    json_t *head = json_pack("{s:s,s:I,s:I,s:I}", "bin", "all", "n", (json_int_t)m, "n_excluded",
-                             (json_int_t)tot_excl, "n_dropped", (json_int_t)tot_drop);
-    json_object_update(head, o);
-    json_decref(o);
-    json_array_append_new(bins, head);
+    job_prepare(&jobs[nb], ks, m, single_all ? NULL : stratum, single_all ? 0 : strata, a, b, n,
+                cfg, cmp, "all", full);
+    heads[nb] = json_pack("{s:s,s:I,s:I,s:I}", "bin", "all", "n", (json_int_t)m, "n_excluded",
+                          (json_int_t)tot_excl, "n_dropped", (json_int_t)tot_drop);
+    jobs_run(jobs, nb + 1, threads);
+    for (size_t k = 0; k <= nb; k++) {
+        json_t *o = job_json(&jobs[k]);
+        json_object_update(heads[k], o);
+        json_decref(o);
+        json_array_append_new(bins, heads[k]);
+        job_release(&jobs[k]);
+    }
+    free(jobs);
+    free(heads);
     free(ks);
     free(stratum);
     free(remap);
-    (void)tot_used;
     return bins;
 }
 
@@ -747,13 +835,13 @@ json_t *dsa_cmp_build(const struct dsa_cmp_side *base, const struct dsa_cmp_side
     json_object_set_new(doc, "method", method_json(cfg));
     json_object_set_new(doc, "base", side_json(base, opts->label_base));
     json_object_set_new(doc, "cand", side_json(cand, opts->label_cand));
-    json_t *bins = pair_bins(&u, use, &sb, &sc, cfg, "main..cand", true);
+    json_t *bins = pair_bins(&u, use, &sb, &sc, cfg, "main..cand", true, opts->threads);
     json_t *lat = latency_stats(&u, use, &sb, &sc, cfg, "main..cand");
 
     if (aa) {
         json_object_set_new(doc, "aa", side_json(aa, "A/A"));
         unsigned char *use_aa = classify(&u, &sb, &sa);
-        json_t *abins = pair_bins(&u, use_aa, &sb, &sa, cfg, "main..main-aa", false);
+        json_t *abins = pair_bins(&u, use_aa, &sb, &sa, cfg, "main..main-aa", false, opts->threads);
         for (size_t k = 0; k < json_array_size(bins); k++) {
             json_t *src = json_array_get(abins, k);
             json_t *row = json_pack("{s:O,s:O,s:O,s:O}", "n", json_object_get(src, "n"), "diff",
@@ -871,6 +959,13 @@ int dsa_cmp_cli_apply(const struct dsa_cmp_cli *c, struct dsa_cmp_opts *o)
         return dsa_errorf("--confidence must be in [0.5, 1), not %g", c->confidence);
     if (c->seed < 0)
         return dsa_errorf("--seed must be >= 0, not %ld", c->seed);
+    if (c->threads < 0 || c->threads > 256)
+        return dsa_errorf("--threads must be between 0 and 256, not %d", c->threads);
+    o->threads = c->threads;
+    if (!o->threads) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        o->threads = cpus < 1 ? 1 : cpus > 8 ? 8 : (int)cpus;
+    }
     o->boot.ci = (enum dsa_ci_method)ci;
     o->boot.rng = (enum dsa_rng_kind)rng;
     return 0;
@@ -1001,48 +1096,84 @@ static bool header_al(const struct dsa_cmp_side *s, double *al)
     return false;
 }
 
+/* the record's output text: "output" (run files), else "text" (the GSM8K spec's name) */
+static json_t *rec_output(json_t *r)
+{
+    json_t *o = json_object_get(r, "output");
+    return json_is_string(o)                            ? o
+           : json_is_string(json_object_get(r, "text")) ? json_object_get(r, "text")
+                                                        : NULL;
+}
+
 json_t *dsa_cmp_identity_builtin(const struct dsa_cmp_side *base, const struct dsa_cmp_side *cand)
 {
     if (!base->n_runs || !cand->n_runs)
         return NULL;
-    /* first run of each side: greedy runs are compared byte for byte */
+    /* first run of each side: greedy runs are compared byte for byte, over the union of ids
+       (an id with an output on one side only differs), and prompts must hash the same */
     json_t *rb = base->runs[0].records, *rc = cand->runs[0].records;
-    json_t *outs = json_object();
+    json_t *by_id = json_object();
     bool any = false;
     for (size_t k = 0; k < json_array_size(rb); k++) {
-        json_t *r = json_array_get(rb, k), *o = json_object_get(r, "output");
-        if (json_is_string(o)) {
-            json_object_set(outs, json_string_value(json_object_get(r, "id")), o);
+        json_t *r = json_array_get(rb, k);
+        if (rec_output(r)) {
+            json_object_set(by_id, json_string_value(json_object_get(r, "id")), r);
             any = true;
         }
     }
     double alb = NAN, alc = NAN;
     bool has_al = header_al(base, &alb) && header_al(cand, &alc);
     if (!any && !has_al) {
-        json_decref(outs);
+        json_decref(by_id);
         return NULL;
     }
     size_t n = 0, same = 0;
-    json_t *first = json_null();
+    json_t *first = json_null(), *seen = json_object();
     for (size_t k = 0; k < json_array_size(rc) && any; k++) {
-        json_t *r = json_array_get(rc, k), *o = json_object_get(r, "output");
+        json_t *r = json_array_get(rc, k), *o = rec_output(r);
         const char *id = json_string_value(json_object_get(r, "id"));
-        json_t *ob = json_object_get(outs, id);
-        if (!json_is_string(o) || !ob)
+        json_t *rbase = json_object_get(by_id, id);
+        if (!o)
             continue;
         n++;
-        size_t la = json_string_length(ob), lb = json_string_length(o);
-        const char *a = json_string_value(ob), *b = json_string_value(o);
+        json_object_set_new(seen, id, json_true());
+        const char *why = NULL;
         size_t off = 0;
-        while (off < la && off < lb && a[off] == b[off])
-            off++;
-        if (la == lb && off == la) {
-            same++;
-        } else if (json_is_null(first)) {
-            first = json_pack("{s:s,s:I}", "id", id, "offset", (json_int_t)off);
+        if (!rbase) {
+            why = "missing from the baseline";
+        } else {
+            json_t *ob = rec_output(rbase);
+            json_t *pa = json_object_get(rbase, "prompt_sha256"),
+                   *pb = json_object_get(r, "prompt_sha256");
+            size_t la = json_string_length(ob), lb = json_string_length(o);
+            const char *a = json_string_value(ob), *b = json_string_value(o);
+            while (off < la && off < lb && a[off] == b[off])
+                off++;
+            if (json_is_string(pa) && json_is_string(pb) && !json_equal(pa, pb))
+                why = "different prompt";
+            else if (la != lb || off != la)
+                why = "different output";
         }
+        if (!why)
+            same++;
+        else if (json_is_null(first))
+            first = json_pack("{s:s,s:I,s:s}", "id", id, "offset", (json_int_t)off, "why", why);
     }
-    json_decref(outs);
+    /* ids with an output in the baseline only */
+    const char *id;
+    json_t *v;
+    json_object_foreach(by_id, id, v)
+    {
+        (void)v;
+        if (json_object_get(seen, id))
+            continue;
+        n++;
+        if (json_is_null(first))
+            first = json_pack("{s:s,s:I,s:s}", "id", id, "offset", (json_int_t)0, "why",
+                              "missing from the candidate");
+    }
+    json_decref(seen);
+    json_decref(by_id);
     json_t *al = has_al ? json_pack("{s:f,s:f}", "base", alb, "cand", alc) : json_null();
     const char *ev = side_eval(base) ? side_eval(base) : side_eval(cand);
     return json_pack("{s:s,s:I,s:I,s:b,s:o,s:o}", "eval", ev ? ev : "unknown", "n", (json_int_t)n,

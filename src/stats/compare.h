@@ -46,6 +46,7 @@ struct dsa_cmp_opts {
     const char *label_base; /* display labels (reports); never part of a stream seed */
     const char *label_cand;
     double fail_if_worse; /* NAN = off; else flag bins whose CI lies wholly below -x */
+    int threads;          /* bins computed in parallel; results never depend on it */
 };
 
 /*
@@ -82,10 +83,11 @@ struct dsa_cmp_cli {
     long seed;
     const char *baseline_aa;
     const char *label_base, *label_cand;
+    int threads; /* 0 = the number of online CPUs, at most 8 */
 };
 #define DSA_CMP_CLI_INIT                                                                           \
     {                                                                                              \
-        10000, 0.95, "percentile", "taus2", 1, NULL, "baseline", "candidate"                       \
+        10000, 0.95, "percentile", "taus2", 1, NULL, "baseline", "candidate", 0                    \
     }
 #define DSA_CMP_CLI_OPTIONS(c)                                                                     \
     DSA_OPT_STRING(0, "baseline-aa", &(c)->baseline_aa, "RUNS",                                    \
@@ -98,7 +100,10 @@ struct dsa_cmp_cli {
         DSA_OPT_STRING(0, "label-base", &(c)->label_base, "TEXT",                                  \
                        "name of the baseline in outputs (default: baseline)"),                     \
         DSA_OPT_STRING(0, "label-cand", &(c)->label_cand, "TEXT",                                  \
-                       "name of the candidate in outputs (default: candidate)")
+                       "name of the candidate in outputs (default: candidate)"),                   \
+        DSA_OPT_INT(0, "threads", &(c)->threads, "N",                                              \
+                    "bins computed in parallel (default: CPUs, at most 8); never changes a "       \
+                    "number")
 /* Validates the shared options into o (fail_if_worse = NAN). Returns 0, or -1 after printing
    a usage error (exit DSA_EXIT_USAGE). */
 int dsa_cmp_cli_apply(const struct dsa_cmp_cli *c, struct dsa_cmp_opts *o);

@@ -77,9 +77,13 @@ void dsa_stats_coverage(const struct dsa_cov_scenario *sc, size_t reps, long B, 
         if (R >= 2 && r.n_runs) {
             out->run1 += covers(r.runs[0].lo, r.runs[0].hi, truth);
             out->two_level += covers(r.tl_lo, r.tl_hi, truth);
+            out->flagged += r.runs_disagree;
+            out->rule +=
+                r.runs_disagree ? covers(r.tl_lo, r.tl_hi, truth) : covers(r.lo, r.hi, truth);
             out->width_two_level += r.tl_hi - r.tl_lo;
         } else {
             out->run1 += covers(r.lo, r.hi, truth);
+            out->rule += covers(r.lo, r.hi, truth);
         }
         dsa_paired_result_release(&r);
         if (bca) {

@@ -34,6 +34,9 @@ struct dsa_cov_result {
     size_t clt;       /* D +- z SE_CLT */
     size_t run1;      /* run 1 vs run 1 alone (single-run CI); = pct when runs == 1 */
     size_t two_level; /* two-level (samples x runs) bootstrap, runs >= 2 */
+    size_t rule;      /* what compare recommends: two-level if the runs disagree (F-test
+                         p < 0.01 on either side), else pooled percentile */
+    size_t flagged;   /* comparisons where the runs disagreed */
     double width_pct, width_two_level; /* mean widths */
 };
 

@@ -388,8 +388,7 @@ static double mean_finite(const double *row, size_t n, size_t *count)
 }
 
 /* per-sample mean over an arm's finished runs, along one fixed summation order */
-static double sample_mean(const double *m, size_t R, size_t n, size_t i, const size_t *runs,
-                          size_t nr)
+static double sample_mean(const double *m, size_t n, size_t i, const size_t *runs, size_t nr)
 {
     double s = 0;
     size_t c = 0;
@@ -400,7 +399,6 @@ static double sample_mean(const double *m, size_t R, size_t n, size_t i, const s
             c++;
         }
     }
-    (void)R;
     return c ? s / (double)c : NAN;
 }
 
@@ -571,8 +569,8 @@ int dsa_stats_paired(const struct dsa_paired_input *in, const struct dsa_boot_cf
     double *d = dsa_xmalloc((n ? n : 1) * sizeof *d);
     bool binary = rb == 1 && rc == 1;
     for (size_t i = 0; i < n; i++) {
-        bm[i] = sample_mean(in->base, in->rb, n, i, brun, rb);
-        cm[i] = sample_mean(in->cand, in->rc, n, i, crun, rc);
+        bm[i] = sample_mean(in->base, n, i, brun, rb);
+        cm[i] = sample_mean(in->cand, n, i, crun, rc);
         if (isnan(bm[i]) || isnan(cm[i])) {
             free(brun), free(crun), free(bm), free(cm), free(d);
             return -1;

@@ -180,8 +180,15 @@ static int store(const struct dsa_option *o, const char *arg, bool negated)
 void dsa_opt_print_usage(void *outp, const char *const *usage, const struct dsa_option *opts)
 {
     FILE *out = outp;
-    for (size_t i = 0; usage && usage[i]; i++)
-        fprintf(out, "%s %s\n", i ? "   or:" : "usage:", usage[i]);
+    /* synopsis lines, then (after an empty line) free text printed as it is */
+    bool text = false;
+    for (size_t i = 0; usage && usage[i]; i++) {
+        text = text || !usage[i][0];
+        if (text)
+            fprintf(out, "%s\n", usage[i]);
+        else
+            fprintf(out, "%s %s\n", i ? "   or:" : "usage:", usage[i]);
+    }
     fputc('\n', out);
     for (const struct dsa_option *o = opts; o->type != DSA_OPT_TYPE_END; o++) {
         struct dsa_buf left = DSA_BUF_INIT;

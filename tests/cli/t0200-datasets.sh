@@ -20,6 +20,16 @@ expect_success "synth --max-bin" "$DSA_BIN" datasets synth mrcr --needles 2,4 --
     --per-bin 1 -o "$TMP/m.jsonl"
 expect_eq "--max-bin 16k: 2 needle counts x 2 bins" "$(wc -l <"$TMP/m.jsonl" | tr -d ' ')" 4
 
+# --- SIGINT during a long synth: exit 130, no output and no temporary file left
+"$DSA_BIN" datasets synth mrcr --bins 1m --per-bin 200 -o "$TMP/int.jsonl" 2>"$TMP/err" &
+pid=$!
+sleep 1
+kill -INT "$pid"
+wait "$pid"
+expect_eq "synth interrupted: exit 130" "$?" 130
+[ ! -e "$TMP/int.jsonl" ] && [ ! -e "$TMP/int.jsonl.tmp" ] && ok "no partial synth output" ||
+    not_ok "no partial synth output"
+
 # --- info
 expect_success "info" "$DSA_BIN" datasets info "$TMP/a.jsonl"
 sha=$(sha256sum "$TMP/a.jsonl" | cut -d' ' -f1)

@@ -305,9 +305,10 @@ expect_code 2 "bad --extra-body: exit 2" "$DSA_BIN" mrcr --endpoint "$URL1" --da
     --out "$TMP/x" --extra-body '[1]'
 expect_code 3 "missing dataset: exit 3" "$DSA_BIN" mrcr --endpoint "$URL1" \
     --dataset "$TMP/nope.jsonl" --out "$TMP/x"
-expect_code 4 "--backend inprocess (not built yet): exit 4" "$DSA_BIN" mrcr --backend inprocess \
-    --dataset "$DS" --out "$TMP/x"
-if grep -q "not built" "$TMP/err"; then ok "inprocess says it is not built"; else not_ok "inprocess says it is not built"; fi
+# (the in-process backend itself is tested by t0701-mrcr-inprocess.sh)
+expect_code 2 "--backend inprocess --device tpu: exit 2" "$DSA_BIN" mrcr --backend inprocess \
+    --device tpu --dataset "$DS" --out "$TMP/x"
+if grep -q "unknown device 'tpu'" "$TMP/err"; then ok "inprocess names the bad device"; else not_ok "inprocess names the bad device"; fi
 expect_code 6 "resume with other parameters: exit 6" "$DSA_BIN" mrcr --endpoint "$URL1" \
     --dataset "$DS" --needles 2,8 --runs 2 --seed 12 --out "$TMP/clean" -q
 

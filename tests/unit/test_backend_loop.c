@@ -441,10 +441,15 @@ static void on_count(const struct dsa_result *res)
     counts[res->status == DSA_RES_OK ? res->endpoint : 2]++;
 }
 
+static enum action h_slow(int n, const struct sreq *rq, struct dsa_buf *out);
+
 static void test_two_endpoints(void **state)
 {
     (void)state;
-    reset_log(h_ok);
+    /* answers take 20 ms on both servers, so least-outstanding must split about evenly
+       (with instant answers the faster connection rightly takes more) */
+    reset_log(h_slow);
+    S.sleep_ms = 20;
     dsa_backend *b = open_client(2, 4, 0, 10, NULL, NULL);
     json_t *body = hello_body();
     int counts[3] = {0, 0, 0};
@@ -463,6 +468,7 @@ static void test_two_endpoints(void **state)
     assert_int_equal(per_server[0], counts[0]);
     json_decref(body);
     dsa_backend_free(&b);
+    S.sleep_ms = 0;
 }
 
 static enum action h_404(int n, const struct sreq *rq, struct dsa_buf *out)

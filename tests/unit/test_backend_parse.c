@@ -172,6 +172,19 @@ static void test_completion_and_generate(void **state)
     assert_int_equal(dsa_resp_parse_body(&r, DSA_API_TOKENIZE, t, strlen(t)), DSA_RESP_OK);
     assert_int_equal(r.prompt_tokens, 4711);
     assert_int_equal(r.max_model_len, 8192);
+    dsa_resp_reset(&r);
+    /* the token list is skipped, not parsed, when "count" is there; else it is the count */
+    const char *t2 = "{\"tokens\": [5, 6,\n 7],\"count\":3,\"token_strs\":null}";
+    assert_int_equal(dsa_resp_parse_body(&r, DSA_API_TOKENIZE, t2, strlen(t2)), DSA_RESP_OK);
+    assert_int_equal(r.prompt_tokens, 3);
+    dsa_resp_reset(&r);
+    const char *t3 = "{\"tokens\":[5,6,7,8]}";
+    assert_int_equal(dsa_resp_parse_body(&r, DSA_API_TOKENIZE, t3, strlen(t3)), DSA_RESP_OK);
+    assert_int_equal(r.prompt_tokens, 4);
+    dsa_resp_reset(&r);
+    const char *t4 = "{\"tokens\":[5,\"x]\"],\"count\":2}"; /* not integers: parsed whole */
+    assert_int_equal(dsa_resp_parse_body(&r, DSA_API_TOKENIZE, t4, strlen(t4)), DSA_RESP_OK);
+    assert_int_equal(r.prompt_tokens, 2);
     dsa_resp_release(&r);
 }
 

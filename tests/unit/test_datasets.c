@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <pcre2.h>
 
 #include "datasets/mrcr.h"
 #include "datasets/samples.h"
@@ -21,6 +22,8 @@
 #include "datasets/tokenize.h"
 #include "util/buf.h"
 #include "util/hash.h"
+#include "util/lines.h"
+#include "util/opt.h"
 
 static const int block_to_bin[8] = {5, 2, 6, 3, 0, 7, 4, 1};
 
@@ -258,6 +261,33 @@ static void test_official_block_map(void **state)
     dsa_mrcr_free(&rd);
     assert_null(rd);
 
+    /* a bin filter on the block map: ≤8K is block 4 (rows 400-499) of each needle count;
+       skipped rows keep their numbers */
+    struct dsa_mrcr_filter f0 = {0, 1u << 0, 0};
+    rd = dsa_mrcr_open(path, &f0);
+    assert_int_equal(dsa_mrcr_nselected(rd), 200);
+    i = 0;
+    while (dsa_mrcr_next(rd, &row) > 0) {
+        assert_int_equal(row.r, 400 + i % 100);
+        assert_int_equal(row.n_needles, i < 100 ? 2 : 8);
+        assert_int_equal(row.bin, 0);
+        i++;
+    }
+    assert_int_equal(i, 200);
+    dsa_mrcr_row_release(&row);
+    dsa_mrcr_free(&rd);
+    struct dsa_mrcr_filter f8 = {1u << 8, 0x3fu, 10}; /* --needles 8 --max-bin 256k, 10/bin */
+    rd = dsa_mrcr_open(path, &f8);
+    assert_int_equal(dsa_mrcr_nselected(rd), 60);
+    i = 0;
+    while (dsa_mrcr_next(rd, &row) > 0) {
+        assert_true(row.bin <= 5 && row.n_needles == 8 && row.r % 100 < 10);
+        i++;
+    }
+    assert_int_equal(i, 60);
+    dsa_mrcr_row_release(&row);
+    dsa_mrcr_free(&rd);
+
     /* sha256 is the file's */
     char hex[65];
     dsa_sha256_hex(b.data, b.len, hex);
@@ -479,6 +509,8 @@ static void test_bad_input(void **state)
         {"{\"n_needles\":99,\"n_chars\":1,\"bin\":\"8k\"}", true},    /* needles range */
         {"{\"n_needles\":8,\"n_chars\":1,\"context_tokens\":9000,\"bin\":\"8k\"}", true},
         {"{\"n_needles\":8,\"n_chars\":1,\"context_tokens\":2000000}", true},
+        {"{\"n_needles\":8,\"n_chars\":1,\"context_tokens\":-1}", true},
+        {"{\"n_needles\":8,\"n_chars\":1,\"context_tokens\":\"5k\"}", true},
         {"{\"n_needles\":8,\"n_chars\":1,\"bin\":\"8k\",\"x\":\"\xff\"}", true}, /* UTF-8 */
         {"{\"n_needles\":8,\"n_chars\":1,\"bin\":\"8k\"}", false},               /* no prompt */
         {"{\"n_needles\":8,\"n_chars\":1,\"bin\":\"8k\",\"prompt\":\"[]\",\"answer\":\"x\","
@@ -531,7 +563,7 @@ static char *synth_file(unsigned needles, unsigned bins, int per_bin, unsigned l
 {
     char *path = tmp_path("synth");
     FILE *f = fopen(path, "wb");
-    struct dsa_synth_mrcr_opts o = {needles, bins, per_bin, seed};
+    struct dsa_synth_mrcr_opts o = {needles, bins, per_bin, seed, NULL};
     assert_int_equal(dsa_synth_mrcr_write(f, &o, path), 0);
     fclose(f);
     return path;
@@ -675,7 +707,7 @@ static char *child_synth(unsigned bins, int per_bin)
     assert_true(pid >= 0);
     if (pid == 0) {
         FILE *f = fopen(path, "wb");
-        struct dsa_synth_mrcr_opts o = {1u << 8, bins, per_bin, 3};
+        struct dsa_synth_mrcr_opts o = {1u << 8, bins, per_bin, 3, NULL};
         int bad = !f || dsa_synth_mrcr_write(f, &o, path) || fclose(f);
         _exit(bad);
     }
@@ -706,6 +738,124 @@ static void test_streaming_memory(void **state)
     assert_true(peak_big - peak_small < (long)((sb.st_size - ss.st_size) / 1024 / 4));
     unlink(small), unlink(big);
     free(small), free(big);
+}
+
+/* ---------------------------------------------------------------- real data */
+
+/* The real MRCR question form (specs/mrcr.md §1), as a PCRE2 pattern: prefix, k, format,
+   topic. */
+#define QUESTION_RE                                                                                \
+    "^Prepend ([A-Za-z0-9]{10}) to the ([0-9]+)(?:st|nd|rd|th) \\(1 indexed\\) (.+?) about "       \
+    "(.+)\\. Do not include any other text in your response\\.$"
+
+static pcre2_code *question_re(void)
+{
+    int err;
+    PCRE2_SIZE off;
+    pcre2_code *re =
+        pcre2_compile((PCRE2_SPTR)QUESTION_RE, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &err, &off, NULL);
+    assert_non_null(re);
+    return re;
+}
+
+/* the format named by a question, or NULL if it does not have the real form */
+static char *question_format(pcre2_code *re, const char *q)
+{
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+    char *fmt = NULL;
+    if (pcre2_match(re, (PCRE2_SPTR)q, strlen(q), 0, 0, md, NULL) > 0) {
+        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+        fmt = dsa_xstrndup(q + ov[6], ov[7] - ov[6]);
+    }
+    pcre2_match_data_free(md);
+    return fmt;
+}
+
+/* The Gemini grading logs of real openai/mrcr rows (../shared/datasets/mrcr, README there):
+   dataset_index is r, token_count is Σ o200k(content). The block map must put every row in
+   the bin of its token count or the one below (the generation-time count was a few percent
+   larger, specs/mrcr.md §1), and the real questions must have the form synth writes. */
+static void test_real_logs(void **state)
+{
+    (void)state;
+    const char *shared = getenv("DSA_SHARED");
+    static const char *const logs[] = {"evaluation_log_gemini_3_flash_8needle.jsonl",
+                                       "evaluation_log_gemini_3_flash_2needle.jsonl"};
+    struct dsa_buf probe = DSA_BUF_INIT;
+    dsa_buf_addf(&probe, "%s/datasets/mrcr/%s", shared ? shared : "", logs[0]);
+    if (!shared || access(probe.data, R_OK)) {
+        dsa_buf_release(&probe);
+        skip();
+    }
+    dsa_buf_release(&probe);
+    pcre2_code *re = question_re();
+    struct dsa_strlist real_formats = {0};
+    long rows = 0, same = 0, below = 0;
+    for (size_t f = 0; f < DSA_ARRAY_SIZE(logs); f++) {
+        struct dsa_buf p = DSA_BUF_INIT;
+        dsa_buf_addf(&p, "%s/datasets/mrcr/%s", shared, logs[f]);
+        dsa_lines *l = dsa_lines_open(p.data);
+        assert_non_null(l);
+        const char *line;
+        size_t len;
+        while (dsa_lines_next(l, &line, &len) > 0) {
+            json_t *o = json_loadb(line, len, 0, NULL);
+            assert_non_null(o);
+            json_t *tc = json_object_get(o, "token_count");
+            const char *q =
+                json_string_value(json_object_get(json_object_get(o, "input"), "content"));
+            if (json_is_integer(tc) && q) {
+                long r = (long)json_integer_value(json_object_get(o, "dataset_index"));
+                int official = dsa_mrcr_official_bin(r);
+                int counted = dsa_mrcr_bin_of_tokens((long)json_integer_value(tc));
+                assert_true(official >= 0);
+                assert_true(counted == official || counted == official - 1);
+                same += counted == official;
+                below += counted == official - 1;
+                rows++;
+                char *fmt = question_format(re, q);
+                assert_non_null(fmt);
+                size_t i = 0;
+                while (i < real_formats.n && strcmp(real_formats.v[i], fmt))
+                    i++;
+                if (i == real_formats.n)
+                    dsa_strlist_push(&real_formats, fmt);
+                else
+                    free(fmt);
+            }
+            json_decref(o);
+        }
+        dsa_lines_free(&l);
+        dsa_buf_release(&p);
+    }
+    print_message("real logs: %ld rows, block-map bin = token-count bin on %ld, one below on %ld\n",
+                  rows, same, below);
+    assert_true(rows > 1000);
+    assert_true(below * 20 < rows); /* under 5% (measured: 40 of 1326) */
+    assert_int_equal(real_formats.n, 10);
+
+    /* synthetic questions: the same form, and only formats the real data uses */
+    char *path = synth_file(1u << 8, 0x1, 30, 5);
+    dsa_mrcr_reader *rd = dsa_mrcr_open(path, NULL);
+    struct dsa_mrcr_row row = {0};
+    while (dsa_mrcr_next(rd, &row) > 0) {
+        size_t nm = json_array_size(row.messages);
+        const char *q =
+            json_string_value(json_object_get(json_array_get(row.messages, nm - 1), "content"));
+        char *fmt = question_format(re, q);
+        assert_non_null(fmt);
+        bool known = false;
+        for (size_t i = 0; i < real_formats.n; i++)
+            known |= !strcmp(real_formats.v[i], fmt);
+        assert_true(known);
+        free(fmt);
+    }
+    dsa_mrcr_row_release(&row);
+    dsa_mrcr_free(&rd);
+    unlink(path);
+    free(path);
+    dsa_strlist_free_items(&real_formats);
+    pcre2_code_free(re);
 }
 
 /* ---------------------------------------------------------------- samples */
@@ -780,6 +930,7 @@ int main(void)
         cmocka_unit_test(test_synth_determinism),
         cmocka_unit_test(test_synth_rows_parse_back),
         cmocka_unit_test(test_streaming_memory),
+        cmocka_unit_test(test_real_logs),
         cmocka_unit_test(test_embedded_samples),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

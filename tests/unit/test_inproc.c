@@ -34,14 +34,13 @@ static void run(const char *out, const char *variant)
     struct dsa_inproc_opts o;
     dsa_inproc_opts_init(&o);
     o.device = "cpu";
-    o.dataset = dataset;
+    const char *files[] = {dataset};
+    o.datasets = files;
+    o.ndatasets = 1;
     o.out_dir = out;
     o.max_query = 4;
     if (variant)
         assert_int_equal(dsa_k_flags_set(&o.flags, variant), 0);
-    char *argv[] = {"mrcr", NULL};
-    o.argc = 1;
-    o.argv = argv;
     assert_int_equal(dsa_inproc_mrcr_run(&o), 0);
 }
 

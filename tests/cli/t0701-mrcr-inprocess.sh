@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# dsa-eval mrcr --backend inprocess on the CPU reference: records and header keys, a variant
+# run compared with compare, resume, determinism of the selection hash, bad options.
+. "$(dirname "$0")/lib.sh"
+DS="$DSA_SRC/datasets/samples/mrcr-synth-2needle-tiny.jsonl"
+run() { "$DSA_BIN" mrcr --backend inprocess --device cpu --dataset "$DS" --needles 2 --max-query 4 "$@"; }
+
+expect_success "fp32 run" run --out "$TMP/fp32"
+grep -q '^≤8K *2 ' "$TMP/out" && ok "summary row" || not_ok "summary row"
+F="$TMP/fp32/run-001.jsonl"
+expect_eq "records" "$(tail -n +2 "$F" | wc -l | tr -d ' ')" "2"
+for key in '"score":' '"needle_retention":' '"selection_sha256":"' '"recall_last":' '"bin":"≤8K"' '"status":"ok"' '"context_tokens":'; do
+    tail -n 1 "$F" | grep -q "$key" && ok "record has $key" || not_ok "record has $key"
+done
+for key in '"backend":"inprocess"' '"weights":"f32"' '"device":"cpu"' '"name":"cpu-reference"' '"git":'; do
+    head -n 1 "$F" | grep -q "$key" && ok "header has $key" || not_ok "header has $key"
+done
+expect_success "bf16 run" run --variant weights=bf16 --out "$TMP/bf16"
+head -n 1 "$TMP/bf16/run-001.jsonl" | grep -q '"weights":"bf16"' && ok "variant in header" || not_ok "variant in header"
+expect_success "compare fp32 bf16" "$DSA_BIN" compare "$TMP/fp32" "$TMP/bf16"
+grep -q 'difference' "$TMP/out" && ok "compare prints differences" || not_ok "compare prints differences"
+expect_success "rerun into a new dir" run --out "$TMP/again"
+expect_eq "same selection hashes" "$(grep -o '"selection_sha256":"[0-9a-f]*"' "$TMP/again/run-001.jsonl")" "$(grep -o '"selection_sha256":"[0-9a-f]*"' "$F")"
+cp "$F" "$TMP/before"
+expect_success "resume" run --out "$TMP/fp32"
+cmp -s "$F" "$TMP/before" && ok "resume adds nothing" || not_ok "resume adds nothing"
+expect_code 6 "other variant into the same dir" run --variant rope=interleaved --out "$TMP/fp32"
+expect_code 2 "unknown variant" run --variant weights=fp8 --out "$TMP/x"
+grep -q "unknown variant 'weights=fp8'" "$TMP/err" && ok "variant message" || not_ok "variant message"
+expect_code 2 "bad topk" run --topk 100 --out "$TMP/x"
+if ! "$DSA_BIN" kernels check --device cuda -k none >/dev/null 2>&1; then
+    expect_code 4 "no cuda" run --device cuda --out "$TMP/x"
+fi
+done_testing

@@ -1,0 +1,354 @@
+/* Unit tests of the indexer stack's C reference (kernels/cpu) and its number formats:
+ * e4m3 against the exhaustive table from the format definition (and a python3 cross-check),
+ * bf16 rounding of folded weights against an independent round-to-nearest-even, hand-computed
+ * small cases of every stage, top-k adversarial rows against the golden sort, the reference
+ * against the fp64 golden on random shapes, and the plugin ABI.
+ * SPDX-License-Identifier: GPL-3.0-or-later */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dsa_numeric.h"
+#include "e4m3_table.h"
+#include "kernels/check.h"
+#include "kernels/golden.h"
+#include "kernels/plugin.h"
+#include "util/hash.h"
+
+static uint64_t rng = 7;
+
+static uint64_t next(void)
+{
+    rng = dsa_splitmix64(rng);
+    return rng;
+}
+
+static void test_e4m3_exhaustive(void **state)
+{
+    (void)state;
+    for (int c = 0; c < 256; c++) {
+        float v = dsa_e4m3_to_f32((uint8_t)c);
+        if (!strcmp(e4m3_table[c], "nan")) {
+            assert_true(isnan(v));
+            continue;
+        }
+        float want = strtof(e4m3_table[c], NULL);
+        assert_true(v == want && signbit(v) == signbit(want));
+        /* every finite code round-trips through the encoder */
+        assert_int_equal(dsa_f32_to_e4m3(want), c);
+    }
+    /* midpoints between neighbours round to the even code; beyond 448 saturates */
+    for (int c = 0; c < 0x7e; c++) {
+        float lo = strtof(e4m3_table[c], NULL), hi = strtof(e4m3_table[c + 1], NULL);
+        float mid = (lo + hi) / 2; /* exact: both have few bits */
+        int even = (c & 1) ? c + 1 : c;
+        assert_int_equal(dsa_f32_to_e4m3(mid), even);
+        assert_int_equal(dsa_f32_to_e4m3(-mid), even | 0x80);
+        assert_int_equal(dsa_f32_to_e4m3(nextafterf(mid, 0)), c);
+        assert_int_equal(dsa_f32_to_e4m3(nextafterf(mid, 1000)), c + 1);
+    }
+    assert_int_equal(dsa_f32_to_e4m3(449.0f), 0x7e);
+    assert_int_equal(dsa_f32_to_e4m3(464.0f), 0x7e);
+    assert_int_equal(dsa_f32_to_e4m3(1e30f), 0x7e);
+    assert_int_equal(dsa_f32_to_e4m3(-INFINITY), 0xfe);
+    assert_int_equal(dsa_f32_to_e4m3(NAN) & 0x7f, 0x7f);
+    assert_int_equal(dsa_f32_to_e4m3(0x1p-11f), 0x00); /* below half the smallest subnormal */
+    assert_int_equal(dsa_f32_to_e4m3(0x1.8p-10f), 0x01);
+}
+
+/* the checked-in table equals what the generator computes now (when python3 is present) */
+static void test_e4m3_table_python(void **state)
+{
+    (void)state;
+    const char *py = getenv("DSA_PYTHON"), *src = getenv("DSA_SRC");
+    if (!py || !*py || !src)
+        skip();
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "'%s' '%s/scripts/gen_e4m3_table.py' | cmp -s - '%s/tests/unit/e4m3_table.h'", py, src,
+             src);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* independent RNE of an fp32 to bf16: choose the nearer of the two neighbours in double,
+   ties to the even mantissa */
+static uint16_t rne_bf16(float x)
+{
+    uint32_t u = dsa_f32_bits(x);
+    uint16_t lo = (uint16_t)(u >> 16), hi = (uint16_t)(lo + 1);
+    double dl = fabs((double)x - (double)dsa_bf16_to_f32(lo));
+    double dh = fabs((double)dsa_bf16_to_f32(hi) - (double)x);
+    if ((u & 0xffff) == 0)
+        return lo;
+    if (dl < dh)
+        return lo;
+    if (dh < dl)
+        return hi;
+    return (lo & 1) ? hi : lo;
+}
+
+static void test_bf16_weights_5m(void **state)
+{
+    (void)state;
+    const float hs[2] = {0.125f, 0.1767766952966369f};
+    for (long i = 0; i < 5000000; i++) {
+        /* a folded weight as q_prep computes it: ((w_raw * qs) * 128^-0.5) * H^-0.5 */
+        float wr = dsa_bf16_to_f32((uint16_t)(next() & 0xffff));
+        if (!isfinite(wr))
+            continue;
+        float qs = ldexpf(1.0f, -(int)(next() % 20)) * ((next() & 1) ? 1.0f : 1.37f);
+        float w = wr * qs;
+        w = w * DSA_INV_SQRT_128;
+        w = w * hs[i & 1];
+        if (!isfinite(w))
+            continue;
+        assert_int_equal(dsa_f32_to_bf16(w), rne_bf16(w));
+    }
+    assert_int_equal(dsa_f32_to_bf16(1.00390625f), 0x3f80);               /* tie -> even (down) */
+    assert_int_equal(dsa_f32_to_bf16(1.01171875f), 0x3f82);               /* tie -> even (up) */
+    assert_int_equal(dsa_f32_to_bf16(dsa_bits_f32(0x3f808001u)), 0x3f81); /* above the tie */
+}
+
+/* constant k: LayerNorm gives ln_b exactly; one non-zero value 0.5 -> UE8M0 scale 2^-9 and
+   code 0x78 (256); RoPE at position 0 is the identity */
+static void test_k_prep_hand(void **state)
+{
+    (void)state;
+    struct dsa_k_flags f;
+    dsa_k_flags_default(&f);
+    uint16_t k_raw[128];
+    float ln_w[128], ln_b[128], cs[32], sn[32];
+    for (int i = 0; i < 128; i++) {
+        k_raw[i] = dsa_f32_to_bf16(3.0f);
+        ln_w[i] = 1.0f;
+        ln_b[i] = i == 70 ? 0.5f : 0.0f;
+    }
+    for (int i = 0; i < 32; i++)
+        cs[i] = 1.0f, sn[i] = 0.0f;
+    int64_t pos = 0, slot = 65; /* page 1, offset 1 */
+    uint8_t cache[2 * DSA_K_PAGE_BYTES];
+    memset(cache, 0xee, sizeof cache);
+    struct dsa_k_prep_args a = {1, 1, k_raw, ln_w, ln_b, &pos, cs, sn, &slot, cache};
+    assert_int_equal(dsa_cpu_k_prep(&f, &a), DSA_K_OK);
+    const uint8_t *v = cache + DSA_K_PAGE_BYTES + 128;
+    for (int i = 0; i < 128; i++)
+        assert_int_equal(v[i], i == 70 ? 0x78 : 0x00);
+    float s;
+    memcpy(&s, cache + DSA_K_PAGE_BYTES + DSA_K_SCALE_OFF + 4, 4);
+    assert_true(s == 0x1p-9f);
+    /* the other slots are untouched */
+    assert_int_equal(cache[0], 0xee);
+    assert_int_equal(cache[DSA_K_PAGE_BYTES + 127], 0xee);
+    assert_int_equal(cache[DSA_K_PAGE_BYTES + 256], 0xee);
+    /* scale fp32: 0.5/448 */
+    f.scale = DSA_K_SCALE_FP32;
+    assert_int_equal(dsa_cpu_k_prep(&f, &a), DSA_K_OK);
+    memcpy(&s, cache + DSA_K_PAGE_BYTES + DSA_K_SCALE_OFF + 4, 4);
+    assert_true(s == 0.5f / 448.0f);
+    assert_int_equal(v[70], 0x7e); /* 448 */
+}
+
+/* q = (1, 0, …) per head rotated by 90 degrees in pair 0 (NeoX: dims 0 and 32); w_raw = 2:
+   w = ((2 * qs) * 128^-0.5) * 64^-0.5 */
+static void test_q_prep_hand(void **state)
+{
+    (void)state;
+    struct dsa_k_flags f;
+    dsa_k_flags_default(&f);
+    int H = 64;
+    uint16_t *q = calloc((size_t)H * 128, 2), w_raw[64];
+    float cs[32], sn[32], qs[64], w[64];
+    uint8_t q8[64 * 128];
+    int32_t fill[2048];
+    for (int h = 0; h < H; h++) {
+        q[h * 128] = dsa_f32_to_bf16(1.0f);
+        w_raw[h] = dsa_f32_to_bf16(2.0f);
+    }
+    for (int i = 0; i < 32; i++)
+        cs[i] = i == 0 ? 0.0f : 1.0f, sn[i] = i == 0 ? 1.0f : 0.0f;
+    int64_t pos = 0;
+    struct dsa_q_prep_args a = {1, 1, q, w_raw, DSA_K_BF16, &pos, cs, sn, q8, qs, w, fill, 2048};
+    assert_int_equal(dsa_cpu_q_prep(&f, &a), DSA_K_OK);
+    for (int h = 0; h < H; h++) {
+        /* x1*c - x2*s = 0, x2*c + x1*s = 1 at dim 32; amax 1 -> s = 2^ceil(log2(1/448)) = 2^-8 */
+        assert_true(qs[h] == 0x1p-8f);
+        assert_int_equal(q8[h * 128 + 0], 0x00);
+        assert_int_equal(q8[h * 128 + 32], 0x78); /* 256 */
+        float want = 2.0f * 0x1p-8f;
+        want = want * DSA_INV_SQRT_128;
+        want = want * 0.125f;
+        assert_true(w[h] == want);
+    }
+    for (int i = 0; i < 2048; i++)
+        assert_int_equal(fill[i], -1);
+    free(q);
+}
+
+/* one key, H heads of q = k = all 1.0 (code 0x38): dot 128; head 0 negated (relu 0) */
+static void test_logits_hand(void **state)
+{
+    (void)state;
+    struct dsa_k_flags f;
+    dsa_k_flags_default(&f);
+    int H = 64;
+    uint8_t q8[2 * 64 * 128], page[DSA_K_PAGE_BYTES];
+    float w[2 * 64], ks = 0.25f, logits[2 * 256];
+    memset(q8, 0x38, sizeof q8);
+    memset(q8, 0xb8, 128); /* row 0 head 0: -1.0 */
+    memset(page, 0x38, sizeof page);
+    for (int i = 0; i < 64; i++)
+        memcpy(page + DSA_K_SCALE_OFF + i * 4, &ks, 4);
+    for (int i = 0; i < 2 * H; i++)
+        w[i] = 0.5f;
+    int32_t bt = 0, ctx[2] = {1, 2};
+    struct dsa_logits_decode_args a = {1, 2, q8, w, page, &bt, 1, ctx, logits, 256, 1};
+    assert_int_equal(dsa_cpu_logits_decode(&f, &a), DSA_K_OK);
+    /* row 0: 63 heads * 0.5 * 128 * 0.25; row 1: 64 heads */
+    assert_true(logits[0] == 63 * 0.5f * 128 * 0.25f);
+    assert_true(isinf(logits[1]) && logits[1] < 0);
+    assert_true(logits[256] == 1024.0f && logits[257] == 1024.0f);
+    assert_true(isinf(logits[258]) && logits[258] < 0);
+    /* N = 5 is not supported */
+    a.N = 5;
+    assert_int_equal(dsa_cpu_logits_decode(&f, &a), DSA_K_UNSUPPORTED);
+}
+
+static void topk_vs_golden(const float *v, long len, int k, const int32_t *want_first)
+{
+    struct dsa_k_flags f;
+    dsa_k_flags_default(&f);
+    int32_t start = 0, end = (int32_t)len;
+    int32_t *idx = malloc((size_t)k * 4), *gold = malloc((size_t)k * 4);
+    double *d = malloc((size_t)(len + 1) * sizeof *d);
+    for (long i = 0; i < len; i++)
+        d[i] = v[i];
+    struct dsa_topk_args a = {1, v, len > 0 ? len : 1, &start, &end, k, idx};
+    assert_int_equal(dsa_cpu_topk(&f, &a), DSA_K_OK);
+    dsa_golden_topk_f64(d, len, k, gold);
+    assert_memory_equal(idx, gold, (size_t)k * 4);
+    if (want_first)
+        assert_int_equal(idx[0], want_first[0]);
+    long n = len < k ? len : k;
+    for (long i = n; i < k; i++)
+        assert_int_equal(idx[i], -1);
+    free(idx);
+    free(gold);
+    free(d);
+}
+
+static void test_topk_adversarial(void **state)
+{
+    (void)state;
+    static const int ks[] = {512, 1024, 2048};
+    float *v = malloc((size_t)65537 * 4);
+    for (size_t ki = 0; ki < 3; ki++) {
+        int k = ks[ki];
+        long lens[] = {0, 1, k - 1, k, k + 1, 65535, 65537};
+        for (size_t li = 0; li < 7; li++) {
+            long len = lens[li];
+            for (long i = 0; i < len; i++) /* all equal: the first k indices */
+                v[i] = 2.5f;
+            int32_t first = 0;
+            topk_vs_golden(v, len, k, len ? &first : NULL);
+            for (long i = 0; i < len; i++) /* ascending: the last index first */
+                v[i] = (float)i;
+            first = (int32_t)(len - 1);
+            topk_vs_golden(v, len, k, len ? &first : NULL);
+            /* ties at the threshold: k/2 values 9, then many 7s: the lowest-index 7s fill in */
+            for (long i = 0; i < len; i++)
+                v[i] = (i % 3 == 0 && i / 3 < k / 2) ? 9.0f : 7.0f;
+            topk_vs_golden(v, len, k, NULL);
+            for (long i = 0; i < len; i++) /* 10 LSBs random, -inf and -0 mixed in */
+                v[i] = (i % 11 == 0)   ? -INFINITY
+                       : (i % 13 == 0) ? -0.0f
+                                       : dsa_bits_f32(0x3F900000u | (uint32_t)(next() & 0x3ff));
+            topk_vs_golden(v, len, k, NULL);
+        }
+    }
+    free(v);
+    /* k outside {512, 1024, 2048} is not supported */
+    struct dsa_k_flags f;
+    dsa_k_flags_default(&f);
+    int32_t s = 0, e = 1, idx[100];
+    float one = 1.0f;
+    struct dsa_topk_args a = {1, &one, 1, &s, &e, 100, idx};
+    assert_int_equal(dsa_cpu_topk(&f, &a), DSA_K_UNSUPPORTED);
+}
+
+/* the whole `kernels check --device cpu --quick` table passes (random shapes vs golden) */
+static void test_reference_vs_golden(void **state)
+{
+    (void)state;
+    struct dsa_kcheck_opts o = {dsa_kernels_cpu(), 1, NULL, 1, 3, 1};
+    struct dsa_kcheck_result res;
+    FILE *out = fopen("/dev/null", "w");
+    assert_int_equal(dsa_kcheck_run(&o, out, &res), 0);
+    fclose(out);
+    assert_int_equal(res.failed, 0);
+    assert_true(res.passed > 70);
+}
+
+static void test_flags(void **state)
+{
+    (void)state;
+    struct dsa_k_flags f;
+    dsa_k_flags_default(&f);
+    assert_int_equal(dsa_k_flags_set(&f, "weights=bf16"), 0);
+    assert_int_equal(dsa_k_flags_set(&f, "rope=interleaved"), 0);
+    assert_int_equal(dsa_k_flags_set(&f, "heads=32"), 0);
+    assert_int_equal(dsa_k_flags_set(&f, "hadamard=on"), 0);
+    assert_int_equal(dsa_k_flags_set(&f, "weights=fp8"), -1);
+    assert_int_equal(dsa_k_flags_set(&f, "nonsense=1"), -1);
+    assert_int_equal(dsa_k_flags_set(&f, "rope"), -1);
+    char buf[256];
+    dsa_k_flags_str(&f, buf, sizeof buf);
+    assert_string_equal(buf, "rope=interleaved,hadamard=on,bf16_round=off,scale=ue8m0,"
+                             "weights=bf16,logits=f32,heads=32");
+}
+
+/* a second build of the reference, loaded as a plugin, gives the same bytes */
+static void test_plugin_abi(void **state)
+{
+    (void)state;
+    const char *so = getenv("DSA_TEST_PLUGIN"), *bad = getenv("DSA_TEST_PLUGIN_BAD");
+    if (!so || !bad)
+        skip();
+    const struct dsa_kernels_api *p = dsa_kernels_load(so);
+    assert_non_null(p);
+    assert_true(p != dsa_kernels_cpu());
+    assert_string_equal(p->name, "test-plugin (cpu reference copy)");
+    assert_true(p->k_prep != dsa_kernels_cpu()->k_prep); /* its own copy of the code */
+    struct dsa_kcheck_opts o = {p, 0, "logits_decode", 1, 5, 1};
+    struct dsa_kcheck_result res;
+    FILE *out = fopen("/dev/null", "w");
+    assert_int_equal(dsa_kcheck_run(&o, out, &res), 0);
+    fclose(out);
+    assert_int_equal(res.failed, 0);
+    assert_true(res.passed >= 20);
+    assert_null(dsa_kernels_load(bad)); /* wrong ABI version */
+    assert_null(dsa_kernels_load("/nonexistent/libx.so"));
+    dsa_kernels_unload();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_e4m3_exhaustive),
+        cmocka_unit_test(test_e4m3_table_python),
+        cmocka_unit_test(test_bf16_weights_5m),
+        cmocka_unit_test(test_k_prep_hand),
+        cmocka_unit_test(test_q_prep_hand),
+        cmocka_unit_test(test_logits_hand),
+        cmocka_unit_test(test_topk_adversarial),
+        cmocka_unit_test(test_reference_vs_golden),
+        cmocka_unit_test(test_flags),
+        cmocka_unit_test(test_plugin_abi),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
