@@ -1,8 +1,8 @@
 /*
  * dsa-test-server --dialect llamacpp: llama.cpp's llama-server as dsa-eval sees it
- * (docs/test-server.md "llama.cpp dialect"; issue #7). Bodies are written in llama-server's
- * key order (nlohmann::ordered_json: insertion order), and the error, auth and context bodies
- * are byte for byte those of a real llama-server.
+ * (docs/llamacpp.md "The test server's llamacpp mode"; issue #7). Bodies are written in
+ * llama-server's key order (nlohmann::ordered_json: insertion order), and the error, auth and
+ * context bodies are byte for byte those of a real llama-server.
  *
  * Ownership: stateless except the /metrics totals, a process-wide singleton behind a mutex.
  * SPDX-License-Identifier: GPL-3.0-or-later
