@@ -1,5 +1,5 @@
 /*
- * dsa-test-server --dialect llamacpp; see llamacpp.h and docs/test-server.md.
+ * dsa-test-server --dialect llamacpp; see llamacpp.h and docs/llamacpp.md.
  * llama-server builds its bodies with nlohmann::ordered_json, so keys come out in the order
  * the server code inserts them; jansson keeps insertion order too, so each body below is
  * packed in llama-server's order.
