@@ -123,8 +123,9 @@ int dsa_gsm8k_compare(const struct dsa_gsm8k_side *a, const struct dsa_gsm8k_sid
     size_t n = 0, identical = 0, fail_a = 0, fail_b = 0;
     size_t ok_a = 0, ok_b = 0, cor_a = 0, cor_b = 0;
     unsigned disc_ab = 0, disc_ba = 0; /* A right B wrong, A wrong B right (both graded) */
-    const char *first = NULL;
+    const char *first = NULL, *first_why = NULL;
     size_t first_off = 0;
+    const char *nc_id = NULL, *nc_why = NULL; /* why the runs are not comparable */
     struct dsa_buf ex_a = DSA_BUF_INIT, ex_b = DSA_BUF_INIT;
     dsa_buf_init(&ex_a);
     dsa_buf_init(&ex_b);
@@ -136,6 +137,8 @@ int dsa_gsm8k_compare(const struct dsa_gsm8k_side *a, const struct dsa_gsm8k_sid
         if (!rb) {
             dsa_errorf("cannot compare: question '%s' is in '%s' but not in '%s'", id, a->name,
                        b->name);
+            nc_id = id;
+            nc_why = "missing from the candidate";
             goto cleanup;
         }
         const char *pa = json_string_value(json_object_get(ra, "prompt_sha256"));
@@ -144,6 +147,8 @@ int dsa_gsm8k_compare(const struct dsa_gsm8k_side *a, const struct dsa_gsm8k_sid
             dsa_errorf("cannot compare: question '%s' was asked with different prompts "
                        "(sha256 %.12s vs %.12s; prompt modes %s and %s)",
                        id, pa ? pa : "none", pb ? pb : "none", prompt_mode(a), prompt_mode(b));
+            nc_id = id;
+            nc_why = "different prompt";
             goto cleanup;
         }
         json_array_append_new(keys, json_string(id));
@@ -153,6 +158,8 @@ int dsa_gsm8k_compare(const struct dsa_gsm8k_side *a, const struct dsa_gsm8k_sid
         if (!json_object_get(ma, id)) {
             dsa_errorf("cannot compare: question '%s' is in '%s' but not in '%s'", id, b->name,
                        a->name);
+            nc_id = id;
+            nc_why = "missing from the baseline";
             goto cleanup;
         }
     }
@@ -187,6 +194,7 @@ int dsa_gsm8k_compare(const struct dsa_gsm8k_side *a, const struct dsa_gsm8k_sid
         if (!oka || !okb) {
             if (!first) {
                 first = order[i];
+                first_why = !oka ? "failed in the baseline" : "failed in the candidate";
                 first_off = 0;
                 dsa_buf_adds(&ex_a, oka ? "(output)" : "(failed)");
                 dsa_buf_adds(&ex_b, okb ? "(output)" : "(failed)");
@@ -205,6 +213,7 @@ int dsa_gsm8k_compare(const struct dsa_gsm8k_side *a, const struct dsa_gsm8k_sid
         }
         if (!first) {
             first = order[i];
+            first_why = same ? "different token ids" : "different output";
             size_t off = 0;
             while (off < la && off < lb && sa[off] == sb[off])
                 off++;
@@ -263,9 +272,9 @@ int dsa_gsm8k_compare(const struct dsa_gsm8k_side *a, const struct dsa_gsm8k_sid
         *doc = json_pack("{s:s,s:I,s:I,s:b,s:b}", "eval", "gsm8k", "n", (json_int_t)n, "same",
                          (json_int_t)identical, "identical", identical == n, "comparable", 1);
         json_object_set_new(*doc, "first_diff",
-                            first ? json_pack("{s:s,s:I,s:s,s:s}", "id", first, "offset",
-                                              (json_int_t)first_off, "base", ex_a.data, "cand",
-                                              ex_b.data)
+                            first ? json_pack("{s:s,s:I,s:s,s:s,s:s}", "id", first, "offset",
+                                              (json_int_t)first_off, "why", first_why, "base",
+                                              ex_a.data, "cand", ex_b.data)
                                   : json_null());
         /* both sides or null, as compare prints "acceptance length A vs B" */
         json_object_set_new(*doc, "acceptance_length",
@@ -284,6 +293,20 @@ int dsa_gsm8k_compare(const struct dsa_gsm8k_side *a, const struct dsa_gsm8k_sid
     }
     ret = identical == n ? DSA_EXIT_OK : DSA_EXIT_FAIL;
 cleanup:
+    if (ret == DSA_EXIT_DATA && doc) {
+        /* not comparable: compare prints the first question that differs and exits 1 */
+        size_t u = json_object_size(ma);
+        json_object_foreach(mb, id, rb) u += !json_object_get(ma, id);
+        *doc = json_pack("{s:s,s:I,s:I,s:b,s:b,s:n}", "eval", "gsm8k", "n", (json_int_t)u, "same",
+                         (json_int_t)0, "identical", 0, "comparable", 0, "acceptance_length");
+        json_object_set_new(
+            *doc, "first_diff",
+            nc_id ? json_pack("{s:s,s:I,s:s}", "id", nc_id, "offset", (json_int_t)0, "why", nc_why)
+                  : json_null());
+        json_object_set_new(*doc, "error",
+                            json_string(nc_why ? "the runs asked different questions or prompts"
+                                               : "the runs hold no questions"));
+    }
     json_decref(ma);
     json_decref(mb);
     json_decref(keys);
@@ -343,17 +366,15 @@ json_t *dsa_gsm8k_compare_identity(const struct dsa_cmp_side *base, const struct
     size_t len = 0;
     json_t *doc = NULL;
     FILE *f = open_memstream(&text, &len);
+    /* not comparable: the reason is printed, and "identical": false makes compare exit 1 */
     int rc = f ? dsa_gsm8k_compare(&s[0], &s[1], f, &doc) : DSA_EXIT_INTERNAL;
     if (f)
         fclose(f);
     if (!doc)
-        /* not comparable (the reason was printed): compare exits 1 on "identical": false */
         doc = json_pack("{s:s,s:I,s:I,s:b,s:b,s:n,s:n,s:s}", "eval", "gsm8k", "n", (json_int_t)0,
                         "same", (json_int_t)0, "identical", 0, "comparable", 0, "first_diff",
-                        "acceptance_length", "error",
-                        rc == DSA_EXIT_DATA ? "different question sets or prompts"
-                                            : "comparison failed");
-    else
+                        "acceptance_length", "error", "comparison failed");
+    else if (rc != DSA_EXIT_DATA)
         json_object_set_new(doc, "report", json_stringn(text ? text : "", len));
     free(text);
     json_decref(s[0].summary);

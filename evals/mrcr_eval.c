@@ -225,6 +225,14 @@ static void on_count(const struct dsa_result *r)
         job_free(j);
         return;
     }
+    if (r->status == DSA_RES_OVER_CONTEXT) {
+        /* a server whose /tokenize refuses prompts longer than its context */
+        st->c->in_flight--;
+        long ml = r->max_model_len > 0 ? r->max_model_len : st->o->max_model_len;
+        record_excluded(st, j, r->prompt_tokens, ml);
+        job_free(j);
+        return;
+    }
     if (r->status == DSA_RES_OK) {
         long ml = st->o->max_model_len;
         if (r->max_model_len > 0 && (ml <= 0 || r->max_model_len < ml))

@@ -231,8 +231,8 @@ static void add_identity_sentence(struct dsa_buf *b, const json_t *doc)
         dsa_buf_adds(b, "no output text recorded");
     json_t *fd = get(id, "first_diff");
     if (json_is_object(fd))
-        dsa_buf_addf(b, " (first difference: %s, %s at byte %ld)", str(fd, "id"), str(fd, "why"),
-                     inum(fd, "offset"));
+        dsa_buf_addf(b, " (first difference: %s, %s at byte %ld)", str(fd, "id"),
+                     *str(fd, "why") ? str(fd, "why") : "output", inum(fd, "offset"));
     json_t *al = get(id, "acceptance_length");
     if (json_is_object(al))
         dsa_buf_addf(b, "; acceptance length %.4f vs %.4f", num(al, "base"), num(al, "cand"));

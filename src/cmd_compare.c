@@ -173,10 +173,13 @@ static void print_text(json_t *doc)
         if (inum(id, "n") > 0) {
             printf("same %ld/%ld", inum(id, "same"), inum(id, "n"));
             json_t *fd = json_object_get(id, "first_diff");
-            if (json_is_object(fd))
-                printf(" (first difference: '%s', %s at byte %ld)",
-                       json_string_value(json_object_get(fd, "id")),
-                       json_string_value(json_object_get(fd, "why")), inum(fd, "offset"));
+            if (json_is_object(fd)) {
+                /* "why" is optional: hooks may leave it out */
+                const char *why = json_string_value(json_object_get(fd, "why"));
+                const char *fid = json_string_value(json_object_get(fd, "id"));
+                printf(" (first difference: '%s', %s at byte %ld)", fid ? fid : "?",
+                       why ? why : "output", inum(fd, "offset"));
+            }
         } else {
             printf("no output text recorded");
         }

@@ -28,6 +28,7 @@
 #include "evals/gsm8k_extract.h"
 #include "evals/gsm8k_prompt.h"
 #include "evals/gsm8k_run.h"
+#include "evals/inproc_gsm8k.h"
 #include "evals/mtp.h"
 #include "store/store.h"
 #include "util/buf.h"
@@ -64,6 +65,10 @@ struct opts {
     long seed;
     double timeout_s;
     bool mtp, expect_mtp, print_prompts, stream, force_new, quiet, insecure, token_ids;
+    /* --backend inprocess */
+    const char *device, *kernels_so;
+    struct dsa_strlist variants;
+    int topk, mtp_n;
 };
 
 struct run;
@@ -491,6 +496,61 @@ static int open_backend(struct run *r, json_t *extra)
     return 0;
 }
 
+/* --backend inprocess: the MTP verify shapes of the indexer stack (evals/inproc_gsm8k.h) */
+static int run_inprocess(struct run *r, int argc0, char **argv0)
+{
+    const struct opts *o = r->o;
+    struct dsa_inproc_opts io;
+    dsa_inproc_opts_init(&io);
+    for (size_t i = 0; i < o->variants.n; i++)
+        if (dsa_k_flags_set(&io.flags, o->variants.v[i]) < 0) {
+            dsa_errorf("unknown variant '%s' (see docs/kernels.md \"Variant flags\")",
+                       o->variants.v[i]);
+            return DSA_EXIT_USAGE;
+        }
+    if (o->topk != 512 && o->topk != 1024 && o->topk != 2048) {
+        dsa_errorf("--topk must be 512, 1024 or 2048");
+        return DSA_EXIT_USAGE;
+    }
+    if (o->device && strcmp(o->device, "cuda") && strcmp(o->device, "cpu")) {
+        dsa_errorf("unknown device '%s' (use cuda or cpu)", o->device);
+        return DSA_EXIT_USAGE;
+    }
+    if (!o->out) {
+        dsa_errorf("--out DIR is required with --backend inprocess");
+        return DSA_EXIT_USAGE;
+    }
+    io.device = o->device;
+    io.kernels_so = o->kernels_so;
+    io.topk = o->topk;
+    io.mtp = o->mtp ? o->mtp_n : 0;
+    io.out_dir = o->out;
+    io.force_new = o->force_new;
+    io.interrupted = &dsa_interrupted;
+    io.command = dsa_run_command_json(argc0, argv0);
+    struct dsa_inproc_gsm8k_item *items = dsa_xcalloc(r->n ? r->n : 1, sizeof *items);
+    struct dsa_buf *prompts = dsa_xcalloc(r->n ? r->n : 1, sizeof *prompts);
+    int ret = DSA_EXIT_OK;
+    for (size_t i = 0; i < r->n; i++) {
+        dsa_buf_init(&prompts[i]);
+        if (build_prompt(r, i, &prompts[i])) {
+            ret = DSA_EXIT_DATA;
+            break;
+        }
+        const struct dsa_gsm8k_row *row = dsa_gsm8k_row(r->test, r->items[i].idx);
+        items[i] = (struct dsa_inproc_gsm8k_item){r->items[i].idx, prompts[i].data, prompts[i].len,
+                                                  row->answer, row->answer_len};
+    }
+    if (ret == DSA_EXIT_OK)
+        ret = dsa_inproc_gsm8k_run(&io, r->mode->name, dsa_gsm8k_sha256(r->test), items, r->n);
+    for (size_t i = 0; i < r->n; i++)
+        dsa_buf_release(&prompts[i]);
+    free(prompts);
+    free(items);
+    json_decref(io.command);
+    return ret;
+}
+
 static int check_opts(struct opts *o)
 {
     if (o->limit < 0)
@@ -529,6 +589,8 @@ int cmd_gsm8k(int argc, char **argv)
         .seed = 42,
         .timeout_s = 600,
         .token_ids = true,
+        .topk = 512,
+        .mtp_n = 3,
     };
     struct dsa_option opts[] = {
         DSA_OPT_STRLIST(0, "endpoint", &o.endpoints, "URL",
@@ -569,6 +631,13 @@ int cmd_gsm8k(int argc, char **argv)
                      "start the run file anew when it was made by another command"),
         DSA_OPT_BOOL(0, "insecure", &o.insecure, "skip TLS certificate verification"),
         DSA_OPT_BOOL('q', "quiet", &o.quiet, "no progress or notes"),
+        DSA_OPT_STRING(0, "device", &o.device, "cuda|cpu",
+                       "inprocess: where the indexer stack runs (default: cuda if present)"),
+        DSA_OPT_STRLIST(0, "variant", &o.variants, "K=V",
+                        "inprocess: a variant flag (weights=bf16, …); repeatable"),
+        DSA_OPT_STRING(0, "kernels", &o.kernels_so, "PATH.so",
+                       "inprocess: another build of dsa_kernels.h (plugin ABI)"),
+        DSA_OPT_INT(0, "topk", &o.topk, "K", "inprocess: top-k (512|1024|2048; default 512)"),
         DSA_OPT_END(),
     };
     /* the command line for the run header, before parsing reorders argv */
@@ -588,6 +657,12 @@ int cmd_gsm8k(int argc, char **argv)
     int ret = DSA_EXIT_USAGE;
     dsa_msg_quiet = dsa_msg_quiet || o.quiet;
 
+    /* in-process, "--mtp N" names the draft count: the N is left as a positional argument */
+    if (npos == 1 && o.mtp && !strcmp(o.backend, "inprocess") && argv[0][0] >= '0' &&
+        argv[0][0] <= '9' && !argv[0][1]) {
+        o.mtp_n = argv[0][0] - '0';
+        npos = 0;
+    }
     if (npos > 0) {
         dsa_errorf("unexpected argument '%s' (see 'dsa-eval gsm8k --help')", argv[0]);
         goto cleanup;
@@ -634,6 +709,10 @@ int cmd_gsm8k(int argc, char **argv)
         goto cleanup;
     }
 
+    if (!strcmp(o.backend, "inprocess")) {
+        ret = run_inprocess(&r, argc0, argv0);
+        goto cleanup;
+    }
     if ((ret = open_backend(&r, extra)))
         goto cleanup;
     r.x = dsa_gsm8k_extractor_new();
@@ -753,6 +832,7 @@ cleanup:
     dsa_gsm8k_free(&r.train);
     dsa_buf_release(&prompt);
     dsa_strlist_release(&o.endpoints);
+    dsa_strlist_release(&o.variants);
     json_decref(extra);
     free(data_dir);
     free(run_path);

@@ -34,14 +34,18 @@
  *                       "messages" (or "prompt"); result prompt_tokens = count.
  *                       DSA_RES_UNSUPPORTED when the dialect or server has no such endpoint
  *   DSA_API_GET         GET `path` (e.g. "/metrics", "/version"); body = raw response text
- * For CHAT, COMPLETION and GENERATE the backend adds "model" when the body has none, merges
- * the client's --extra-body object (top-level keys; the request's own keys win), and with
- * req.stream adds "stream": true and "stream_options": {"include_usage": true}.
+ * For CHAT and COMPLETION the backend adds "model" when the body has none, merges the
+ * client's --extra-body object (top-level keys; the request's own keys win), and with
+ * req.stream adds "stream": true and "stream_options": {"include_usage": true}. GENERATE
+ * bodies (SGLang's native schema: text, sampling_params) are sent as given.
+ * A streaming request answered with a 2xx that is not text/event-stream (a server that
+ * ignores "stream") is parsed as a whole response.
  *
  * Ownership: submit() borrows req and req->body only during the call (the body is
  * serialized there). The dsa_result passed to a callback, and everything it points to, is
  * borrowed for the duration of the callback; copy what you keep (json_incref raw). The
- * backend owns its handle; dsa_backend_free() NULLs the caller's pointer.
+ * backend owns its handle; dsa_backend_free() cancels whatever is still pending (running
+ * those callbacks) and NULLs the caller's pointer.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #ifndef DSA_BACKEND_BACKEND_H

@@ -238,7 +238,12 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
     if (x->mode == 0) {
         long code = 0;
         curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
-        x->mode = x->stream && code / 100 == 2 ? 2 : 1;
+        char *ctype = NULL;
+        curl_easy_getinfo(x->easy, CURLINFO_CONTENT_TYPE, &ctype);
+        /* SSE only when the server streams; a 2xx JSON answer to a streaming request (a
+           server that ignores "stream") is read whole */
+        bool sse = !ctype || strstr(ctype, "event-stream") || !strstr(ctype, "json");
+        x->mode = x->stream && code / 100 == 2 && sse ? 2 : 1;
     }
     if (x->mode == 2) {
         int rc = dsa_sse_feed(&x->sse, ptr, n);
@@ -735,7 +740,15 @@ static int ep_submit(dsa_backend *b, const struct dsa_request *req)
     if (req->api != DSA_API_GET) {
         json_t *body;
         if (req->api == DSA_API_TOKENIZE) {
-            body = ep->dialect->tokenize_body(ep->model, req->body);
+            /* the count must see the template the generation will see: --extra-body's
+               chat_template_kwargs (enable_thinking, thinking) change the prompt */
+            json_t *in = json_copy(req->body);
+            json_t *kw =
+                ep->extra_body ? json_object_get(ep->extra_body, "chat_template_kwargs") : NULL;
+            if (kw && !json_object_get(in, "chat_template_kwargs"))
+                json_object_set(in, "chat_template_kwargs", kw);
+            body = ep->dialect->tokenize_body(ep->model, in);
+            json_decref(in);
         } else {
             body = json_object();
             /* --extra-body first, so the request's own keys win */

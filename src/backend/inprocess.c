@@ -145,7 +145,6 @@ struct kgen {
     const dsa_inproc *p;
     const uint32_t *tokens;
     uint16_t *k_raw;
-    double *kgold; /* optional: golden k vectors [T,128] */
 };
 
 static void kgen_range(void *c, long b, long e)
@@ -153,10 +152,6 @@ static void kgen_range(void *c, long b, long e)
     struct kgen *g = c;
     for (long t = b; t < e; t++) {
         dsa_proxy_k(g->p->seed, g->tokens[t], t, g->k_raw + (size_t)t * 128);
-        if (g->kgold)
-            dsa_golden_k_vec(g->k_raw + (size_t)t * 128, g->p->ln_w, g->p->ln_b,
-                             g->p->cos + (size_t)t * 32, g->p->sin + (size_t)t * 32, g->p->f.rope,
-                             0, g->kgold + (size_t)t * 128);
     }
 }
 
@@ -204,78 +199,101 @@ static int fail(dsa_inproc *p, const char *stage, int st)
     return dsa_errorf("kernels '%s' failed in %s (status %d)", p->api->name, stage, st);
 }
 
-int dsa_inproc_select(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
-                      int32_t *idx, int32_t *golden)
+/* golden k vectors of given raw k (LayerNorm and RoPE in fp64), in parallel over tokens */
+struct kgold {
+    const struct dsa_inproc_inputs *in;
+    int rope;
+    double *out;
+};
+
+static void kgold_range(void *c, long b, long e)
+{
+    const struct kgold *g = c;
+    for (long t = b; t < e; t++)
+        dsa_golden_k_vec(g->in->k_raw + (size_t)t * 128, g->in->ln_w, g->in->ln_b,
+                         g->in->cos + (size_t)t * 32, g->in->sin + (size_t)t * 32, g->rope, 0,
+                         g->out + (size_t)t * 128);
+}
+
+int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, int32_t *idx,
+                             int32_t *golden)
 {
     const struct dsa_kernels_api *api = p->api;
-    const int H = p->f.heads, K = p->topk;
+    const int H = p->f.heads, K = p->topk, M = in->M;
+    const long T = in->T;
+    const long *qpos = in->qpos;
     int rc = -1, st;
-    if (ensure_rope(p, T))
-        return dsa_errorf("cannot set up the RoPE table on '%s'", api->device());
+    if (T < 1 || M < 1 || in->max_pos < T)
+        return dsa_errorf("in-process inputs need T >= 1, M >= 1 and a RoPE table of T rows");
+    for (int m = 0; m < M; m++)
+        if (qpos[m] < 0 || qpos[m] >= T || (m && qpos[m] <= qpos[m - 1]))
+            return dsa_errorf("query positions must increase and lie inside the prompt");
     long npages = (T + DSA_K_PAGE - 1) / DSA_K_PAGE;
-    size_t cbytes = (size_t)(npages ? npages : 1) * DSA_K_PAGE_BYTES;
+    size_t cbytes = (size_t)npages * DSA_K_PAGE_BYTES, tab = (size_t)in->max_pos * 128;
     size_t wb = p->f.weights == DSA_K_BF16 ? 2 : 4, lb = p->f.logits == DSA_K_BF16 ? 2 : 4;
-    uint16_t *k_raw = dsa_xmalloc((size_t)T * 256 + 2);
-    double *kgold = dsa_xmalloc((size_t)T * 128 * sizeof(double) + 8);
-    int64_t *pos = dsa_xmalloc((size_t)T * 8 + 8), *qpos64 = dsa_xmalloc((size_t)M * 8 + 8);
-    uint16_t *q_raw = dsa_xmalloc((size_t)M * H * 256 + 2), *w_raw = dsa_xmalloc((size_t)M * H * 2);
+    size_t wrb = in->w_raw_dtype == DSA_K_BF16 ? 2 : 4;
+    double *kgold = dsa_xmalloc((size_t)T * 128 * sizeof(double));
+    int64_t *pos = dsa_xmalloc((size_t)T * 8), *qpos64 = dsa_xmalloc((size_t)M * 8);
     double *qgold = dsa_xmalloc((size_t)M * H * 128 * sizeof(double));
     double *wgold = dsa_xmalloc((size_t)M * H * sizeof(double));
-    uint8_t *cache = dsa_xmalloc(cbytes), *k8 = dsa_xmalloc((size_t)T * 128 + 1);
-    float *ks = dsa_xmalloc((size_t)T * 4 + 4);
+    uint8_t *cache = dsa_xmalloc(cbytes), *k8 = dsa_xmalloc((size_t)T * 128);
+    float *ks = dsa_xmalloc((size_t)T * 4);
     int32_t *rs = dsa_xcalloc((size_t)M, 4), *re = dsa_xmalloc((size_t)M * 4);
-    double *glog = dsa_xmalloc((size_t)M * T * sizeof(double) + 8);
-    void *d[16] = {0};
+    double *glog = dsa_xmalloc((size_t)M * T * sizeof(double));
+    void *d[24] = {0};
     int nd = 0;
 #define DALLOC(bytes) (d[nd++] = api->alloc(bytes))
 
-    struct kgen kg = {p, tokens, k_raw, kgold};
-    dsa_cpu_parallel_for(T, 256, kgen_range, &kg);
+    struct kgold kg = {in, p->f.rope, kgold};
+    dsa_cpu_parallel_for(T, 256, kgold_range, &kg);
     for (long t = 0; t < T; t++)
         pos[t] = t;
     float hs = H == 64 ? 0.125f : 0.1767766952966369f;
     for (int m = 0; m < M; m++) {
-        uint16_t *qr = q_raw + (size_t)m * H * 128;
         qpos64[m] = qpos[m];
         re[m] = (int32_t)(qpos[m] + 1);
-        dsa_proxy_q(p->seed, H, tokens[qpos[m]], qpos[m], qr);
-        dsa_proxy_w(p->seed, H, tokens[qpos[m]], qpos[m], w_raw + (size_t)m * H);
         for (int h = 0; h < H; h++) {
-            dsa_golden_q_vec(qr + (size_t)h * 128, p->cos + qpos[m] * 32, p->sin + qpos[m] * 32,
-                             p->f.rope, 0, qgold + ((size_t)m * H + h) * 128);
-            wgold[(size_t)m * H + h] =
-                (double)dsa_bf16_to_f32(w_raw[(size_t)m * H + h]) * (1.0 / sqrt(128.0)) * hs;
+            size_t mh = (size_t)m * H + h;
+            dsa_golden_q_vec(in->q_raw + mh * 128, in->cos + qpos[m] * 32, in->sin + qpos[m] * 32,
+                             p->f.rope, 0, qgold + mh * 128);
+            double wr = in->w_raw_dtype == DSA_K_BF16
+                            ? (double)dsa_bf16_to_f32(((const uint16_t *)in->w_raw)[mh])
+                            : (double)((const float *)in->w_raw)[mh];
+            wgold[mh] = wr * (1.0 / sqrt(128.0)) * hs;
         }
     }
 
     /* S1: the whole prompt into the paged cache, slot = position */
-    void *dk_raw = DALLOC((size_t)T * 256 + 2), *dpos = DALLOC((size_t)T * 8 + 8);
-    void *dcache = DALLOC(cbytes);
-    if (!dk_raw || !dpos || !dcache || api->upload(dk_raw, k_raw, (size_t)T * 256) ||
-        api->upload(dpos, pos, (size_t)T * 8)) {
+    void *dk_raw = DALLOC((size_t)T * 256), *dpos = DALLOC((size_t)T * 8);
+    void *dcache = DALLOC(cbytes), *dcos = DALLOC(tab), *dsin = DALLOC(tab);
+    void *dln_w = DALLOC(512), *dln_b = DALLOC(512);
+    if (!dk_raw || !dpos || !dcache || !dcos || !dsin || !dln_w || !dln_b ||
+        api->upload(dk_raw, in->k_raw, (size_t)T * 256) || api->upload(dpos, pos, (size_t)T * 8) ||
+        api->upload(dcos, in->cos, tab) || api->upload(dsin, in->sin, tab) ||
+        api->upload(dln_w, in->ln_w, 512) || api->upload(dln_b, in->ln_b, 512)) {
         dsa_errorf("cannot move the prompt to '%s'", api->device());
         goto cleanup;
     }
-    struct dsa_k_prep_args ka = {(int)T, (int)p->max_pos, dk_raw,  p->dln_w, p->dln_b,
-                                 dpos,   p->dcos,         p->dsin, dpos,     dcache};
+    struct dsa_k_prep_args ka = {
+        (int)T, (int)in->max_pos, dk_raw, dln_w, dln_b, dpos, dcos, dsin, dpos, dcache};
     if ((st = api->k_prep(&p->f, &ka)) != DSA_K_OK) {
         fail(p, "k_prep", st);
         goto cleanup;
     }
     /* S2: the query rows */
-    void *dq_raw = DALLOC((size_t)M * H * 256), *dw_raw = DALLOC((size_t)M * H * 2);
+    void *dq_raw = DALLOC((size_t)M * H * 256), *dw_raw = DALLOC((size_t)M * H * wrb);
     void *dqpos = DALLOC((size_t)M * 8), *dq8 = DALLOC((size_t)M * H * 128);
     void *dqs = DALLOC((size_t)M * H * 4), *dw = DALLOC((size_t)M * H * wb);
     if (!dq_raw || !dw_raw || !dqpos || !dq8 || !dqs || !dw ||
-        api->upload(dq_raw, q_raw, (size_t)M * H * 256) ||
-        api->upload(dw_raw, w_raw, (size_t)M * H * 2) ||
+        api->upload(dq_raw, in->q_raw, (size_t)M * H * 256) ||
+        api->upload(dw_raw, in->w_raw, (size_t)M * H * wrb) ||
         api->upload(dqpos, qpos64, (size_t)M * 8)) {
         dsa_errorf("cannot move the queries to '%s'", api->device());
         goto cleanup;
     }
-    struct dsa_q_prep_args qa = {M,       (int)p->max_pos, dq_raw, dw_raw, DSA_K_BF16, dqpos,
-                                 p->dcos, p->dsin,         dq8,    dqs,    dw,         NULL,
-                                 0};
+    struct dsa_q_prep_args qa = {
+        M, (int)in->max_pos, dq_raw, dw_raw, in->w_raw_dtype, dqpos, dcos, dsin, dq8, dqs, dw, NULL,
+        0};
     if ((st = api->q_prep(&p->f, &qa)) != DSA_K_OK) {
         fail(p, "q_prep", st);
         goto cleanup;
@@ -291,9 +309,9 @@ int dsa_inproc_select(dsa_inproc *p, const uint32_t *tokens, long T, const long 
         memcpy(ks + t, pg + DSA_K_SCALE_OFF + (t % DSA_K_PAGE) * 4, 4);
     }
     /* S3b + S4 */
-    void *dk8 = DALLOC((size_t)T * 128 + 1), *dks = DALLOC((size_t)T * 4 + 4);
+    void *dk8 = DALLOC((size_t)T * 128), *dks = DALLOC((size_t)T * 4);
     void *drs = DALLOC((size_t)M * 4), *dre = DALLOC((size_t)M * 4);
-    void *dlog = DALLOC((size_t)M * T * lb + 4), *didx = DALLOC((size_t)M * K * 4);
+    void *dlog = DALLOC((size_t)M * T * lb), *didx = DALLOC((size_t)M * K * 4);
     if (!dk8 || !dks || !drs || !dre || !dlog || !didx || api->upload(dk8, k8, (size_t)T * 128) ||
         api->upload(dks, ks, (size_t)T * 4) || api->upload(drs, rs, (size_t)M * 4) ||
         api->upload(dre, re, (size_t)M * 4)) {
@@ -325,12 +343,9 @@ cleanup:
         if (d[i])
             api->free(d[i]);
 #undef DALLOC
-    free(k_raw);
     free(kgold);
     free(pos);
     free(qpos64);
-    free(q_raw);
-    free(w_raw);
     free(qgold);
     free(wgold);
     free(cache);
@@ -339,5 +354,209 @@ cleanup:
     free(rs);
     free(re);
     free(glog);
+    return rc;
+}
+
+int dsa_inproc_proxy_inputs(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
+                            struct dsa_inproc_inputs *in)
+{
+    const int H = p->f.heads;
+    if (ensure_rope(p, T))
+        return dsa_errorf("cannot set up the RoPE table on '%s'", p->api->device());
+    uint16_t *k_raw = dsa_xmalloc((size_t)(T > 0 ? T : 1) * 256);
+    uint16_t *q_raw = dsa_xmalloc((size_t)(M > 0 ? M : 1) * H * 256);
+    uint16_t *w_raw = dsa_xmalloc((size_t)(M > 0 ? M : 1) * H * 2);
+    struct kgen kg = {p, tokens, k_raw};
+    dsa_cpu_parallel_for(T, 256, kgen_range, &kg);
+    for (int m = 0; m < M; m++) {
+        dsa_proxy_q(p->seed, H, tokens[qpos[m]], qpos[m], q_raw + (size_t)m * H * 128);
+        dsa_proxy_w(p->seed, H, tokens[qpos[m]], qpos[m], w_raw + (size_t)m * H);
+    }
+    *in = (struct dsa_inproc_inputs){T,          k_raw,   M,       qpos,   q_raw,  w_raw,
+                                     DSA_K_BF16, p->ln_w, p->ln_b, p->cos, p->sin, p->max_pos};
+    return 0;
+}
+
+void dsa_inproc_inputs_release(struct dsa_inproc_inputs *in)
+{
+    free((void *)in->k_raw);
+    free((void *)in->q_raw);
+    free((void *)in->w_raw);
+    memset(in, 0, sizeof *in);
+}
+
+int dsa_inproc_select(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
+                      int32_t *idx, int32_t *golden)
+{
+    struct dsa_inproc_inputs in;
+    if (dsa_inproc_proxy_inputs(p, tokens, T, qpos, M, &in))
+        return -1;
+    int rc = dsa_inproc_select_inputs(p, &in, idx, golden);
+    dsa_inproc_inputs_release(&in);
+    return rc;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void sort_rows(int32_t *idx, long rows, int K)
+{
+    for (long r = 0; r < rows; r++) {
+        int32_t *row = idx + (size_t)r * K;
+        int n = 0;
+        for (int i = 0; i < K; i++)
+            if (row[i] >= 0)
+                row[n++] = row[i];
+        qsort(row, (size_t)n, sizeof *row, cmp_i32);
+        for (int i = n; i < K; i++)
+            row[i] = -1;
+    }
+}
+
+int dsa_inproc_mtp(dsa_inproc *p, const uint32_t *tokens, long T, long P, int n, long *nsteps,
+                   unsigned char *identical, unsigned char *logits_identical, int32_t *sel)
+{
+    const struct dsa_kernels_api *api = p->api;
+    const int H = p->f.heads, K = p->topk;
+    int rc = -1, st;
+    *nsteps = 0;
+    if (n < 1 || n > 4 || P < 0 || P > T)
+        return dsa_errorf("mtp rows must be 1..4 and the prompt inside the tokens");
+    if (ensure_rope(p, T))
+        return dsa_errorf("cannot set up the RoPE table on '%s'", api->device());
+    long R = T - P, steps = R / n, stride = ((T + 255) / 256) * 256;
+    long npages = (T + DSA_K_PAGE - 1) / DSA_K_PAGE;
+    size_t cbytes = (size_t)(npages ? npages : 1) * DSA_K_PAGE_BYTES;
+    size_t wb = p->f.weights == DSA_K_BF16 ? 2 : 4, lb = p->f.logits == DSA_K_BF16 ? 2 : 4;
+    size_t lbytes = (size_t)n * stride * lb;
+    uint16_t *k_raw = dsa_xmalloc((size_t)T * 256 + 2);
+    int64_t *pos = dsa_xmalloc((size_t)T * 8 + 8);
+    uint16_t *q_raw = dsa_xmalloc((size_t)(R ? R : 1) * H * 256),
+             *w_raw = dsa_xmalloc((size_t)(R ? R : 1) * H * 2);
+    int32_t *bt = dsa_xmalloc((size_t)(npages ? npages : 1) * 4),
+            *ctx = dsa_xmalloc((size_t)(R ? R : 1) * 4);
+    int32_t *zeros = dsa_xcalloc((size_t)n, 4);
+    int32_t *idx_b = dsa_xmalloc((size_t)n * K * 4), *idx_s = dsa_xmalloc((size_t)n * K * 4);
+    unsigned char *lg_b = dsa_xmalloc(lbytes), *lg_s = dsa_xmalloc(lbytes);
+    void *d[16] = {0};
+    int nd = 0;
+#define DALLOC(bytes) (d[nd++] = api->alloc(bytes))
+    struct kgen kg = {p, tokens, k_raw};
+    dsa_cpu_parallel_for(T, 256, kgen_range, &kg);
+    for (long t = 0; t < T; t++)
+        pos[t] = t;
+    for (long pg = 0; pg < npages; pg++)
+        bt[pg] = (int32_t)pg;
+    for (long r = 0; r < R; r++) {
+        dsa_proxy_q(p->seed, H, tokens[P + r], P + r, q_raw + (size_t)r * H * 128);
+        dsa_proxy_w(p->seed, H, tokens[P + r], P + r, w_raw + (size_t)r * H);
+        ctx[r] = (int32_t)(P + r + 1);
+    }
+    void *dk_raw = DALLOC((size_t)T * 256 + 2), *dpos = DALLOC((size_t)T * 8 + 8);
+    void *dcache = DALLOC(cbytes), *dbt = DALLOC((size_t)(npages ? npages : 1) * 4);
+    void *dq_raw = DALLOC((size_t)(R ? R : 1) * H * 256),
+         *dw_raw = DALLOC((size_t)(R ? R : 1) * H * 2);
+    void *dq8 = DALLOC((size_t)(R ? R : 1) * H * 128), *dqs = DALLOC((size_t)(R ? R : 1) * H * 4);
+    void *dw = DALLOC((size_t)(R ? R : 1) * H * wb), *dctx = DALLOC((size_t)(R ? R : 1) * 4);
+    void *dzero = DALLOC((size_t)n * 4), *dlog = DALLOC(lbytes), *didx = DALLOC((size_t)n * K * 4);
+    for (int i = 0; i < nd; i++)
+        if (!d[i]) {
+            dsa_errorf("cannot allocate on '%s'", api->device());
+            goto cleanup;
+        }
+    if (api->upload(dk_raw, k_raw, (size_t)T * 256) || api->upload(dpos, pos, (size_t)T * 8) ||
+        api->upload(dbt, bt, (size_t)npages * 4) ||
+        (R && (api->upload(dq_raw, q_raw, (size_t)R * H * 256) ||
+               api->upload(dw_raw, w_raw, (size_t)R * H * 2) ||
+               api->upload(dctx, ctx, (size_t)R * 4))) ||
+        api->upload(dzero, zeros, (size_t)n * 4)) {
+        dsa_errorf("cannot move the inputs to '%s'", api->device());
+        goto cleanup;
+    }
+    struct dsa_k_prep_args ka = {(int)T, (int)p->max_pos, dk_raw,  p->dln_w, p->dln_b,
+                                 dpos,   p->dcos,         p->dsin, dpos,     dcache};
+    if ((st = api->k_prep(&p->f, &ka)) != DSA_K_OK) {
+        fail(p, "k_prep", st);
+        goto cleanup;
+    }
+    struct dsa_q_prep_args qa = {
+        (int)R,  (int)p->max_pos, dq_raw, dw_raw, DSA_K_BF16, (const int64_t *)dpos + P,
+        p->dcos, p->dsin,         dq8,    dqs,    dw,         NULL,
+        0};
+    if (R && (st = api->q_prep(&p->f, &qa)) != DSA_K_OK) {
+        fail(p, "q_prep", st);
+        goto cleanup;
+    }
+    for (long s = 0; s < steps; s++) {
+        long r0 = s * n;
+        const uint8_t *q8 = (const uint8_t *)dq8 + (size_t)r0 * H * 128;
+        const char *w = (const char *)dw + (size_t)r0 * H * wb;
+        const int32_t *c = (const int32_t *)dctx + r0;
+        /* batched: one call with next_n = n */
+        struct dsa_logits_decode_args da = {1,           n, q8,   w,      dcache, dbt,
+                                            (int)npages, c, dlog, stride, 1};
+        struct dsa_topk_args ta = {n, dlog, stride, dzero, c, K, didx};
+        if ((st = api->logits_decode(&p->f, &da)) != DSA_K_OK ||
+            (st = api->topk(&p->f, &ta)) != DSA_K_OK) {
+            fail(p, "logits_decode/topk (batched)", st);
+            goto cleanup;
+        }
+        if (api->sync() || api->download(lg_b, dlog, lbytes) ||
+            api->download(idx_b, didx, (size_t)n * K * 4))
+            goto cleanup;
+        /* one row at a time, next_n = 1 */
+        for (int j = 0; j < n; j++) {
+            struct dsa_logits_decode_args dj = {1,
+                                                1,
+                                                q8 + (size_t)j * H * 128,
+                                                w + (size_t)j * H * wb,
+                                                dcache,
+                                                dbt,
+                                                (int)npages,
+                                                c + j,
+                                                (char *)dlog + (size_t)j * stride * lb,
+                                                stride,
+                                                1};
+            if ((st = api->logits_decode(&p->f, &dj)) != DSA_K_OK) {
+                fail(p, "logits_decode (single row)", st);
+                goto cleanup;
+            }
+        }
+        if ((st = api->topk(&p->f, &ta)) != DSA_K_OK) {
+            fail(p, "topk (single rows)", st);
+            goto cleanup;
+        }
+        if (api->sync() || api->download(lg_s, dlog, lbytes) ||
+            api->download(idx_s, didx, (size_t)n * K * 4))
+            goto cleanup;
+        sort_rows(idx_b, n, K);
+        sort_rows(idx_s, n, K);
+        identical[s] = !memcmp(idx_b, idx_s, (size_t)n * K * 4);
+        logits_identical[s] = !memcmp(lg_b, lg_s, lbytes);
+        memcpy(sel + (size_t)r0 * K, idx_b, (size_t)n * K * 4);
+    }
+    *nsteps = steps;
+    rc = 0;
+cleanup:
+    if (rc)
+        dsa_errorf("mtp verify failed on '%s'", api->device());
+    for (int i = 0; i < nd; i++)
+        if (d[i])
+            api->free(d[i]);
+#undef DALLOC
+    free(k_raw);
+    free(pos);
+    free(q_raw);
+    free(w_raw);
+    free(bt);
+    free(ctx);
+    free(zeros);
+    free(idx_b);
+    free(idx_s);
+    free(lg_b);
+    free(lg_s);
     return rc;
 }

@@ -71,11 +71,38 @@ const char *dsa_inproc_device(const dsa_inproc *p);
 int dsa_inproc_select(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
                       int32_t *idx, int32_t *golden);
 
-/* MTP verify rows at decode: the prompt tokens[0..T) are in the cache; rows j = 0..N are the
-   positions T-N-1+j (N = mtp). Runs S3a once with next_n = N+1 and once per row with
-   next_n = 1 and writes both selections (each [N+1, topk], sorted ascending per row).
-   Returns 0, or -1 (printed). */
-int dsa_inproc_mtp_rows(dsa_inproc *p, const uint32_t *tokens, long T, int N, int32_t *batched,
-                        int32_t *single);
+/* Inputs of one selection, from the proxy model or a trace file (kernels/trace.h); all host
+   memory, borrowed. */
+struct dsa_inproc_inputs {
+    long T;
+    const uint16_t *k_raw; /* [T,128] bf16 */
+    int M;
+    const long *qpos;      /* [M], increasing, < T */
+    const uint16_t *q_raw; /* [M,H,128] bf16 */
+    const void *w_raw;     /* [M,H] bf16 or f32 (w_raw_dtype) */
+    int w_raw_dtype;
+    const float *ln_w, *ln_b; /* [128] */
+    const float *cos, *sin;   /* [max_pos,32], max_pos >= T */
+    long max_pos;
+};
+
+/* The selection and the golden selection for explicit inputs (as dsa_inproc_select). */
+int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, int32_t *idx,
+                             int32_t *golden);
+/* The proxy model's inputs for tokens/qpos (k_raw, q_raw, w_raw owned by *in until
+   dsa_inproc_inputs_release; the tables are borrowed from p). Returns 0 or -1 (printed). */
+int dsa_inproc_proxy_inputs(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
+                            struct dsa_inproc_inputs *in);
+void dsa_inproc_inputs_release(struct dsa_inproc_inputs *in);
+
+/* MTP verify at decode over tokens[0..T): the cache holds all T tokens; the decode rows are
+   the positions P..T-1, taken in steps of n = N+1 rows (positions p0..p0+N, row j sees keys
+   0..p0+j, as vLLM's ctx = L - N + j + 1). Each step runs S3a once with next_n = n and then n
+   times with next_n = 1, and S4 on both. Writes per step whether the selections are equal
+   (identical[s]), whether the logits are bit-identical (logits_identical[s]) and the batched
+   selection into sel [nsteps * n, topk] (sorted ascending per row). *nsteps = (T - P) / n.
+   Returns 0, or -1 (printed). n must be 1..4. */
+int dsa_inproc_mtp(dsa_inproc *p, const uint32_t *tokens, long T, long P, int n, long *nsteps,
+                   unsigned char *identical, unsigned char *logits_identical, int32_t *sel);
 
 #endif

@@ -157,7 +157,8 @@ int dsa_cmp_side_load(struct dsa_cmp_side *side, const char *path)
     }
     closedir(d);
     /* runs in name order (run-001.jsonl, run-002.jsonl, ...), never readdir order */
-    qsort(names, n, sizeof *names, cmp_names);
+    if (n)
+        qsort(names, n, sizeof *names, cmp_names);
     int ret = n ? 0 : dsa_errorf("no run files (*.jsonl) in '%s'", path);
     for (size_t k = 0; k < n; k++) {
         if (!ret) {
@@ -328,7 +329,8 @@ static int universe_build(struct universe *u, const struct dsa_cmp_side *const *
     struct bin_info *sorted = dsa_xmalloc((u->n_bins ? u->n_bins : 1) * sizeof *sorted);
     if (u->n_bins)
         memcpy(sorted, u->bins, u->n_bins * sizeof *sorted);
-    qsort(sorted, u->n_bins, sizeof *sorted, bin_cmp);
+    if (u->n_bins)
+        qsort(sorted, u->n_bins, sizeof *sorted, bin_cmp);
     for (size_t b = 0; b < u->n_bins; b++)
         for (size_t c = 0; c < u->n_bins; c++)
             if (sorted[c].label == u->bins[b].label)
@@ -705,6 +707,23 @@ static json_t *latency_stats(const struct universe *u, const unsigned char *use,
     return o;
 }
 
+struct lat_job {
+    const struct universe *u;
+    const unsigned char *use;
+    const struct side_data *a, *b;
+    const struct dsa_boot_cfg *cfg;
+    const char *cmp;
+    json_t *out;
+};
+
+/* jansson objects are built here on another thread: they belong to this job only */
+static void *lat_worker(void *arg)
+{
+    struct lat_job *j = arg;
+    j->out = latency_stats(j->u, j->use, j->a, j->b, j->cfg, j->cmp);
+    return NULL;
+}
+
 /* One comparison (a = baseline, b = candidate or A/A runs): per-bin objects in bin order,
    "all" last. full = everything; otherwise only n, means, diff and CI (the A/A rows). */
 static json_t *pair_bins(const struct universe *u, const unsigned char *use,
@@ -835,8 +854,16 @@ json_t *dsa_cmp_build(const struct dsa_cmp_side *base, const struct dsa_cmp_side
     json_object_set_new(doc, "method", method_json(cfg));
     json_object_set_new(doc, "base", side_json(base, opts->label_base));
     json_object_set_new(doc, "cand", side_json(cand, opts->label_cand));
+    /* the latency bootstrap (a median per replicate) runs beside the bins when threads allow */
+    struct lat_job lj = {&u, use, &sb, &sc, cfg, "main..cand", NULL};
+    pthread_t lt;
+    bool lat_thread = opts->threads > 1 && pthread_create(&lt, NULL, lat_worker, &lj) == 0;
     json_t *bins = pair_bins(&u, use, &sb, &sc, cfg, "main..cand", true, opts->threads);
-    json_t *lat = latency_stats(&u, use, &sb, &sc, cfg, "main..cand");
+    if (lat_thread)
+        pthread_join(lt, NULL);
+    else
+        lat_worker(&lj);
+    json_t *lat = lj.out;
 
     if (aa) {
         json_object_set_new(doc, "aa", side_json(aa, "A/A"));

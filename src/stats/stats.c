@@ -677,6 +677,23 @@ int dsa_stats_paired(const struct dsa_paired_input *in, const struct dsa_boot_cf
         /* one index stream per bin: each replicate draws n indices once and feeds every
            statistic of the bin (pooled D and each run's D_r) */
         for (size_t b = 0; b < Bn; b++) {
+            if (!in->stratum && full && npairs) {
+                /* the common case, fused: draw, then feed the pooled and per-run sums while
+                   the sample's row is in cache (same stream, same sums, same order) */
+                double s = 0;
+                memset(psum, 0, npairs * sizeof *psum);
+                for (size_t j = 0; j < n; j++) {
+                    size_t k = gsl_rng_uniform_int(r, n);
+                    s += v[k];
+                    const double *row = pvt + k * npairs;
+                    for (size_t p = 0; p < npairs; p++)
+                        psum[p] += row[p];
+                }
+                reps[b] = s / ((double)n * div);
+                for (size_t p = 0; p < npairs; p++)
+                    preps[p][b] = psum[p] / ((double)n * pdiv[p]);
+                continue;
+            }
             draw_indices(r, &st, !in->stratum, idx);
             double s = 0;
             for (size_t j = 0; j < n; j++)

@@ -161,16 +161,24 @@ if [ "$n0" -ge 8 ] && [ "$n1" -ge 8 ]; then ok "two endpoints share the work ($n
 for kind in 500 503 429 reset truncate malformed content-type error-nested error-flat stall \
     stream-error; do
     stream=""
-    case $kind in stream-error | truncate) stream=--stream ;; esac
+    quiet=""
+    case $kind in stream-error | truncate) stream=--stream ;; 503) quiet=--no-quiet ;; esac
     start_server "${SRV_OPTS[@]}" --fault "$kind:first" --retry-after 0 --stall-seconds 5 ||
         { not_ok "fault $kind: server"; continue; }
     OUT=$TMP/fault-$kind
     "$DSA_BIN" mrcr --endpoint "$SERVER_URL" --dataset "$DS" --needles 2,8 --runs 1 \
-        --limit 2 --concurrency 4 --timeout 1 $stream --out "$OUT" --json -q >"$OUT.json" \
-        2>"$TMP/err"
+        --limit 2 --concurrency 4 --timeout 1 $stream --out "$OUT" --json ${quiet:--q} \
+        >"$OUT.json" 2>"$TMP/err"
     rc=$?
     stop_server
     expect_eq "fault $kind: exit 0" "$rc" 0
+    if [ "$kind" = 503 ]; then
+        # the progress line (stderr is not a terminal: plain lines) ends with all 8 rows done
+        # and the 8 retries counted
+        tail -1 "$TMP/err" | grep -Eq '^mrcr run 1/1 +8/8 +100% .* retries +8 +errors +0$' &&
+            ok "progress on stderr counts rows and retries" ||
+            { not_ok "progress on stderr counts rows and retries"; tail -2 "$TMP/err" | sed 's/^/#   /'; }
+    fi
     cp "$OUT.json" "$OUT/summary.json"
     LIMIT=2 check_run "$OUT" "fault $kind: records identical to a clean run"
     # reset: libcurl itself resends a request once when a reused keep-alive connection dies
@@ -296,6 +304,12 @@ expect_code 4 "a wrong key is exit 4" env DSA_EVAL_API_KEY=wrong "$DSA_BIN" mrcr
     --endpoint "$SERVER_URL" --dataset "$DS" --needles 2 --out "$TMP/key3" -q
 if grep -q "wrong" "$TMP/err"; then not_ok "the wrong key is not echoed"; else ok "the wrong key is not echoed"; fi
 stop_server
+
+# --insecure is loud (on plain http it changes nothing else)
+expect_code 0 "--insecure runs" "$DSA_BIN" mrcr --endpoint "$URL1" --dataset "$DS" --needles 2 \
+    --limit 1 --insecure --out "$TMP/insecure" -q
+grep -q "warning: --insecure: TLS certificates are NOT verified" "$TMP/err" &&
+    ok "--insecure warns even with -q" || not_ok "--insecure warns even with -q"
 
 # exit codes
 expect_code 4 "unreachable endpoint: exit 4" "$DSA_BIN" mrcr --endpoint http://127.0.0.1:1 \

@@ -38,8 +38,9 @@ expect_code 2 "bad --extra-body" "${G[@]}" --print-prompts --extra-body '[1]'
 expect_code 3 "missing data folder" "$DSA_BIN" gsm8k --data "$TMP/none" --print-prompts
 grep -q "no GSM8K test split at '$TMP/none/test.jsonl'" "$TMP/err" && ok "missing data message" \
     || not_ok "missing data message"
-expect_code 4 "in-process backend not built" "${G[@]}" --backend inprocess --limit 2
-grep -q "in-process backend is not built" "$TMP/err" && ok "inprocess message" \
+# (the in-process backend itself is tested by t0702-gsm8k-inprocess.sh)
+expect_code 2 "in-process needs --out" "${G[@]}" --backend inprocess --limit 2
+grep -q "out DIR is required with --backend inprocess" "$TMP/err" && ok "inprocess message" \
     || not_ok "inprocess message"
 
 # ---- a full run with synthetic MTP: acceptance length 3.0 with 3 draft tokens
@@ -123,6 +124,15 @@ assert diff == [7], diff
 assert b[7]["pred"] == str(int(a[7]["gold"]) + 1)
 PYEOF
 
+# ---- two replicas: requests spread over both, /metrics of both summed
+expect_success "two endpoints" "${G[@]}" --endpoint "$MAIN_URL" --endpoint "$PR_URL" --mtp \
+    --expect-mtp --limit 8 -c 2 -q
+grep -q '^acceptance length   3.0000   ' "$TMP/out" && ok "AL over two servers" \
+    || { not_ok "AL over two servers"; sed 's/^/#   /' "$TMP/out"; }
+expect_code 4 "unreachable server" "${G[@]}" --endpoint http://127.0.0.1:1 --limit 2 --retries 0
+grep -q "cannot reach 'http://127.0.0.1:1/v1/models'" "$TMP/err" && ok "unreachable message" \
+    || not_ok "unreachable message"
+
 # ---- a per-position profile is recovered exactly: the expected counters are recomputed
 # from each record's completion_tokens with the server's documented synthetic schedule
 start_server --gsm8k-data "$D/test.jsonl" --spec-tokens 3 --acceptance-rates 0.9,0.6,0.3 \
@@ -153,6 +163,25 @@ assert m["per_position_rate"] == [p / steps for p in pos]
 print("AL %.4f per position %s" % (1 + acc / steps, [round(p / steps, 4) for p in pos]))
 PYEOF
 
+# ---- all 1319 questions: every extraction of every output equals CPython's
+expect_success "full test split, 8 in flight" "${G[@]}" --endpoint "$MAIN_URL" --limit 0 -c 8 \
+    --out "$TMP/all" -q
+py "extractions of 1319 outputs equal CPython re" <<PYEOF
+import json, subprocess
+recs = [json.loads(l) for l in open("$TMP/all/run-001.jsonl").read().splitlines()[1:]]
+assert len(recs) == 1319
+inp = "".join(json.dumps({"text": r["output"]}) + "\n" for r in recs)
+out = subprocess.run(["$DSA_PYTHON", "$DSA_SRC/tests/data/gsm8k_extract_ref.py"], input=inp,
+                     capture_output=True, text=True, check=True).stdout.splitlines()
+for r, o in zip(recs, out):
+    o = json.loads(o)
+    for m in ("vllm", "cot-strict", "gsm8k-strict", "flexible"):
+        assert r["extract"][m] == o[m], (r["idx"], m, r["extract"][m], o[m])
+# the gold-answering server misses only where its answer was cut (256 tokens, or a "Question"
+# inside the solution)
+assert all(r["correct"] or r["finish_reason"] == "length" or len(r["output"]) < 4 for r in recs)
+PYEOF
+
 # ---- prompt modes and dialects
 expect_success "cot8 run" "${G[@]}" --endpoint "$MAIN_URL" --prompt cot8 --limit 8 -q
 grep -q '(8/8 correct, cot-strict' "$TMP/out" && ok "cot8 scores 8/8 with cot-strict" \
@@ -167,6 +196,33 @@ expect_success "sglang /generate run" "${G[@]}" --endpoint "$SERVER_URL" --mtp -
 grep -q '^acceptance length   3.0000   ' "$TMP/out" && ok "AL 3.0000 from meta_info" \
     || { not_ok "AL 3.0000 from meta_info"; sed 's/^/#   /' "$TMP/out" "$TMP/err"; }
 grep -q '(8/8 correct, vllm' "$TMP/out" && ok "sglang5 scores 8/8" || not_ok "sglang5 scores 8/8"
+
+# ---- the exact requests: greedy parameters, stop strings, the prompt bytes, extra body
+start_server --gsm8k-data "$D/test.jsonl" --log-requests "$TMP/requests.jsonl" \
+    || not_ok "logging server starts"
+expect_success "completions request" "${G[@]}" --endpoint "$SERVER_URL" --limit 1 -q
+expect_success "chat request" "${G[@]}" --endpoint "$SERVER_URL" --limit 1 -q --prompt chat \
+    --no-token-ids --max-tokens 64 --seed 7 --extra-body '{"chat_template_kwargs":{"thinking":false}}'
+expect_success "cot8 request" "${G[@]}" --endpoint "$SERVER_URL" --limit 1 -q --prompt cot8
+py "request bodies" <<PYEOF
+import json
+reqs = [json.loads(l) for l in open("$TMP/requests.jsonl")]
+gen = [r for r in reqs if r["method"] == "POST"]
+assert [r["path"] for r in gen] == ["/v1/completions", "/v1/chat/completions", "/v1/completions"]
+prompts = open("$TMP/prompts.bin", "rb").read().split(b"\0")
+test = [json.loads(l) for l in open("$D/test.jsonl")]
+b = json.loads(gen[0]["body"])
+assert b == {"model": "dsa-test-model", "prompt": prompts[0].decode(), "max_tokens": 256,
+             "temperature": 0, "top_p": 1, "seed": 42, "return_token_ids": True,
+             "stop": ["Question", "Assistant:", "<|separator|>"]}, b
+c = json.loads(gen[1]["body"])
+assert c == {"model": "dsa-test-model", "max_completion_tokens": 64, "temperature": 0,
+             "top_p": 1, "seed": 7, "stop": ["Question", "Assistant:", "<|separator|>"],
+             "messages": [{"role": "user", "content": "Question: " + test[0]["question"] + "\nAnswer:"}],
+             "chat_template_kwargs": {"thinking": False}}, c
+d = json.loads(gen[2]["body"])
+assert d["stop"] == ["Q:", "</s>", "<|im_end|>"] and d["prompt"].endswith("Q: " + test[0]["question"] + "\nA:")
+PYEOF
 
 # ---- streaming gives the same bytes
 expect_success "--stream run" "${G[@]}" --endpoint "$MAIN_URL" --stream --limit 4 --out "$TMP/stream" -q

@@ -21,7 +21,13 @@
 
 #include "backend/backend.h"
 #include "backend/endpoint.h"
+#include "evals/mrcr_eval.h"
+#include "store/store.h"
 #include "util/buf.h"
+#include "util/hash.h"
+
+/* defined by main.c in the binary; the eval loop polls it */
+volatile int dsa_interrupted;
 
 /* ---- the scripted server ---------------------------------------------------------------- */
 
@@ -435,6 +441,29 @@ static void test_stream(void **state)
     dsa_backend_free(&b);
 }
 
+static enum action h_ignores_stream(int n, const struct sreq *rq, struct dsa_buf *out)
+{
+    (void)n;
+    (void)rq;
+    json_reply(out, 200, CHAT_OK); /* application/json although "stream": true was asked */
+    return REPLY;
+}
+
+static void test_stream_ignored_by_server(void **state)
+{
+    (void)state;
+    reset_log(h_ignores_stream);
+    dsa_backend *b = open_client(1, 2, 0, 10, NULL, NULL);
+    json_t *body = hello_body();
+    struct dsa_result r;
+    assert_int_equal(chat(b, body, true, &r), DSA_RES_OK);
+    assert_string_equal(r.content, "pong");
+    assert_int_equal(r.retries, 0);
+    dsa_result_release(&r);
+    json_decref(body);
+    dsa_backend_free(&b);
+}
+
 static void on_count(const struct dsa_result *res)
 {
     int *counts = res->ud;
@@ -483,7 +512,9 @@ static void test_tokenize_unsupported(void **state)
 {
     (void)state;
     reset_log(h_404);
-    dsa_backend *b = open_client(1, 2, 3, 10, NULL, NULL);
+    json_t *extra = json_pack("{s:{s:b},s:f}", "chat_template_kwargs", "thinking", 0, "top_p", 1.0);
+    dsa_backend *b = open_client(1, 2, 3, 10, extra, NULL);
+    json_decref(extra);
     json_t *body = hello_body();
     struct dsa_request rq = {.api = DSA_API_TOKENIZE, .body = body, .endpoint = -1};
     struct dsa_result r;
@@ -492,6 +523,9 @@ static void test_tokenize_unsupported(void **state)
     assert_int_equal(n_requests(), 1);
     assert_string_equal(S.reqs[0].path, "/tokenize");
     assert_non_null(strstr(S.reqs[0].body, "\"add_generation_prompt\":true"));
+    /* the template kwargs of --extra-body reach the count; sampling keys do not */
+    assert_non_null(strstr(S.reqs[0].body, "\"chat_template_kwargs\":{\"thinking\":false}"));
+    assert_null(strstr(S.reqs[0].body, "top_p"));
     /* known missing now: answered without a request */
     assert_int_equal(dsa_backend_call(b, &rq, &r), DSA_RES_UNSUPPORTED);
     dsa_result_release(&r);
@@ -607,6 +641,127 @@ static void test_probe(void **state)
     assert_int_equal(code, 2);
 }
 
+/* The MRCR eval loop end to end on three rows: a thinking model's answer (graded on content
+   only, reasoning kept as length + hash, --strip-think as a second score), a null content
+   (graded as ""), and a row whose request fails (recorded, never scored). */
+static enum action h_mrcr(int n, const struct sreq *rq, struct dsa_buf *out)
+{
+    (void)n;
+    if (strstr(rq->body, "row-a"))
+        json_reply(out, 200,
+                   "{\"choices\":[{\"message\":{\"content\":\"<think>hm</think>\\n PFXabc\","
+                   "\"reasoning_content\":\"let me think\"},\"finish_reason\":\"stop\"}],"
+                   "\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":4}}");
+    else if (strstr(rq->body, "row-b"))
+        json_reply(out, 200,
+                   "{\"choices\":[{\"message\":{\"content\":null},\"finish_reason\":\"length\"}]}");
+    else
+        json_reply(out, 422, "{\"object\":\"error\",\"message\":\"bad row\",\"code\":422}");
+    return REPLY;
+}
+
+static void test_mrcr_eval_records(void **state)
+{
+    (void)state;
+    reset_log(h_mrcr);
+    char dir[] = "/tmp/test_mrcr_eval.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char ds[128], runp[128];
+    snprintf(ds, sizeof ds, "%s/ds.jsonl", dir);
+    snprintf(runp, sizeof runp, "%s/run-001.jsonl", dir);
+    FILE *f = fopen(ds, "w");
+    const char *tags[] = {"row-a", "row-b", "row-c"};
+    for (int i = 0; i < 3; i++)
+        fprintf(f,
+                "{\"prompt\":\"[{\\\"role\\\":\\\"user\\\",\\\"content\\\":\\\"%s\\\"}]\","
+                "\"answer\":\"PFXabc\",\"random_string_to_prepend\":\"PFX\",\"n_needles\":2,"
+                "\"desired_msg_index\":0,\"total_messages\":1,\"n_chars\":5,\"bin\":\"8k\"}\n",
+                tags[i]);
+    fclose(f);
+    dsa_backend *b = open_client(1, 2, 0, 10, NULL, NULL);
+    json_t *header =
+        json_pack("{s:i, s:s, s:i, s:{}}", "dsa_eval_run", 1, "eval", "mrcr", "run", 1, "match");
+    dsa_run *run = NULL;
+    assert_int_equal(dsa_run_open(&run, runp, header, 0), 0);
+    json_decref(header);
+    const char *paths[] = {ds};
+    struct dsa_mrcr_eval_opts o = {.dataset_paths = paths,
+                                   .n_datasets = 1,
+                                   .max_tokens = 64,
+                                   .temperature = 0,
+                                   .max_model_len = -1,
+                                   .strip_think = true};
+    struct dsa_mrcr_eval_counts c;
+    assert_int_equal(dsa_mrcr_eval_run(b, run, &o, NULL, NULL, &c), 0);
+    assert_int_equal(c.ok, 2);
+    assert_int_equal(c.failed, 1);
+    assert_int_equal(c.done, 3);
+
+    json_t *a = dsa_run_get(run, "n2/r0000");
+    assert_non_null(a);
+    assert_string_equal(json_string_value(json_object_get(a, "status")), "ok");
+    /* the official score sees "<think>…": no prefix, 0; the labelled second score strips */
+    assert_true(json_real_value(json_object_get(a, "score")) == 0.0);
+    assert_true(json_real_value(json_object_get(a, "score_strip_think")) == 1.0);
+    assert_false(json_is_true(json_object_get(a, "prefix_hit")));
+    assert_string_equal(json_string_value(json_object_get(a, "output")),
+                        "<think>hm</think>\n PFXabc");
+    assert_int_equal(json_integer_value(json_object_get(a, "reasoning_len")), 12);
+    char hex[65];
+    dsa_sha256_hex("let me think", 12, hex);
+    assert_string_equal(json_string_value(json_object_get(a, "reasoning_sha256")), hex);
+    assert_null(json_object_get(a, "reasoning"));
+    assert_int_equal(json_integer_value(json_object_get(a, "completion_tokens")), 4);
+
+    json_t *bb = dsa_run_get(run, "n2/r0001");
+    assert_string_equal(json_string_value(json_object_get(bb, "output")), "");
+    assert_true(json_is_true(json_object_get(bb, "output_null")));
+    assert_true(json_real_value(json_object_get(bb, "score")) == 0.0);
+    assert_string_equal(json_string_value(json_object_get(bb, "finish_reason")), "length");
+
+    json_t *cc = dsa_run_get(run, "n2/r0002");
+    assert_string_equal(json_string_value(json_object_get(cc, "status")), "failed");
+    assert_true(json_is_null(json_object_get(cc, "score")));
+    assert_string_equal(json_string_value(json_object_get(cc, "error")), "HTTP 422: bad row");
+    assert_int_equal(json_integer_value(json_object_get(cc, "http_code")), 422);
+
+    /* the bodies: messages verbatim, max_tokens, temperature, model; no seed unless asked */
+    /* (a request cancelled by an earlier test may reach the server late: count ours) */
+    int ours = 0;
+    for (int i = 0; i < n_requests(); i++) {
+        if (!strstr(S.reqs[i].body, "row-"))
+            continue;
+        ours++;
+        json_t *body = json_loads(S.reqs[i].body, 0, NULL);
+        assert_non_null(body);
+        assert_int_equal(json_object_size(body), 4);
+        assert_int_equal(json_integer_value(json_object_get(body, "max_tokens")), 64);
+        assert_null(json_object_get(body, "seed"));
+        json_decref(body);
+    }
+    assert_int_equal(ours, 3);
+    dsa_run_free(&run);
+    dsa_backend_free(&b);
+    unlink(ds);
+    unlink(runp);
+    rmdir(dir);
+}
+
+static void test_strip_think(void **state)
+{
+    (void)state;
+    size_t n;
+    const char *s = "<think>a</think>x</think>\n\t ABC \n";
+    const char *r = dsa_mrcr_eval_strip_think(s, strlen(s), &n);
+    assert_int_equal(n, 3);
+    assert_memory_equal(r, "ABC", 3);
+    r = dsa_mrcr_eval_strip_think(" plain ", 7, &n);
+    assert_int_equal(n, 5);
+    assert_memory_equal(r, "plain", 5);
+    r = dsa_mrcr_eval_strip_think("", 0, &n);
+    assert_int_equal(n, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -615,10 +770,13 @@ int main(void)
         cmocka_unit_test(test_retries_exhausted),
         cmocka_unit_test(test_4xx_not_retried_and_over_context),
         cmocka_unit_test(test_stream),
+        cmocka_unit_test(test_stream_ignored_by_server),
         cmocka_unit_test(test_two_endpoints),
         cmocka_unit_test(test_tokenize_unsupported),
         cmocka_unit_test(test_timeout_and_cancel),
         cmocka_unit_test(test_probe),
+        cmocka_unit_test(test_mrcr_eval_records),
+        cmocka_unit_test(test_strip_think),
     };
     return cmocka_run_group_tests(tests, start_servers, stop_servers);
 }

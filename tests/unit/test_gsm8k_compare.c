@@ -133,12 +133,23 @@ static void test_not_comparable(void **state)
     char *c = write_run("cmp-c", qa, 1, -1);
     char *text = NULL;
     /* same question, other prompt */
-    assert_int_equal(run_compare(a, b, &text, NULL), DSA_EXIT_DATA);
+    json_t *doc = NULL;
+    assert_int_equal(run_compare(a, b, &text, &doc), DSA_EXIT_DATA);
+    assert_true(json_is_false(json_object_get(doc, "comparable")));
+    assert_true(json_is_false(json_object_get(doc, "identical")));
+    json_t *fd = json_object_get(doc, "first_diff");
+    assert_string_equal(json_string_value(json_object_get(fd, "id")), "q0001");
+    assert_string_equal(json_string_value(json_object_get(fd, "why")), "different prompt");
+    json_decref(doc);
     free(text);
     /* another question set, both ways */
     assert_int_equal(run_compare(a, c, &text, NULL), DSA_EXIT_DATA);
     free(text);
-    assert_int_equal(run_compare(c, a, &text, NULL), DSA_EXIT_DATA);
+    assert_int_equal(run_compare(c, a, &text, &doc), DSA_EXIT_DATA);
+    fd = json_object_get(doc, "first_diff");
+    assert_string_equal(json_string_value(json_object_get(fd, "why")), "missing from the baseline");
+    assert_int_equal(json_integer_value(json_object_get(doc, "n")), 2);
+    json_decref(doc);
     free(text);
     free(a);
     free(b);
