@@ -240,6 +240,15 @@ expect_success "right key: mrcr runs" env DSA_EVAL_API_KEY=sk-good "$DSA_BIN" mr
     --endpoint "$SERVER_URL" --dataset "$DS" --needles 2 --limit 1 --out "$TMP/auth3" -q
 stop_server
 
+# ---- an older build: no meta.n_ctx in /v1/models, the context comes from /props
+start_server "${SRV[@]}" --old-models || { echo "Bail out! server"; exit 1; }
+expect_success "old /v1/models: mrcr runs" "$DSA_BIN" mrcr --endpoint "$SERVER_URL" \
+    --dataset "$DS" --needles 2 --limit 1 --out "$TMP/old" -q
+expect_eq "old /v1/models: the context from /props" \
+    "$(head -1 "$TMP/old/run-001.jsonl" | "$DSA_PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["backend"]["max_model_len"])')" \
+    "$NCTX"
+stop_server
+
 # ---- GSM8K --mtp: acceptance length from the llamacpp: counters, cross-checked with timings
 if [ -n "$HAVE_GSM8K" ]; then
     RATES=0.9,0.6,0.3

@@ -498,6 +498,8 @@ static int handle_models(struct MHD_Connection *c)
     json_t *card =
         json_pack("{s:s, s:s, s:I, s:s, s:o}", "id", cfg->model, "object", "model", "created",
                   (json_int_t)time(NULL), "owned_by", "llamacpp", "meta", meta);
+    if (cfg->llamacpp_old_models) /* builds before meta.n_ctx: only /props has the context */
+        json_object_del(meta, "n_ctx");
     return send_json(
         c, 200, json_pack("{s:[o], s:s, s:[o]}", "models", ollama, "object", "list", "data", card));
 }

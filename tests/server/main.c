@@ -85,6 +85,8 @@ int main(int argc, char **argv)
         DSA_OPT_STRING(0, "dialect", &dialect, "D", "vllm (default), sglang or llamacpp"),
         DSA_OPT_BOOL(0, "metrics", &cfg.llamacpp_metrics,
                      "llamacpp: serve /metrics (llama-server's flag; 501 without)"),
+        DSA_OPT_BOOL(0, "old-models", &cfg.llamacpp_old_models,
+                     "llamacpp: /v1/models meta without n_ctx, as older builds"),
         DSA_OPT_STRING(0, "model", &cfg.model, "NAME", "served model name"),
         DSA_OPT_STRING(0, "server-version", &cfg.server_version, "V", "what /version reports"),
         DSA_OPT_LONG(0, "max-model-len", &cfg.max_model_len, "N", "context length in tokens"),
