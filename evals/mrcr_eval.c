@@ -105,6 +105,8 @@ static void record_excluded(struct state *st, struct job *j, long prompt_tokens,
     json_object_set_new(rec, "error", json_string(why));
     json_object_set_new(rec, "prompt_tokens",
                         prompt_tokens >= 0 ? json_integer(prompt_tokens) : json_null());
+    /* the context it was measured against (llama-server: the slot's n_ctx) */
+    json_object_set_new(rec, "max_model_len", max_len > 0 ? json_integer(max_len) : json_null());
     append(st, rec);
     st->c->excluded++;
     st->c->done++;

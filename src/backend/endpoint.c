@@ -448,8 +448,9 @@ static bool schedule_retry(struct ep *ep, struct xfer *x, double retry_after)
 }
 
 /* The second step of a two-step token count (llama-server): the rendered chat template from
-   the first answer becomes the body of the dialect's tokenize_path; x goes back to the queue
-   with its retry count. Returns 0, or -1 with err set when the answer has no prompt. */
+   the first answer becomes the body of the dialect's tokenize_path, and x starts again at
+   once, keeping its retry count. Returns 0, or -1 with err set when the answer has no
+   prompt. */
 static int chain_count(struct ep *ep, struct xfer *x, char *err, size_t errlen)
 {
     json_t *v = json_loadb(x->resp_body.data, x->resp_body.len, 0, NULL);

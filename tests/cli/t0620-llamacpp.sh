@@ -150,7 +150,7 @@ for x in recs:
     over = n + 1000 > nctx if mode != "400" else n >= nctx
     if over:
         assert x["status"] == "excluded" and x["score"] is None, x
-        assert x["prompt_tokens"] == n, (x, n)
+        assert x["prompt_tokens"] == n and x["max_model_len"] == nctx, (x, n)
         assert x["error"] == "over_context: %d prompt tokens + 1000 > %d" % (n, nctx), x
         continue
     text, _ = srvref.mrcr_answer(msgs, seed=7, wrong="0.3", garble="0.3")
