@@ -104,6 +104,20 @@ static void check_timings(const struct dsa_mtp_perreq *p, const struct dsa_mtp_r
                   p->timings_draft_n, p->timings_draft_accepted, r->d_draft_tokens, r->d_accepted);
 }
 
+/* No counters to difference (a llama-server without --metrics, or a build without the
+   spec-decode counters): the per-response timings still give the draft acceptance rate; the
+   acceptance length needs the number of drafts, which timings do not carry. */
+static void timings_only(const struct dsa_mtp_perreq *p, FILE *out, json_t *m)
+{
+    double rate = p->timings_draft_accepted / p->timings_draft_n;
+    fprintf(out, "draft acceptance    %.4f   (%.0f / %.0f draft tokens, from timings)\n", rate,
+            p->timings_draft_accepted, p->timings_draft_n);
+    json_object_set_new(m, "timings",
+                        json_pack("{s:I,s:f,s:f,s:f}", "responses", (json_int_t)p->n_timings,
+                                  "draft_n", p->timings_draft_n, "draft_n_accepted",
+                                  p->timings_draft_accepted, "draft_acceptance_rate", rate));
+}
+
 /* The acceptance part of the summary; returns DSA_EXIT_BACKEND when expect_mtp is unmet. */
 static int summarize_mtp(const struct dsa_gsm8k_summary_in *in, FILE *out, json_t *summary)
 {
@@ -161,6 +175,8 @@ static int summarize_mtp(const struct dsa_gsm8k_summary_in *in, FILE *out, json_
                   r.d_accepted);
     if (r.measured && !in->sglang && in->perreq->n_timings)
         check_timings(in->perreq, &r, out, m);
+    else if (!r.measured && !in->sglang && in->perreq->timings_draft_n > 0)
+        timings_only(in->perreq, out, m);
     if (r.measured && in->resumed)
         dsa_notef("the acceptance length covers the %zu questions sent in this attempt, not the "
                   "%zu resumed",

@@ -329,9 +329,29 @@ log = [e for e in map(json.loads, open(os.environ["LOG"])) if e["path"] == "/v1/
 assert len(log) == 12, len(log)      # one request per question: no retry
 EOF
     stop_server
-    # without llama-server's --metrics: the 501 says how to fix it
-    start_server --dialect llamacpp --spec-tokens 3 --gsm8k-data "$D/test.jsonl" ||
-        { echo "Bail out! server"; exit 1; }
+    # without llama-server's --metrics: the 501 says how to fix it, and the timings still
+    # give the draft acceptance
+    start_server --dialect llamacpp --spec-tokens 3 --acceptance-rates $RATES \
+        --gsm8k-data "$D/test.jsonl" || { echo "Bail out! server"; exit 1; }
+    "$DSA_BIN" gsm8k --endpoint "$SERVER_URL" --data "$D" --mtp --limit 4 --out "$TMP/gt" \
+        >"$TMP/gt.out" 2>"$TMP/err"
+    expect_eq "gsm8k --mtp without --metrics: exit 0" "$?" 0
+    RATES=$RATES DIR=$TMP/gt lpy "gsm8k --mtp without --metrics: draft acceptance from timings" <<'EOF'
+import json, os, srvref
+rates = [float(x) for x in os.environ["RATES"].split(",")]
+d = os.environ["DIR"]
+recs = [json.loads(l) for l in open(d + "/run-001.jsonl").read().splitlines()[1:]]
+T = A = 0
+for r in recs:
+    sc = srvref.spec_counts(rates, r["completion_tokens"])
+    T += sc["draft_tokens"]; A += sc["accepted"]
+m = json.load(open(d + "/run-001.summary.json"))["mtp"]
+assert m["measured"] is False and "acceptance_length" not in m, m
+assert m["timings"] == {"responses": 4, "draft_n": T, "draft_n_accepted": A,
+                        "draft_acceptance_rate": A / T}, (m, T, A)
+assert "draft acceptance    %.4f   (%d / %d draft tokens, from timings)" % (A / T, A, T) \
+    in open(d + ".out").read()
+EOF
     expect_code 4 "gsm8k --expect-mtp without --metrics: exit 4" "$DSA_BIN" gsm8k \
         --endpoint "$SERVER_URL" --data "$D" --expect-mtp --limit 1 -q
     grep -q "Start it with \`--metrics\`" "$TMP/err" && ok "the error says to start it with --metrics" ||
