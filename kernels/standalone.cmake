@@ -6,6 +6,7 @@ add_library(dsacore STATIC src/util/msg.c src/util/buf.c src/util/opt.c src/cmd_
   bench/kernels_only_shim.c)
 target_include_directories(dsacore PUBLIC ${CMAKE_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/src
   ${CMAKE_SOURCE_DIR}/kernels/include)
+target_compile_definitions(dsacore PUBLIC DSA_KERNELS_ONLY_BUILD=1)
 find_package(Threads REQUIRED)
 target_link_libraries(dsacore PUBLIC Threads::Threads ${CMAKE_DL_LIBS} m)
 add_subdirectory(kernels)

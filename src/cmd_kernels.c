@@ -8,6 +8,11 @@
 
 #include "commands.h"
 #include "kernels/check.h"
+#include "util/buf.h"
+#ifndef DSA_KERNELS_ONLY_BUILD /* kernels-only builds have no jansson: no trace files */
+#include "backend/inprocess.h"
+#include "kernels/trace.h"
+#endif
 #include "kernels/plugin.h"
 #include "util/exitcode.h"
 #include "util/msg.h"
@@ -21,13 +26,78 @@ static const char *const usage[] = {
     "when a GPU is present) or --kernels PATH.so, the implementation is compared with the C",
     "reference; with --device cpu, the C reference is compared with its fp64 golden model.",
     "Exit status 1 when any case fails; \"not supported\" cases are skipped.",
+    "",
+    "dsa-eval kernels trace FILE.safetensors... [--device cuda|cpu] [--kernels PATH.so]",
+    "                      [--variant K=V]... [--topk K]",
+    "",
+    "Runs the stack on q/k/w captured from a model (docs/kernels.md \"Trace files\") and",
+    "prints recall@k of each query row against the fp64 golden selection.",
     NULL};
+
+#ifndef DSA_KERNELS_ONLY_BUILD
+/*
+ *   trace 'x.safetensors': T=8192 rows=4 H=64 rope=neox on cuda (NVIDIA H200 …)
+ *       pos  recall@2048
+ *      8188       0.9951
+ *   mean recall@2048 0.9940, selection_sha256 3f2a…
+ */
+static int run_trace(const char *path, const struct dsa_inproc_opts *base, bool rope_given)
+{
+    dsa_trace *tr = NULL;
+    if (dsa_trace_open(path, &tr))
+        return DSA_EXIT_DATA;
+    struct dsa_inproc_opts o = *base;
+    const struct dsa_trace_tensor *q = dsa_trace_get(tr, "q_raw");
+    if (q && q->ndim == 3 && (q->shape[1] == 32 || q->shape[1] == 64))
+        o.flags.heads = (int)q->shape[1]; /* the trace says how many index heads */
+    const char *rope = dsa_trace_meta(tr, "rope");
+    if (rope && !rope_given) {
+        char kv[64];
+        snprintf(kv, sizeof kv, "rope=%s", rope);
+        if (dsa_k_flags_set(&o.flags, kv)) {
+            dsa_errorf("trace '%s' has an unknown rope '%s' in __metadata__", path, rope);
+            dsa_trace_free(&tr);
+            return DSA_EXIT_DATA;
+        }
+    }
+    struct dsa_inproc_inputs in;
+    if (dsa_inproc_trace_inputs(tr, o.flags.heads, &in)) {
+        dsa_trace_free(&tr);
+        return DSA_EXIT_DATA;
+    }
+    dsa_trace_free(&tr); /* the inputs are copies */
+    int ret = DSA_EXIT_BACKEND;
+    dsa_inproc *ip = dsa_inproc_new(&o);
+    int32_t *idx = dsa_xmalloc((size_t)in.M * o.topk * 4),
+            *gold = dsa_xmalloc((size_t)in.M * o.topk * 4);
+    double *rec = dsa_xmalloc((size_t)in.M * sizeof *rec);
+    if (ip && dsa_inproc_select_inputs(ip, &in, idx, gold) == 0) {
+        char hex[65], vs[256];
+        double mean = dsa_inproc_recall(idx, gold, in.M, o.topk, rec, hex);
+        dsa_k_flags_str(&o.flags, vs, sizeof vs);
+        printf("trace '%s': T=%ld rows=%d %s on %s\n", path, in.T, in.M, vs, dsa_inproc_device(ip));
+        printf("%10s %12s%d\n", "pos", "recall@", o.topk);
+        for (int m = 0; m < in.M; m++)
+            printf("%10ld %13.4f\n", in.qpos[m], rec[m]);
+        printf("mean recall@%d %.4f, selection_sha256 %s\n", o.topk, mean, hex);
+        ret = DSA_EXIT_OK;
+    }
+    free(idx);
+    free(gold);
+    free(rec);
+    dsa_inproc_free(&ip);
+    dsa_inproc_trace_inputs_release(&in);
+    return ret;
+}
+
+#endif
 
 int cmd_kernels(int argc, char **argv)
 {
     const char *device = NULL, *filter = NULL, *plugin = NULL;
     bool quick = false;
-    int reruns = -1;
+    int reruns = -1, topk = 2048;
+    struct dsa_strlist variants = {0};
     long seed = 1;
     struct dsa_option opts[] = {
         DSA_OPT_STRING(0, "device", &device, "cuda|cpu",
@@ -38,11 +108,45 @@ int cmd_kernels(int argc, char **argv)
         DSA_OPT_INT(0, "reruns", &reruns, "N", "determinism reruns (default 20; 2 on the cpu)"),
         DSA_OPT_LONG(0, "seed", &seed, "N", "seed of the random inputs (default 1)"),
         DSA_OPT_BOOL(0, "quick", &quick, "skip the largest shapes (T=4096, 64K rows)"),
+        DSA_OPT_STRLIST(0, "variant", &variants, "K=V", "trace: a variant flag; repeatable"),
+        DSA_OPT_INT(0, "topk", &topk, "K", "trace: top-k (512|1024|2048, default 2048)"),
         DSA_OPT_END(),
     };
     int n = dsa_opt_parse(&argc, argv, opts, usage);
     if (n < 0)
         return dsa_opt_exit(n);
+#ifndef DSA_KERNELS_ONLY_BUILD
+    if (n >= 1 && !strcmp(argv[0], "trace")) {
+        struct dsa_inproc_opts io;
+        dsa_inproc_opts_init(&io);
+        bool rope_given = false;
+        for (size_t i = 0; i < variants.n; i++) {
+            if (dsa_k_flags_set(&io.flags, variants.v[i]) < 0) {
+                dsa_errorf("unknown variant '%s' (see docs/kernels.md \"Variant flags\")",
+                           variants.v[i]);
+                dsa_strlist_release(&variants);
+                return DSA_EXIT_USAGE;
+            }
+            rope_given |= !strncmp(variants.v[i], "rope=", 5);
+        }
+        dsa_strlist_release(&variants);
+        if (n < 2 || (topk != 512 && topk != 1024 && topk != 2048) ||
+            (device && strcmp(device, "cuda") && strcmp(device, "cpu"))) {
+            dsa_errorf("usage: dsa-eval kernels trace FILE... (--topk 512|1024|2048, "
+                       "--device cuda|cpu)");
+            return DSA_EXIT_USAGE;
+        }
+        io.device = device;
+        io.kernels_so = plugin;
+        io.topk = topk;
+        int ret = DSA_EXIT_OK;
+        for (int i = 1; i < n && ret == DSA_EXIT_OK; i++)
+            ret = run_trace(argv[i], &io, rope_given);
+        dsa_kernels_unload();
+        return ret;
+    }
+#endif
+    dsa_strlist_release(&variants);
     if (n != 1 || strcmp(argv[0], "check")) {
         dsa_errorf("expected 'dsa-eval kernels check' (see 'dsa-eval kernels --help')");
         return DSA_EXIT_USAGE;

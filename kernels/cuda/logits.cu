@@ -10,6 +10,9 @@
  * Speed is the next issue's: the dot products belong on the FP8 tensor cores (wgmma).
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "common.cuh"
 #include "dsa_cuda.h"
 
@@ -115,9 +118,187 @@ template <bool PAGED> __global__ static void logits_kernel(const logits_params p
     }
 }
 
+/*
+ * The tensor-core path: a block owns one 64-key tile (one K page on the decode path) of one row
+ * group; each of its 4 warps computes S[h, key] = q[r,h,:] . k[key,:] for all heads and 16 keys
+ * with FP8 mma.sync (m16n8k32, e4m3 x e4m3 -> fp32), then relu(S)*w summed over heads in a
+ * fixed order (in-thread over m-tiles, then xor-shuffles over the 8 head lanes) and * k_scale.
+ * q and the K tile sit in shared memory with rows padded to 144 bytes, so the 32-bit fragment
+ * loads of a warp hit 32 distinct banks.
+ */
+#define MMA_KEYS 64
+#define QSTRIDE  144
+
+__device__ __forceinline__ void mma_e4m3(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <bool PAGED, int MT>
+__global__ static void __launch_bounds__(128) logits_mma_kernel(const logits_params p)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    constexpr int H = MT * 16;
+    const int R = p.R, g = blockIdx.y, tid = threadIdx.x;
+    const int warp = tid >> 5, lane = tid & 31, grp = lane >> 2, tig = lane & 3;
+    const int row0 = g * R, nr = min(R, p.nrows - row0);
+    uint8_t *sq = smem;                             /* [R][H][QSTRIDE] */
+    uint8_t *sk = sq + (size_t)R * H * QSTRIDE;     /* [64][QSTRIDE] */
+    float *sw = (float *)(sk + MMA_KEYS * QSTRIDE); /* [R][H] */
+    float *sks = sw + R * H;                        /* [64] */
+    int *slo = (int *)(sks + MMA_KEYS), *shi = slo + R;
+    const long t0 = (long)blockIdx.x * MMA_KEYS;
+    for (int i = tid; i < nr * H * 8; i += blockDim.x) {
+        int v = i >> 3, c = i & 7;
+        *(uint4 *)(sq + (size_t)v * QSTRIDE + c * 16) =
+            *(const uint4 *)(p.q8 + ((size_t)row0 * H + v) * 128 + c * 16);
+    }
+    for (int i = tid; i < nr * H; i += blockDim.x) {
+        size_t wi = (size_t)row0 * H + i;
+        sw[i] = p.wbf16 ? d_bf16_to_f32(((const uint16_t *)p.w)[wi]) : ((const float *)p.w)[wi];
+    }
+    if (tid < nr) {
+        slo[tid] = p.rs ? p.rs[row0 + tid] : 0;
+        shi[tid] = p.re[row0 + tid];
+    }
+    __syncthreads();
+    long kmin = 0x7fffffff, kmax = 0;
+    for (int r = 0; r < nr; r++)
+        if (shi[r] > slo[r]) {
+            kmin = min(kmin, (long)slo[r]);
+            kmax = max(kmax, (long)shi[r]);
+        }
+    const bool any_key = t0 < kmax && t0 + MMA_KEYS > kmin;
+    const uint8_t *page = NULL;
+    if (PAGED && any_key)
+        page = p.kv + (size_t)p.bt[(size_t)g * p.max_blocks + blockIdx.x] * DSA_K_PAGE_BYTES;
+    for (int i = tid; i < MMA_KEYS * 8; i += blockDim.x) {
+        int key = i >> 3, c = i & 7;
+        long s = t0 + key;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (any_key && s >= kmin && s < kmax)
+            v = PAGED ? *(const uint4 *)(page + key * 128 + c * 16)
+                      : *(const uint4 *)(p.kv + (size_t)s * 128 + c * 16);
+        *(uint4 *)(sk + key * QSTRIDE + c * 16) = v;
+    }
+    for (int key = tid; key < MMA_KEYS; key += blockDim.x) {
+        long s = t0 + key;
+        float ks = 0.0f;
+        if (any_key && s >= kmin && s < kmax)
+            ks = PAGED ? *(const float *)(page + DSA_K_SCALE_OFF + key * 4) : p.ks[s];
+        sks[key] = ks;
+    }
+    __syncthreads();
+    for (int r = 0; r < nr; r++) {
+        float acc[MT][2][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    acc[mt][nt][e] = 0.0f;
+        if (any_key) {
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) {
+                uint32_t b[2][2];
+#pragma unroll
+                for (int nt = 0; nt < 2; nt++) {
+                    const uint8_t *kb =
+                        sk + (warp * 16 + nt * 8 + grp) * QSTRIDE + kk * 32 + tig * 4;
+                    b[nt][0] = *(const uint32_t *)kb;
+                    b[nt][1] = *(const uint32_t *)(kb + 16);
+                }
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    const uint8_t *qa =
+                        sq + ((size_t)r * H + mt * 16 + grp) * QSTRIDE + kk * 32 + tig * 4;
+                    uint32_t a[4] = {*(const uint32_t *)qa, *(const uint32_t *)(qa + 8 * QSTRIDE),
+                                     *(const uint32_t *)(qa + 16),
+                                     *(const uint32_t *)(qa + 8 * QSTRIDE + 16)};
+#pragma unroll
+                    for (int nt = 0; nt < 2; nt++)
+                        mma_e4m3(acc[mt][nt], a, b[nt][0], b[nt][1]);
+                }
+            }
+        }
+        const float *wr = sw + r * H;
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+            for (int j = 0; j < 2; j++) {
+                float part = 0.0f;
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    float x = acc[mt][nt][j], y = acc[mt][nt][2 + j];
+                    if (x > 0.0f)
+                        part = __fadd_rn(part, __fmul_rn(wr[mt * 16 + grp], x));
+                    if (y > 0.0f)
+                        part = __fadd_rn(part, __fmul_rn(wr[mt * 16 + grp + 8], y));
+                }
+                part = __fadd_rn(part, __shfl_xor_sync(0xffffffffu, part, 4));
+                part = __fadd_rn(part, __shfl_xor_sync(0xffffffffu, part, 8));
+                part = __fadd_rn(part, __shfl_xor_sync(0xffffffffu, part, 16));
+                const int key = warp * 16 + nt * 8 + tig * 2 + j;
+                const long s = t0 + key;
+                if (grp != 0 || s >= p.stride)
+                    continue;
+                size_t o = (size_t)(row0 + r) * p.stride + s;
+                if (s >= slo[r] && s < shi[r]) {
+                    float v = __fmul_rn(sks[key], part);
+                    if (p.lbf16)
+                        ((uint16_t *)p.out)[o] = d_f32_to_bf16(v);
+                    else
+                        ((float *)p.out)[o] = v;
+                } else if (p.clean) {
+                    if (p.lbf16)
+                        ((uint16_t *)p.out)[o] = 0xff80;
+                    else
+                        ((float *)p.out)[o] = -INFINITY;
+                }
+            }
+    }
+}
+
+/* DSA_CUDA_LOGITS=simt selects the CUDA-core kernel above (for A/B comparisons) */
+static bool use_simt(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("DSA_CUDA_LOGITS");
+        v = e && !strcmp(e, "simt");
+    }
+    return v;
+}
+
+template <bool PAGED, int MT>
+static int launch_mma(const logits_params &p, long cols, int groups, cudaStream_t st)
+{
+    size_t smem = (size_t)p.R * p.H * QSTRIDE + MMA_KEYS * QSTRIDE + (size_t)p.R * p.H * 4 +
+                  MMA_KEYS * 4 + (size_t)p.R * 8;
+    static bool raised;
+    if (!raised) {
+        CUDA_CHECK(cudaFuncSetAttribute(logits_mma_kernel<PAGED, MT>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, 160 * 1024));
+        raised = true;
+    }
+    if (cols <= 0 || groups <= 0)
+        return DSA_K_OK;
+    dim3 grid((unsigned)((cols + MMA_KEYS - 1) / MMA_KEYS), (unsigned)groups);
+    logits_mma_kernel<PAGED, MT><<<grid, 128, smem, st>>>(p);
+    return DSA_K_OK;
+}
+
 template <bool PAGED>
 static int launch(const logits_params &p, long cols, int groups, cudaStream_t st)
 {
+    if (!use_simt())
+        return p.H == 64 ? launch_mma<PAGED, 4>(p, cols, groups, st)
+                         : launch_mma<PAGED, 2>(p, cols, groups, st);
     size_t smem = (size_t)p.R * p.H * 128 * 2 + (size_t)p.R * p.H * 4 + (size_t)p.R * 8;
     static bool raised[2];
     if (!raised[PAGED]) {

@@ -1,10 +1,11 @@
 /*
  * S4 top-k on CUDA: one block per row, a radix select over the 32-bit order keys (4 passes
  * of 8 bits, shared-memory histograms, cub::BlockScan to find the digit), then a
- * deterministic compaction with cub::BlockScan: thread t owns a contiguous slice of the row,
- * so output positions follow the index order. The result is the golden set: every key above
- * the k-th largest, then the ties at it in index order. Output order: the keys above the
- * threshold in index order, then the ties.
+ * deterministic compaction: the row is walked in tiles of 4 keys per thread in index order,
+ * cub::BlockScan gives each thread its output positions, so the output follows the index
+ * order. The result is the golden set: every key above the k-th largest, then the ties at it
+ * in index order. Output order: the keys above the threshold in index order, then the ties.
+ * Loads are 16-byte vectors (after an unaligned head), several in flight per thread.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include <cub/block/block_scan.cuh>
@@ -14,10 +15,26 @@
 
 #define TOPK_THREADS 1024
 
-__device__ __forceinline__ uint32_t key_at(const void *l, int lbf16, size_t i)
+/* the order keys of 4 consecutive elements i..i+3 (i a multiple of 4 from the row start);
+   elements past len get key 0, which is below every real key */
+__device__ __forceinline__ void keys4(const void *l, int lbf16, size_t base, long i, long len,
+                                      uint32_t k[4])
 {
-    float v = lbf16 ? d_bf16_to_f32(((const uint16_t *)l)[i]) : ((const float *)l)[i];
-    return d_order_key(v);
+    if (lbf16) {
+        const uint16_t *row = (const uint16_t *)l + base;
+        for (int j = 0; j < 4; j++)
+            k[j] = i + j < len ? d_order_key(d_bf16_to_f32(row[i + j])) : 0u;
+        return;
+    }
+    const float *row = (const float *)l + base;
+    if (i + 3 < len && (((uintptr_t)(row + i)) & 15) == 0) {
+        float4 v = *(const float4 *)(row + i);
+        k[0] = d_order_key(v.x), k[1] = d_order_key(v.y), k[2] = d_order_key(v.z),
+        k[3] = d_order_key(v.w);
+        return;
+    }
+    for (int j = 0; j < 4; j++)
+        k[j] = i + j < len ? d_order_key(row[i + j]) : 0u;
 }
 
 __global__ static void __launch_bounds__(TOPK_THREADS)
@@ -40,14 +57,22 @@ __global__ static void __launch_bounds__(TOPK_THREADS)
     }
     uint32_t prefix = 0, mask = 0;
     int need = k;
+    const long step = 4L * TOPK_THREADS;
     for (int shift = 24; shift >= 0; shift -= 8) {
         if (tid < 256)
             hist[tid] = 0;
         __syncthreads();
-        for (long i = tid; i < len; i += TOPK_THREADS) {
-            uint32_t key = key_at(logits, lbf16, base + i);
-            if ((key & mask) == prefix)
-                atomicAdd(&hist[(key >> shift) & 255], 1);
+        for (long i0 = 0; i0 < len; i0 += 2 * step) {
+            /* two 16-byte loads in flight per thread */
+            uint32_t a[4], b[4];
+            keys4(logits, lbf16, base, i0 + 4L * tid, len, a);
+            keys4(logits, lbf16, base, i0 + step + 4L * tid, len, b);
+            for (int j = 0; j < 4; j++) {
+                if (a[j] && (a[j] & mask) == prefix)
+                    atomicAdd(&hist[(a[j] >> shift) & 255], 1);
+                if (b[j] && (b[j] & mask) == prefix)
+                    atomicAdd(&hist[(b[j] >> shift) & 255], 1);
+            }
         }
         __syncthreads();
         /* suffix sums from digit 255 down: thread t holds digit 255 - t */
@@ -63,28 +88,36 @@ __global__ static void __launch_bounds__(TOPK_THREADS)
         mask |= 255u << shift;
         __syncthreads();
     }
-    /* prefix = the k-th largest key; need = how many ties at it are taken */
-    const long per = (len + TOPK_THREADS - 1) / TOPK_THREADS;
-    const long lo = min(len, per * tid), hi = min(len, lo + per);
-    int ngt = 0, neq = 0;
-    for (long i = lo; i < hi; i++) {
-        uint32_t key = key_at(logits, lbf16, base + i);
-        ngt += key > prefix;
-        neq += key == prefix;
-    }
-    int off_gt, off_eq, total_gt;
-    scan_t(tmp).ExclusiveSum(ngt, off_gt, total_gt);
-    __syncthreads();
-    scan_t(tmp).ExclusiveSum(neq, off_eq);
-    for (long i = lo; i < hi; i++) {
-        uint32_t key = key_at(logits, lbf16, base + i);
-        if (key > prefix)
-            out[off_gt++] = (int32_t)i;
-        else if (key == prefix) {
-            if (off_eq < need)
-                out[total_gt + off_eq] = (int32_t)i;
-            off_eq++;
+    /* prefix = the k-th largest key; need = how many ties at it are taken. Compaction in
+       tiles of 4 keys per thread, in index order. */
+    int off_gt = 0, off_eq = 0;
+    for (long i0 = 0; i0 < len; i0 += step) {
+        uint32_t a[4];
+        const long i = i0 + 4L * tid;
+        keys4(logits, lbf16, base, i, len, a);
+        int ngt = 0, neq = 0;
+        for (int j = 0; j < 4; j++) {
+            ngt += a[j] > prefix;
+            neq += a[j] == prefix;
         }
+        int pgt, peq, tgt, teq;
+        scan_t(tmp).ExclusiveSum(ngt, pgt, tgt);
+        __syncthreads();
+        scan_t(tmp).ExclusiveSum(neq, peq, teq);
+        __syncthreads();
+        pgt += off_gt;
+        peq += off_eq;
+        for (int j = 0; j < 4; j++) {
+            if (a[j] > prefix)
+                out[pgt++] = (int32_t)(i + j);
+            else if (a[j] == prefix) {
+                if (peq < need)
+                    out[(k - need) + peq] = (int32_t)(i + j);
+                peq++;
+            }
+        }
+        off_gt += tgt;
+        off_eq += teq;
     }
 }
 

@@ -13,7 +13,9 @@
 #include "kernels/golden.h"
 #include "kernels/plugin.h"
 #include "kernels/proxy.h"
+#include "kernels/trace.h"
 #include "util/buf.h"
+#include "util/hash.h"
 #include "util/msg.h"
 #include "version.h"
 
@@ -559,4 +561,117 @@ cleanup:
     free(lg_b);
     free(lg_s);
     return rc;
+}
+
+/* a tensor of the trace with this dtype and shape (-1 = any extent), or NULL (printed) */
+static const struct dsa_trace_tensor *want(const dsa_trace *tr, const char *name, int dtype1,
+                                           int dtype2, int ndim, const int64_t *shape)
+{
+    const struct dsa_trace_tensor *t = dsa_trace_get(tr, name);
+    if (!t) {
+        dsa_errorf("trace has no tensor '%s'", name);
+        return NULL;
+    }
+    int ok = ((int)t->dtype == dtype1 || (int)t->dtype == dtype2) && t->ndim == ndim;
+    for (int d = 0; ok && d < ndim; d++)
+        ok = shape[d] < 0 || t->shape[d] == shape[d];
+    if (!ok)
+        dsa_errorf("trace tensor '%s' has the wrong dtype or shape (docs/kernels.md)", name);
+    return ok ? t : NULL;
+}
+
+int dsa_inproc_trace_inputs(const dsa_trace *tr, int H, struct dsa_inproc_inputs *in)
+{
+    memset(in, 0, sizeof *in);
+    const struct dsa_trace_tensor *k, *q, *w, *qp, *lw, *lb, *c, *s;
+    if (!(k = want(tr, "k_raw", DSA_TR_BF16, -1, 2, (int64_t[]){-1, 128})))
+        return -1;
+    long T = (long)k->shape[0];
+    if (!(qp = want(tr, "q_pos", DSA_TR_I64, -1, 1, (int64_t[]){-1})))
+        return -1;
+    int64_t M = qp->shape[0];
+    if (!(q = want(tr, "q_raw", DSA_TR_BF16, -1, 3, (int64_t[]){M, H, 128})) ||
+        !(w = want(tr, "w_raw", DSA_TR_BF16, DSA_TR_F32, 2, (int64_t[]){M, H})) ||
+        !(lw = want(tr, "ln_w", DSA_TR_F32, -1, 1, (int64_t[]){128})) ||
+        !(lb = want(tr, "ln_b", DSA_TR_F32, -1, 1, (int64_t[]){128})) ||
+        !(c = want(tr, "cos", DSA_TR_F32, -1, 2, (int64_t[]){-1, 32})) ||
+        !(s = want(tr, "sin", DSA_TR_F32, -1, 2, c->shape)))
+        return -1;
+    if (T < 1 || M < 1 || M > 1 << 20 || c->shape[0] < T)
+        return dsa_errorf("trace needs T >= 1 tokens, 1..2^20 query rows and cos/sin of T rows");
+    /* copies: the mapping need not be aligned for these element types */
+    long *qpos = dsa_xmalloc((size_t)M * sizeof *qpos);
+    for (int64_t m = 0; m < M; m++) {
+        int64_t v;
+        memcpy(&v, (const char *)qp->data + m * 8, 8);
+        qpos[m] = (long)v;
+        if (v < 0 || v >= T || (m && qpos[m] <= qpos[m - 1])) {
+            free(qpos);
+            return dsa_errorf("trace q_pos must increase and lie in [0, %ld)", T);
+        }
+    }
+    void *kc = dsa_xmalloc(k->nbytes), *qc = dsa_xmalloc(q->nbytes), *wc = dsa_xmalloc(w->nbytes);
+    float *tabs = dsa_xmalloc(c->nbytes * 2 + 1024);
+    memcpy(kc, k->data, k->nbytes);
+    memcpy(qc, q->data, q->nbytes);
+    memcpy(wc, w->data, w->nbytes);
+    memcpy(tabs, lw->data, 512);
+    memcpy(tabs + 128, lb->data, 512);
+    memcpy(tabs + 256, c->data, c->nbytes);
+    memcpy((char *)(tabs + 256) + c->nbytes, s->data, s->nbytes);
+    *in = (struct dsa_inproc_inputs){T,
+                                     kc,
+                                     (int)M,
+                                     qpos,
+                                     qc,
+                                     wc,
+                                     w->dtype == DSA_TR_BF16 ? DSA_K_BF16 : DSA_K_F32,
+                                     tabs,
+                                     tabs + 128,
+                                     tabs + 256,
+                                     (const float *)((const char *)(tabs + 256) + c->nbytes),
+                                     (long)c->shape[0]};
+    return 0;
+}
+
+void dsa_inproc_trace_inputs_release(struct dsa_inproc_inputs *in)
+{
+    free((void *)in->qpos);
+    free((void *)in->ln_w); /* the tables' block */
+    dsa_inproc_inputs_release(in);
+}
+
+double dsa_inproc_recall(int32_t *idx, int32_t *golden, int M, int K, double *per_row,
+                         char hex[65])
+{
+    double sum = 0.0;
+    dsa_sha256 *h = dsa_sha256_new();
+    for (int m = 0; m < M; m++) {
+        int32_t *a = idx + (size_t)m * K, *g = golden + (size_t)m * K;
+        sort_rows(a, 1, K);
+        sort_rows(g, 1, K);
+        int na = 0, ng = 0, i = 0, j = 0, c = 0;
+        while (na < K && a[na] >= 0)
+            na++;
+        while (ng < K && g[ng] >= 0)
+            ng++;
+        while (i < na && j < ng) {
+            if (a[i] == g[j])
+                c++, i++, j++;
+            else if (a[i] < g[j])
+                i++;
+            else
+                j++;
+        }
+        double r = ng ? (double)c / ng : 1.0;
+        if (per_row)
+            per_row[m] = r;
+        sum += r;
+        int32_t cnt = na;
+        dsa_sha256_update(h, &cnt, 4);
+        dsa_sha256_update(h, a, (size_t)na * 4);
+    }
+    dsa_sha256_final_hex(h, hex);
+    dsa_sha256_free(&h);
+    return M ? sum / M : 1.0;
 }

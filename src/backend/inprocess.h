@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "dsa_kernels.h"
+#include "kernels/trace.h"
 
 /* Options of an in-process run (`--backend inprocess` of mrcr and gsm8k). */
 struct dsa_inproc_opts {
@@ -94,6 +95,17 @@ int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, 
 int dsa_inproc_proxy_inputs(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
                             struct dsa_inproc_inputs *in);
 void dsa_inproc_inputs_release(struct dsa_inproc_inputs *in);
+/* The inputs held by a trace file (kernels/trace.h; H index heads), copied out of the
+   mapping; released with dsa_inproc_trace_inputs_release. Returns 0 or -1 (printed: a missing
+   tensor, a wrong dtype or shape, bad q_pos). */
+int dsa_inproc_trace_inputs(const dsa_trace *tr, int H, struct dsa_inproc_inputs *in);
+void dsa_inproc_trace_inputs_release(struct dsa_inproc_inputs *in);
+
+/* Sorts each row of idx and golden ascending and returns the mean recall@k of idx against
+   golden over the M rows (per_row[M] optional); hex = sha256 over the rows of (count as int32
+   LE, the sorted positions as int32 LE), the records' selection_sha256. */
+double dsa_inproc_recall(int32_t *idx, int32_t *golden, int M, int K, double *per_row,
+                         char hex[65]);
 
 /* MTP verify at decode over tokens[0..T): the cache holds all T tokens; the decode rows are
    the positions P..T-1, taken in steps of n = N+1 rows (positions p0..p0+N, row j sees keys

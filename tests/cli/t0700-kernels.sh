@@ -23,6 +23,31 @@ if [ -n "${DSA_TEST_PLUGIN:-}" ]; then
     expect_code 4 "plugin with a wrong ABI" "$DSA_BIN" kernels check --kernels "$DSA_TEST_PLUGIN_BAD"
     grep -q "ABI version differs" "$TMP/err" && ok "ABI message" || not_ok "ABI message"
 fi
+# trace files (safetensors) written by an independent stdlib-only Python writer
+PY=${DSA_PYTHON:-python3}
+if command -v "$PY" >/dev/null 2>&1; then
+    MK="$(dirname "$0")/make_trace.py"
+    "$PY" "$MK" "$TMP/t.safetensors" 600 4 64
+    expect_success "kernels trace" "$DSA_BIN" kernels trace "$TMP/t.safetensors" --device cpu --topk 512
+    grep -q "^trace '$TMP/t.safetensors': T=600 rows=4 rope=neox,.*heads=64 on cpu$" "$TMP/out" && ok "trace header line" || not_ok "trace header line"
+    expect_eq "one line per query row" "$(grep -c -E '^ +59[6-9] +[01]\.[0-9]{4}$' "$TMP/out")" "4"
+    mean=$(sed -n 's/^mean recall@512 \([0-9.]*\), selection_sha256 [0-9a-f]\{64\}$/\1/p' "$TMP/out")
+    awk -v m="$mean" 'BEGIN { exit !(m > 0.9 && m <= 1) }' && ok "recall in (0.9, 1] ($mean)" || not_ok "recall in (0.9, 1] ($mean)"
+    h1=$(grep -o 'selection_sha256 [0-9a-f]*' "$TMP/out")
+    expect_success "trace again" "$DSA_BIN" kernels trace "$TMP/t.safetensors" --device cpu --topk 512
+    expect_eq "same selection" "$(grep -o 'selection_sha256 [0-9a-f]*' "$TMP/out")" "$h1"
+    "$PY" "$MK" "$TMP/t32.safetensors" 300 2 32
+    expect_success "trace with 32 heads" "$DSA_BIN" kernels trace "$TMP/t32.safetensors" --device cpu --topk 512 --variant weights=bf16
+    grep -q 'weights=bf16,logits=f32,heads=32 on cpu' "$TMP/out" && ok "heads from the trace" || not_ok "heads from the trace"
+    for bad in offsets dtype truncated; do
+        "$PY" "$MK" "$TMP/bad.safetensors" 100 2 64 $bad
+        expect_code 3 "bad trace ($bad)" "$DSA_BIN" kernels trace "$TMP/bad.safetensors" --device cpu
+        grep -q "^dsa-eval: .*trace" "$TMP/err" && ok "bad trace message ($bad)" || not_ok "bad trace message ($bad)"
+    done
+    expect_code 3 "missing trace" "$DSA_BIN" kernels trace "$TMP/none.safetensors"
+    grep -q "^dsa-eval: cannot read trace '$TMP/none.safetensors': No such file" "$TMP/err" && ok "missing trace message" || not_ok "missing trace message"
+    expect_code 2 "trace without a file" "$DSA_BIN" kernels trace
+fi
 expect_code 4 "missing plugin" "$DSA_BIN" kernels check --kernels /nonexistent/libk.so
 grep -q "^dsa-eval: cannot load kernels '/nonexistent/libk.so'" "$TMP/err" && ok "missing plugin message" || not_ok "missing plugin message"
 expect_code 2 "unknown device" "$DSA_BIN" kernels check --device tpu

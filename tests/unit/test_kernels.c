@@ -292,6 +292,13 @@ static void test_reference_vs_golden(void **state)
     fclose(out);
     assert_int_equal(res.failed, 0);
     assert_true(res.passed > 70);
+    /* and the 64K contexts (decode next_n 1 and 4 at 65537 / 65535) */
+    struct dsa_kcheck_opts big = {dsa_kernels_cpu(), 1, "L=6553", 1, 3, 0};
+    out = fopen("/dev/null", "w");
+    assert_int_equal(dsa_kcheck_run(&big, out, &res), 0);
+    fclose(out);
+    assert_int_equal(res.failed, 0);
+    assert_int_equal(res.passed, 2);
 }
 
 static void test_flags(void **state)
