@@ -83,6 +83,41 @@ static void other_accuracies(json_t *const *records, size_t n, enum dsa_gsm8k_ex
     dsa_gsm8k_extractor_free(&x);
 }
 
+/* llama-server: the summed per-request timings.draft_n / draft_n_accepted against the counter
+   deltas. They agree exactly on an otherwise idle server. */
+static void check_timings(const struct dsa_mtp_perreq *p, const struct dsa_mtp_result *r, FILE *out,
+                          json_t *m)
+{
+    bool agree =
+        p->timings_draft_n == r->d_draft_tokens && p->timings_draft_accepted == r->d_accepted;
+    fprintf(out, "timings cross-check %s   (%.0f drafted, %.0f accepted over %zu responses)\n",
+            agree ? "agrees" : "DIFFERS", p->timings_draft_n, p->timings_draft_accepted,
+            p->n_timings);
+    json_object_set_new(m, "timings",
+                        json_pack("{s:I,s:f,s:f,s:b}", "responses", (json_int_t)p->n_timings,
+                                  "draft_n", p->timings_draft_n, "draft_n_accepted",
+                                  p->timings_draft_accepted, "agree", agree));
+    if (!agree)
+        dsa_warnf("per-response timings (%.0f draft tokens, %.0f accepted) differ from the "
+                  "/metrics deltas (%.0f draft tokens, %.0f accepted): other traffic reached "
+                  "the server, or it prints counters past 1e6 rounded to 6 digits",
+                  p->timings_draft_n, p->timings_draft_accepted, r->d_draft_tokens, r->d_accepted);
+}
+
+/* No counters to difference (a llama-server without --metrics, or a build without the
+   spec-decode counters): the per-response timings still give the draft acceptance rate; the
+   acceptance length needs the number of drafts, which timings do not carry. */
+static void timings_only(const struct dsa_mtp_perreq *p, FILE *out, json_t *m)
+{
+    double rate = p->timings_draft_accepted / p->timings_draft_n;
+    fprintf(out, "draft acceptance    %.4f   (%.0f / %.0f draft tokens, from timings)\n", rate,
+            p->timings_draft_accepted, p->timings_draft_n);
+    json_object_set_new(m, "timings",
+                        json_pack("{s:I,s:f,s:f,s:f}", "responses", (json_int_t)p->n_timings,
+                                  "draft_n", p->timings_draft_n, "draft_n_accepted",
+                                  p->timings_draft_accepted, "draft_acceptance_rate", rate));
+}
+
 /* The acceptance part of the summary; returns DSA_EXIT_BACKEND when expect_mtp is unmet. */
 static int summarize_mtp(const struct dsa_gsm8k_summary_in *in, FILE *out, json_t *summary)
 {
@@ -138,6 +173,10 @@ static int summarize_mtp(const struct dsa_gsm8k_summary_in *in, FILE *out, json_
                   "/metrics deltas (%.0f drafts, %.0f accepted)",
                   in->perreq->num_spec_steps, in->perreq->num_accepted_draft_tokens, r.d_drafts,
                   r.d_accepted);
+    if (r.measured && !in->sglang && in->perreq->n_timings)
+        check_timings(in->perreq, &r, out, m);
+    else if (!r.measured && !in->sglang && in->perreq->timings_draft_n > 0)
+        timings_only(in->perreq, out, m);
     if (r.measured && in->resumed)
         dsa_notef("the acceptance length covers the %zu questions sent in this attempt, not the "
                   "%zu resumed",
@@ -156,11 +195,16 @@ static int summarize_mtp(const struct dsa_gsm8k_summary_in *in, FILE *out, json_
 int dsa_gsm8k_summarize(const struct dsa_gsm8k_summary_in *in, json_t *const *records, FILE *out,
                         json_t **summary)
 {
-    size_t graded = 0, correct = 0, invalid = 0, failed = 0, missing = 0;
+    size_t graded = 0, correct = 0, invalid = 0, failed = 0, missing = 0, excluded = 0;
     for (size_t i = 0; i < in->n; i++) {
         json_t *rec = records[i];
         if (!rec) {
             missing++;
+            continue;
+        }
+        const char *st = json_string_value(json_object_get(rec, "status"));
+        if (st && !strcmp(st, "excluded")) { /* over-context: neither graded nor failed */
+            excluded++;
             continue;
         }
         if (!record_ok(rec)) {
@@ -177,8 +221,11 @@ int dsa_gsm8k_summarize(const struct dsa_gsm8k_summary_in *in, json_t *const *re
     double inv = graded ? (double)invalid / (double)graded : NAN;
     const char *ex = dsa_gsm8k_extract_name(in->extract);
 
-    fprintf(out, "gsm8k %s: %zu questions, %zu graded (%zu sent, %zu resumed, %zu failed)\n",
-            in->mode, in->n, graded, in->sent, in->resumed, failed);
+    fprintf(out, "gsm8k %s: %zu questions, %zu graded (%zu sent, %zu resumed, %zu failed", in->mode,
+            in->n, graded, in->sent, in->resumed, failed);
+    if (excluded)
+        fprintf(out, ", %zu excluded over context", excluded);
+    fputs(")\n", out);
     if (graded)
         fprintf(out,
                 "accuracy            %.4f ± %.4f   (%zu/%zu correct, %s; ± CLT standard error)\n",
@@ -194,6 +241,7 @@ int dsa_gsm8k_summarize(const struct dsa_gsm8k_summary_in *in, json_t *const *re
                   (json_int_t)graded, "correct", (json_int_t)correct, "invalid",
                   (json_int_t)invalid, "failed", (json_int_t)failed, "missing", (json_int_t)missing,
                   "sent", (json_int_t)in->sent, "resumed", (json_int_t)in->resumed);
+    json_object_set_new(s, "excluded", json_integer((json_int_t)excluded));
     json_object_set_new(s, "accuracy", graded ? json_real(acc) : json_null());
     json_object_set_new(s, "stderr", isnan(se) ? json_null() : json_real(se));
     json_object_set_new(s, "invalid_rate", graded ? json_real(inv) : json_null());
@@ -206,6 +254,10 @@ int dsa_gsm8k_summarize(const struct dsa_gsm8k_summary_in *in, json_t *const *re
         ret = summarize_mtp(in, out, s);
     else
         json_object_set_new(s, "mtp", json_null());
+    if (excluded)
+        dsa_notef("%zu of %zu questions excluded: their prompts do not fit the server's context "
+                  "(see their records)",
+                  excluded, in->n);
     if (failed)
         dsa_errorf("%zu of %zu questions failed (their records hold the error; --force-new "
                    "starts the run anew)",

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/llamacpp.h"
 #include "commands.h"
 #include "evals/mrcr_grade.h"
 #include "util/buf.h"
@@ -104,6 +105,8 @@ static void record_excluded(struct state *st, struct job *j, long prompt_tokens,
     json_object_set_new(rec, "error", json_string(why));
     json_object_set_new(rec, "prompt_tokens",
                         prompt_tokens >= 0 ? json_integer(prompt_tokens) : json_null());
+    /* the context it was measured against (llama-server: the slot's n_ctx) */
+    json_object_set_new(rec, "max_model_len", max_len > 0 ? json_integer(max_len) : json_null());
     append(st, rec);
     st->c->excluded++;
     st->c->done++;
@@ -166,6 +169,9 @@ static void record_result(struct state *st, struct job *j, const struct dsa_resu
     set_opt_ms(rec, "latency_ms", r->latency_ms);
     set_opt_ms(rec, "ttft_ms", r->ttft_ms);
     set_opt_ms(rec, "decode_ms", r->decode_ms);
+    json_t *timings = dsa_llamacpp_timings(r->raw); /* llama-server's server-side split */
+    if (timings)
+        json_object_set_new(rec, "timings", timings);
     json_object_set_new(rec, "retries", json_integer(r->retries));
     json_object_set_new(rec, "endpoint", json_integer(r->endpoint));
     if (r->reasoning) {

@@ -9,6 +9,8 @@
  *   needles, prefix_hit, exact, output (exact content bytes), finish_reason, usage,
  *   prompt_tokens, completion_tokens, latency_ms, ttft_ms, decode_ms (streaming), retries,
  *   endpoint, reasoning_len + reasoning_sha256 (when the server sent reasoning),
+ *   timings (llama-server's server-side split, when the response carries one),
+ *   max_model_len (excluded rows: the context they were measured against),
  *   score_strip_think (with --strip-think), http_code (failed rows).
  *
  * Ownership: the loop borrows the backend, the run and the options; it owns nothing the

@@ -10,20 +10,27 @@
 
 #include "util/msg.h"
 
+/* vLLM's name, or llama-server's: the same name under the "llamacpp:" prefix */
+static bool named(const char *name, const char *vllm_name)
+{
+    return !strcmp(name, vllm_name) ||
+           (!strncmp(name, "llamacpp:", 9) && !strcmp(name + 9, vllm_name + 5));
+}
+
 int dsa_mtp_counters_from_prom(const dsa_prom *p, struct dsa_mtp_counters *c, char *err,
                                size_t err_size)
 {
     memset(c, 0, sizeof *c);
     for (size_t i = 0; i < dsa_prom_count(p); i++) {
         const struct dsa_prom_sample *s = dsa_prom_sample(p, i);
-        if (!strcmp(s->name, DSA_MTP_DRAFTS)) {
+        if (named(s->name, DSA_MTP_DRAFTS)) {
             c->present = true;
             c->drafts += s->value;
-        } else if (!strcmp(s->name, DSA_MTP_DRAFT_TOKENS)) {
+        } else if (named(s->name, DSA_MTP_DRAFT_TOKENS)) {
             c->draft_tokens += s->value;
-        } else if (!strcmp(s->name, DSA_MTP_ACCEPTED)) {
+        } else if (named(s->name, DSA_MTP_ACCEPTED)) {
             c->accepted += s->value;
-        } else if (!strcmp(s->name, DSA_MTP_PER_POS)) {
+        } else if (named(s->name, DSA_MTP_PER_POS)) {
             const char *pos = dsa_prom_label(s, "position");
             char *end;
             errno = 0;
@@ -192,6 +199,16 @@ void dsa_mtp_perreq_add_vllm(struct dsa_mtp_perreq *acc, json_t *spec)
     acc->num_accepted_draft_tokens += num(spec, "num_accepted_draft_tokens", &f);
     if (f)
         acc->n_with++;
+}
+
+void dsa_mtp_perreq_add_timings(struct dsa_mtp_perreq *acc, json_t *timings)
+{
+    if (!json_is_object(timings))
+        return;
+    bool f = false;
+    acc->n_timings++;
+    acc->timings_draft_n += num(timings, "draft_n", &f);
+    acc->timings_draft_accepted += num(timings, "draft_n_accepted", &f);
 }
 
 void dsa_mtp_perreq_add_sglang(struct dsa_mtp_perreq *acc, json_t *meta)

@@ -7,6 +7,9 @@
  *     D = vllm:spec_decode_num_drafts_total          T = ..._num_draft_tokens_total
  *     A = ..._num_accepted_tokens_total              P[j] = ..._per_pos_total{position="j"}
  *     acceptance length AL = 1 + dA/dD   draft acceptance rate = dA/dT   pos_rate[j] = dP[j]/dD
+ * llama-server (--metrics) exposes the same four counters under the "llamacpp:" prefix (no
+ * labels on the totals); they are read the same way. Its responses also carry
+ * timings.draft_n / draft_n_accepted, whose sums must equal dT / dA on an idle server.
  * SGLang: per-request meta_info (spec_verify_ct, spec_num_correct_drafts or
  * spec_accepted_drafts, ...) summed over the run: AL = 1 + sum(correct)/sum(verify_ct), and
  * SGLang's own figure sum(completion_tokens)/sum(verify_ct). The sglang:spec_accept_length
@@ -92,10 +95,16 @@ struct dsa_mtp_perreq {
     double verify_ct, correct_drafts, proposed_drafts, completion_tokens;
     size_t n_hist;
     double hist[DSA_MTP_MAX_POS + 1]; /* spec_correct_drafts_histogram: steps by #accepted */
+    /* llama-server "timings" (absent draft fields count 0: it omits them when nothing was
+       drafted) */
+    size_t n_timings;
+    double timings_draft_n, timings_draft_accepted;
 };
 
 /* Adds one vLLM response's metrics.speculative_decoding object (NULL/absent: ignored). */
 void dsa_mtp_perreq_add_vllm(struct dsa_mtp_perreq *acc, json_t *spec);
+/* Adds one llama-server timings object (NULL: ignored). */
+void dsa_mtp_perreq_add_timings(struct dsa_mtp_perreq *acc, json_t *timings);
 /* Adds one SGLang meta_info object (fields absent: ignored). */
 void dsa_mtp_perreq_add_sglang(struct dsa_mtp_perreq *acc, json_t *meta_info);
 /* Turns SGLang sums into a result (AL = 1 + correct/verify_ct; positions from the histogram

@@ -21,6 +21,7 @@
 
 #include "backend/backend.h"
 #include "backend/endpoint.h"
+#include "backend/llamacpp.h"
 #include "commands.h"
 #include "datasets/fetch.h"
 #include "datasets/gsm8k.h"
@@ -218,10 +219,33 @@ static void on_done(const struct dsa_result *res)
     json_object_set_new(rec, "prompt_sha256", json_string(it->prompt_sha256));
     json_object_set_new(rec, "gold", json_string(row->gold));
     json_object_set_new(rec, "latency_ms", json_real(res->latency_ms));
+    json_t *timings = dsa_llamacpp_timings(res->raw); /* llama-server's server-side split */
+    if (timings) {
+        json_object_set_new(rec, "timings", timings);
+        dsa_mtp_perreq_add_timings(&r->perreq, timings);
+    }
     if (res->completion_tokens >= 0)
         r->completion_tokens += (double)res->completion_tokens;
 
-    if (res->status != DSA_RES_OK) {
+    if (res->status == DSA_RES_OVER_CONTEXT) {
+        /* the prompt does not fit the server's context (llama-server's small per-slot n_ctx):
+           excluded, as MRCR rows are, never scored or retried; the counts say why */
+        char err[160];
+        if (res->prompt_tokens >= 0 && res->max_model_len > 0)
+            snprintf(err, sizeof err, "over_context: %ld prompt tokens, context %ld",
+                     res->prompt_tokens, res->max_model_len);
+        else
+            snprintf(err, sizeof err, "over_context: the server refused the prompt length");
+        json_object_set_new(rec, "status", json_string("excluded"));
+        json_object_set_new(rec, "score", json_null());
+        json_object_set_new(rec, "error", json_string(err));
+        json_object_set_new(rec, "prompt_tokens",
+                            res->prompt_tokens >= 0 ? json_integer(res->prompt_tokens)
+                                                    : json_null());
+        json_object_set_new(rec, "max_model_len",
+                            res->max_model_len > 0 ? json_integer(res->max_model_len)
+                                                   : json_null());
+    } else if (res->status != DSA_RES_OK) {
         char err[512];
         snprintf(err, sizeof err, "%s: %s", dsa_res_status_name(res->status),
                  res->error ? res->error : "request failed");
@@ -257,7 +281,8 @@ static void on_done(const struct dsa_result *res)
         r->write_error = 1;
     it->record = rec;
     if (r->progress)
-        dsa_progress_done(r->progress, res->status != DSA_RES_OK);
+        dsa_progress_done(r->progress,
+                          res->status != DSA_RES_OK && res->status != DSA_RES_OVER_CONTEXT);
 }
 
 static int submit_next(struct run *r, struct dsa_buf *prompt)
@@ -609,8 +634,9 @@ int cmd_gsm8k(int argc, char **argv)
                         "server base URL (repeat to spread requests over replicas)"),
         DSA_OPT_STRING(0, "backend", &o.backend, "KIND", "endpoint (default) or inprocess"),
         DSA_OPT_STRING(0, "model", &o.model, "NAME", "model name (default: the server's first)"),
-        DSA_OPT_STRING(0, "dialect", &o.dialect, "NAME",
-                       "vllm, sglang (POST /generate + meta_info) or openai (default: detect)"),
+        DSA_OPT_STRING(
+            0, "dialect", &o.dialect, "NAME",
+            "vllm, sglang (POST /generate + meta_info), llamacpp or openai (default: detect)"),
         DSA_OPT_STRING(0, "api-key-file", &o.api_key_file, "FILE",
                        "bearer token on its first line (default: $DSA_EVAL_API_KEY; never "
                        "written)"),

@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "backend/llamacpp.h"
+
 /* vLLM's chat form of POST /tokenize: the server renders the chat template exactly as for
    /v1/chat/completions, so the count is the prompt the model will see. */
 static json_t *vllm_tokenize_body(const char *model, json_t *in)
@@ -25,11 +27,29 @@ static json_t *vllm_tokenize_body(const char *model, json_t *in)
 }
 
 static const struct dsa_dialect dialects[] = {
-    {"vllm", "vllm", "/version", "/tokenize", NULL, vllm_tokenize_body},
+    {.name = "vllm",
+     .owned_by = "vllm",
+     .version_path = "/version",
+     .tokenize_path = "/tokenize",
+     .tokenize_body = vllm_tokenize_body},
     /* SGLang's /tokenize takes prompt text only (no chat template), so chat prompts are
        counted from the 400 error it returns when a prompt does not fit. */
-    {"sglang", "sglang", "/version", NULL, "/generate", NULL},
-    {"openai", NULL, NULL, NULL, NULL, NULL},
+    {.name = "sglang",
+     .owned_by = "sglang",
+     .version_path = "/version",
+     .generate_path = "/generate"},
+    /* llama-server: /props holds build_info and the per-slot n_ctx; /tokenize takes text only,
+       so chat prompts go through /apply-template first */
+    {.name = "llamacpp",
+     .owned_by = "llamacpp",
+     .version_path = "/props",
+     .tokenize_path = "/tokenize",
+     .tokenize_body = dsa_llamacpp_tokenize_body,
+     .template_path = "/apply-template",
+     .no_stream_options = true,
+     .server_info = dsa_llamacpp_server_info,
+     .card_context = dsa_llamacpp_card_context},
+    {.name = "openai"},
 };
 
 const struct dsa_dialect *dsa_dialect_find(const char *name)
@@ -50,5 +70,5 @@ const struct dsa_dialect *dsa_dialect_detect(const char *owned_by)
 
 const char *dsa_dialect_names(void)
 {
-    return "vllm, sglang, openai";
+    return "vllm, sglang, llamacpp, openai";
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "backend/dialect.h"
+#include "backend/llamacpp.h"
 #include "backend/response.h"
 #include "backend/sse.h"
 #include "util/buf.h"
@@ -47,6 +48,7 @@ struct xfer {
     int fixed_endpoint; /* -1: any */
     int endpoint;       /* of the current attempt */
     bool stream;
+    bool templating; /* TOKENIZE, first of two steps: the dialect's template_path */
     int max_retries;
     dsa_backend_done_fn done;
     void *ud;
@@ -73,6 +75,8 @@ struct ep {
     int rr; /* round-robin start for ties in least-outstanding */
     const struct dsa_dialect *dialect;
     bool tokenize_missing; /* the server answered 404 to the dialect's tokenize path */
+    char *fatal;           /* why the run cannot go on (a refused API key), or NULL */
+    bool fatal_reported;
     char *model;
     long max_model_len;
     json_t *extra_body;
@@ -443,6 +447,38 @@ static bool schedule_retry(struct ep *ep, struct xfer *x, double retry_after)
     return true;
 }
 
+/* The second step of a two-step token count (llama-server): the rendered chat template from
+   the first answer becomes the body of the dialect's tokenize_path, and x starts again at
+   once, keeping its retry count. Returns 0, or -1 with err set when the answer has no
+   prompt. */
+static int chain_count(struct ep *ep, struct xfer *x, char *err, size_t errlen)
+{
+    json_t *v = json_loadb(x->resp_body.data, x->resp_body.len, 0, NULL);
+    size_t len;
+    const char *prompt = dsa_llamacpp_template_prompt(v, &len);
+    if (!prompt) {
+        snprintf(err, errlen, "%s answer has no \"prompt\"", x->path);
+        json_decref(v);
+        return -1;
+    }
+    json_t *body = dsa_llamacpp_count_body(prompt, len);
+    json_decref(v);
+    free(x->body);
+    x->body = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    if (!x->body)
+        return snprintf(err, errlen, "cannot serialize the token count request"), -1;
+    x->body_len = strlen(x->body);
+    free(x->path);
+    x->path = dsa_xstrdup(ep->dialect->tokenize_path);
+    x->templating = false;
+    /* straight back on the wire: its slot was just freed, and the loop would not wait for a
+       queued request before its next poll */
+    if (start_xfer(ep, x) < 0)
+        ready_push(ep, x);
+    return 0;
+}
+
 static void finish_xfer(struct ep *ep, struct xfer *x, CURLcode cc)
 {
     long code = 0;
@@ -475,6 +511,10 @@ static void finish_xfer(struct ep *ep, struct xfer *x, CURLcode cc)
             } else {
                 rc = DSA_RESP_OK;
             }
+        } else if (x->templating) {
+            if (chain_count(ep, x, err, sizeof err) == 0)
+                return; /* requeued for its second step */
+            rc = DSA_RESP_MALFORMED;
         } else {
             rc = dsa_resp_parse_body(&x->acc, x->api, x->resp_body.data, x->resp_body.len);
         }
@@ -513,7 +553,20 @@ static void finish_xfer(struct ep *ep, struct xfer *x, CURLcode cc)
         json_decref(v);
         snprintf(err, sizeof err, "HTTP %ld%s%s", code, msgbuf[0] ? ": " : "", msgbuf);
         long pt, ml;
-        if (code == 429 || code >= 500) {
+        if ((code == 401 || code == 403) && x->api != DSA_API_GET) {
+            /* a refused key is the same for every request: stop the run (poll() returns -1)
+               rather than record each sample as failed; no retry can help */
+            if (!ep->fatal) {
+                struct dsa_buf f = DSA_BUF_INIT;
+                dsa_buf_addf(&f,
+                             "'%s' refused the API key (%s); set DSA_EVAL_API_KEY or "
+                             "--api-key-file",
+                             ep->servers[x->endpoint].base, err);
+                ep->fatal = dsa_buf_detach(&f, NULL);
+            }
+            st = DSA_RES_CANCELLED;
+            snprintf(err, sizeof err, "%s", ep->fatal);
+        } else if (code == 429 || code >= 500) {
             retry = true;
             retry_after = x->retry_after;
         } else if ((code == 400 || code == 413) && x->api != DSA_API_GET &&
@@ -569,9 +622,22 @@ static void deliver_finished(struct ep *ep)
     }
 }
 
+/* -1 once a request found the run cannot go on; the reason is printed once */
+static int fatal(struct ep *ep)
+{
+    if (!ep->fatal)
+        return 0;
+    if (!ep->fatal_reported)
+        dsa_errorf("%s", ep->fatal);
+    ep->fatal_reported = true;
+    return -1;
+}
+
 static int ep_poll(dsa_backend *b, int timeout_ms)
 {
     struct ep *ep = (struct ep *)b;
+    if (fatal(ep))
+        return -1;
     long delivered0 = ep->n_delivered;
     deliver_finished(ep);
     if (fill(ep) < 0)
@@ -611,6 +677,8 @@ static int ep_poll(dsa_backend *b, int timeout_ms)
     if (mc != CURLM_OK)
         return dsa_errorf("http event loop failed: %s", curl_multi_strerror(mc));
     deliver_finished(ep);
+    if (fatal(ep))
+        return -1;
     if (fill(ep) < 0)
         return -1;
     return ep_pending(ep);
@@ -664,6 +732,11 @@ static int ep_submit(dsa_backend *b, const struct dsa_request *req)
         xfer_free(x);
         return dsa_errorf("a GET request needs a path");
     }
+    if (req->api == DSA_API_TOKENIZE && !req->path && ep->dialect->template_path &&
+        json_object_get(req->body, "messages")) {
+        path = ep->dialect->template_path; /* render first, then count (chain_count) */
+        x->templating = true;
+    }
     x->path = dsa_xstrdup(path);
     if (req->api != DSA_API_GET) {
         json_t *body;
@@ -688,7 +761,9 @@ static int ep_submit(dsa_backend *b, const struct dsa_request *req)
                 json_object_set_new(body, "model", json_string(ep->model));
             if (x->stream) {
                 json_object_set_new(body, "stream", json_true());
-                json_object_set_new(body, "stream_options", json_pack("{s:b}", "include_usage", 1));
+                if (!ep->dialect->no_stream_options)
+                    json_object_set_new(body, "stream_options",
+                                        json_pack("{s:b}", "include_usage", 1));
             }
         }
         /* no sorting: messages and every string go out byte-exact, in the caller's order */
@@ -785,6 +860,7 @@ static void ep_free(dsa_backend *b)
     }
     free(ep->servers);
     free(ep->model);
+    free(ep->fatal);
     json_decref(ep->extra_body);
     free(ep);
 }
@@ -900,6 +976,8 @@ static int probe_server(struct ep *ep, int i, const char *want_model, bool force
     s->max_model_len = json_is_integer(mml) ? (long)json_integer_value(mml) : -1;
     if (!force_dialect && i == 0)
         ep->dialect = dsa_dialect_detect(owned);
+    if (s->max_model_len < 0 && ep->dialect->card_context)
+        s->max_model_len = ep->dialect->card_context(card);
     dsa_result_release(&p.r);
 
     if (ep->dialect->version_path) {
@@ -907,9 +985,22 @@ static int probe_server(struct ep *ep, int i, const char *want_model, bool force
             goto cleanup;
         if (p.r.status == DSA_RES_OK) {
             json_t *vv = json_loadb(p.r.body, p.r.body_len, 0, NULL);
-            const char *ver = json_string_value(json_object_get(vv, "version"));
-            s->version = ver ? dsa_xstrdup(ver) : NULL;
+            if (ep->dialect->server_info) {
+                long ctx = -1;
+                ep->dialect->server_info(vv, &s->version, &ctx);
+                if (s->max_model_len < 0)
+                    s->max_model_len = ctx;
+            } else {
+                const char *ver = json_string_value(json_object_get(vv, "version"));
+                s->version = ver ? dsa_xstrdup(ver) : NULL;
+            }
             json_decref(vv);
+        } else if (p.r.http_code == 401 || p.r.http_code == 403) {
+            /* llama-server leaves /v1/models open but guards /props: a wrong key shows here */
+            *exit_code = 4;
+            dsa_errorf("'%s' refused the API key (%s); set DSA_EVAL_API_KEY or --api-key-file",
+                       s->base, p.r.error ? p.r.error : "HTTP 401");
+            goto cleanup;
         }
     }
     ret = 0;

@@ -366,6 +366,8 @@ static const struct {
      2, 1},
     {"input \\((\\d+) tokens\\) is longer than the model's context length \\((\\d+) tokens\\)", 1,
      2},
+    /* llama-server's exceed_context_size_error (it also sends n_prompt_tokens and n_ctx) */
+    {"request \\((\\d+) tokens\\) exceeds the available context size \\((\\d+) tokens\\)", 1, 2},
     {"maximum context length is (\\d+) tokens", 0, 1},
     {"maximum context length of (\\d+) tokens", 0, 1},
     {"(?i)context length exceeded|context_length_exceeded", 0, 0},

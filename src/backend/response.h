@@ -60,6 +60,8 @@ bool dsa_resp_error_of(json_t *v, const char **message, long *code);
  *   SGLang "Requested token count exceeds the model's maximum context length of 8192 tokens.
  *          You requested a total of 9000 tokens: 4904 tokens from the input messages …"
  *   SGLang "The input (9000 tokens) is longer than the model's context length (8192 tokens)."
+ *   llama-server "request (1202 tokens) exceeds the available context size (512 tokens), try
+ *          increasing it"
  * Returns true when it is one; *prompt_tokens / *max_len are -1 when not named.
  */
 bool dsa_resp_context_error(const char *msg, long *prompt_tokens, long *max_len);

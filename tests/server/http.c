@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "llamacpp.h"
 #include "mrcr.h"
 #include "server.h"
 #include "tok.h"
@@ -1053,6 +1054,8 @@ static MHD_RESULT dispatch(struct MHD_Connection *c, const char *url, const char
     static const char not_allowed[] = "{\"detail\":\"Method Not Allowed\"}";
     if (rq->too_big)
         return send_error(c, 413, "Request body too large");
+    if (srv_cfg->llamacpp)
+        return (MHD_RESULT)srv_llamacpp_dispatch(c, url, method, rq->body.data, rq->body.len);
     /* vLLM's --api-key guards /v1 only; SGLang's guards everything but /health. */
     bool guarded = srv_cfg->sglang ? strcmp(url, "/health") != 0 : strncmp(url, "/v1", 3) == 0;
     if (guarded && !authorized(c))

@@ -22,7 +22,8 @@
 #include "util/opt.h"
 
 static const char *const usage[] = {
-    "dsa-test-server [--port N | --port 0 --port-file F] [--dialect vllm|sglang] [options]",
+    "dsa-test-server [--port N | --port 0 --port-file F] [--dialect vllm|sglang|llamacpp] "
+    "[options]",
     NULL,
 };
 
@@ -58,9 +59,10 @@ static bool is_loopback(const char *host)
 
 int main(int argc, char **argv)
 {
+    static const char default_version[] = "0.11.0";
     struct srv_config cfg = {
         .model = "dsa-test-model",
-        .server_version = "0.11.0",
+        .server_version = default_version,
         .max_model_len = 163840,
         .max_body = 64L << 20,
         .stall_s = 3600,
@@ -80,7 +82,11 @@ int main(int argc, char **argv)
         DSA_OPT_STRING(0, "host", &host, "ADDR", "loopback address to bind (127.0.0.1, ::1)"),
         DSA_OPT_INT(0, "port", &port, "N", "port; 0 binds an ephemeral one (default 8000)"),
         DSA_OPT_STRING(0, "port-file", &port_file, "FILE", "write the bound port to FILE"),
-        DSA_OPT_STRING(0, "dialect", &dialect, "D", "vllm (default) or sglang"),
+        DSA_OPT_STRING(0, "dialect", &dialect, "D", "vllm (default), sglang or llamacpp"),
+        DSA_OPT_BOOL(0, "metrics", &cfg.llamacpp_metrics,
+                     "llamacpp: serve /metrics (llama-server's flag; 501 without)"),
+        DSA_OPT_BOOL(0, "old-models", &cfg.llamacpp_old_models,
+                     "llamacpp: /v1/models meta without n_ctx, as older builds"),
         DSA_OPT_STRING(0, "model", &cfg.model, "NAME", "served model name"),
         DSA_OPT_STRING(0, "server-version", &cfg.server_version, "V", "what /version reports"),
         DSA_OPT_LONG(0, "max-model-len", &cfg.max_model_len, "N", "context length in tokens"),
@@ -135,11 +141,15 @@ int main(int argc, char **argv)
         dsa_errorf("bad --port, --max-connections, --max-model-len or --max-body");
         goto cleanup;
     }
-    if (strcmp(dialect, "vllm") != 0 && strcmp(dialect, "sglang") != 0) {
-        dsa_errorf("unknown dialect '%s' (want vllm or sglang)", dialect);
+    if (strcmp(dialect, "vllm") != 0 && strcmp(dialect, "sglang") != 0 &&
+        strcmp(dialect, "llamacpp") != 0) {
+        dsa_errorf("unknown dialect '%s' (want vllm, sglang or llamacpp)", dialect);
         goto cleanup;
     }
     cfg.sglang = strcmp(dialect, "sglang") == 0;
+    cfg.llamacpp = strcmp(dialect, "llamacpp") == 0;
+    if (cfg.llamacpp && cfg.server_version == default_version)
+        cfg.server_version = "b6940-dsatest"; /* llama-server's build_info shape */
     if (strcmp(context_error, "new") != 0 && strcmp(context_error, "old") != 0) {
         dsa_errorf("unknown --context-error '%s' (want new or old)", context_error);
         goto cleanup;

@@ -21,6 +21,9 @@ struct srv_config {
     const char *server_version; /* --server-version: /version's answer */
     long max_model_len;         /* --max-model-len */
     bool sglang;                /* --dialect sglang */
+    bool llamacpp;              /* --dialect llamacpp: llamacpp.c answers everything */
+    bool llamacpp_metrics;      /* --metrics: llama-server serves /metrics only with it */
+    bool llamacpp_old_models;   /* --old-models: meta without n_ctx (older llama-server) */
     const char *api_key;        /* --require-api-key, NULL = open */
     bool old_context_error;     /* --context-error old: vLLM < 0.6 phrasing */
     bool force_include_usage;   /* --enable-force-include-usage, as vLLM's flag */

@@ -296,7 +296,7 @@ static void test_dialect_table(void **state)
     assert_string_equal(dsa_dialect_detect("sglang")->name, "sglang");
     assert_string_equal(dsa_dialect_detect("someone")->name, "openai");
     assert_string_equal(dsa_dialect_detect(NULL)->name, "openai");
-    assert_null(dsa_dialect_find("llamacpp"));
+    assert_string_equal(dsa_dialect_detect("llamacpp")->name, "llamacpp"); /* issue #7 */
     const struct dsa_dialect *v = dsa_dialect_find("vllm");
     json_t *in = json_pack("{s:[{s:s,s:s}]}", "messages", "role", "user", "content", "hi");
     json_t *b = v->tokenize_body("m", in);
