@@ -213,7 +213,7 @@ int cmd_mrcr(int argc, char **argv)
     int topk = 2048, max_query = 32;
     double temperature = 0.0, timeout_s = 1800;
     bool quiet = false, as_json = false, force_new = false, stream = false, insecure = false;
-    bool strip_think = false, no_count = false;
+    bool strip_think = false, no_count = false, retry_failed = false;
     const char *seed_text = NULL;
     struct dsa_option opts[] = {
         DSA_OPT_STRLIST(0, "endpoint", &endpoints, "URL",
@@ -228,6 +228,8 @@ int cmd_mrcr(int argc, char **argv)
         DSA_OPT_INT(0, "runs", &runs, "N", "independent runs of the same rows (default 1)"),
         DSA_OPT_BOOL(0, "force-new", &force_new,
                      "start over when the run files were made by another command"),
+        DSA_OPT_BOOL(0, "retry-failed", &retry_failed,
+                     "send the rows recorded as failed in the run files again"),
         DSA_OPT_STRING(0, "backend", &backend_kind, "KIND", "endpoint (default) or inprocess"),
         DSA_OPT_STRING(0, "device", &device, "cuda|cpu",
                        "inprocess: where the indexer stack runs (default: cuda if present)"),
@@ -319,6 +321,11 @@ int cmd_mrcr(int argc, char **argv)
         }
     }
     if (!strcmp(backend_kind, "inprocess")) {
+        if (retry_failed) {
+            dsa_errorf("--retry-failed is for --backend endpoint (an in-process row fails "
+                       "the same way every time)");
+            goto cleanup;
+        }
         ret = run_inprocess(dataset ? dataset : DSA_SAMPLE_MRCR_DEFAULT, out, &eo.filter, device,
                             kernels_so, &variants, topk, max_query, seed_text ? (uint64_t)seed : 1,
                             force_new, command);
@@ -447,7 +454,9 @@ int cmd_mrcr(int argc, char **argv)
         free(created);
         char *path = dsa_run_file_name(out, ri);
         dsa_run *run = NULL;
-        int orc = dsa_run_open(&run, path, header, force_new ? DSA_RUN_FORCE_NEW : 0);
+        unsigned flags =
+            (force_new ? DSA_RUN_FORCE_NEW : 0) | (retry_failed ? DSA_RUN_RETRY_FAILED : 0);
+        int orc = dsa_run_open(&run, path, header, flags);
         json_decref(header);
         if (orc < 0) {
             ret = orc == -2 ? DSA_EXIT_MISMATCH : orc == -3 ? DSA_EXIT_DATA : DSA_EXIT_IO;
