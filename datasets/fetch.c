@@ -28,6 +28,7 @@
 #include "util/json.h"
 #include "util/lines.h"
 #include "util/msg.h"
+#include "util/utc.h"
 #include "version.h"
 
 /* ------------------------------------------------------------------ GSM8K info */
@@ -314,14 +315,6 @@ static char *url_base(const char *b)
     return dsa_xstrndup(b, n && b[n - 1] == '/' ? n - 1 : n);
 }
 
-static void utc_now(char out[32])
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* Writes PATH.meta.json (through a temporary file and rename). Consumes meta. */
 static int write_meta(const char *path, json_t *meta)
 {
@@ -461,8 +454,8 @@ static int fetch_gsm8k_split(const struct dsa_fetch_opts *o, const char *dir, co
             dsa_errorf("cannot rename '%s': %s", part, strerror(errno));
             goto cleanup;
         }
-        char when[32];
-        utc_now(when);
+        char when[DSA_UTC_SIZE];
+        dsa_utc_now(when);
         json_t *meta = json_object();
         json_object_set_new(meta, "dataset", json_string("openai/grade-school-math"));
         json_object_set_new(meta, "revision", json_string(DSA_GSM8K_COMMIT));
@@ -745,8 +738,8 @@ static int fetch_mrcr_needles(const struct dsa_fetch_opts *o, const char *dir, i
         dsa_errorf("cannot rename '%s': %s", part, strerror(errno));
         goto cleanup;
     }
-    char when[32];
-    utc_now(when);
+    char when[DSA_UTC_SIZE];
+    dsa_utc_now(when);
     json_t *meta = json_object();
     json_object_set_new(meta, "dataset", json_string("openai/mrcr"));
     json_object_set_new(meta, "revision", json_string(revision));

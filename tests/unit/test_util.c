@@ -1,4 +1,4 @@
-/* Unit tests of src/util: option parsing, buffers, hashing vectors, line reader.
+/* Unit tests of src/util: option parsing, buffers, hashing vectors, line reader, UTC stamps.
  * SPDX-License-Identifier: GPL-3.0-or-later */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -15,6 +16,7 @@
 #include "util/hash.h"
 #include "util/lines.h"
 #include "util/opt.h"
+#include "util/utc.h"
 
 static void test_sha256_vectors(void **state)
 {
@@ -59,8 +61,13 @@ static void test_opt_parse(void **state)
         DSA_OPT_STRLIST(0, "endpoint", &eps, "URL", "endpoint"),
         DSA_OPT_END(),
     };
-    char *argv[] = {"mrcr", "--runs=3", "pos1", "-q", "--no-stream", "--endpoint", "http://a",
-                    "--endpoint=http://b", "-oDIR", "--temperature", "0.25", "--", "--pos2", NULL};
+    char *argv[] = {"mrcr",        "--runs=3",
+                    "pos1",        "-q",
+                    "--no-stream", "--endpoint",
+                    "http://a",    "--endpoint=http://b",
+                    "-oDIR",       "--temperature",
+                    "0.25",        "--",
+                    "--pos2",      NULL};
     int argc = 13;
     int n = dsa_opt_parse(&argc, argv, opts, NULL);
     assert_int_equal(n, 2);
@@ -146,12 +153,46 @@ static void test_lines_torn_tail(void **state)
     unlink(path);
 }
 
+static void test_utc_format(void **state)
+{
+    (void)state;
+    /* reference values from Python's datetime.fromtimestamp(t, timezone.utc) */
+    static const struct {
+        time_t t;
+        const char *want;
+    } cases[] = {
+        {0, "1970-01-01T00:00:00Z"},
+        {951782400, "2000-02-29T00:00:00Z"},
+        {1796040000, "2026-11-30T12:00:00Z"},
+        {253402300799, "9999-12-31T23:59:59Z"},
+    };
+    char out[DSA_UTC_SIZE];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        assert_string_equal(dsa_utc_format(cases[i].t, out), cases[i].want);
+    /* now: the same shape, and within a few seconds of time() */
+    time_t before = time(NULL);
+    dsa_utc_now(out);
+    struct tm tm = {0};
+    char tail;
+    assert_int_equal(sscanf(out, "%4d-%2d-%2dT%2d:%2d:%2dZ%c", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                            &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &tail),
+                     6);
+    assert_int_equal(strlen(out), 20);
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    assert_in_range(timegm(&tm), before, time(NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_seed_derivation_vectors),
-        cmocka_unit_test(test_opt_parse),      cmocka_unit_test(test_parse_tokens),
-        cmocka_unit_test(test_buf),            cmocka_unit_test(test_lines_torn_tail),
+        cmocka_unit_test(test_sha256_vectors),
+        cmocka_unit_test(test_seed_derivation_vectors),
+        cmocka_unit_test(test_opt_parse),
+        cmocka_unit_test(test_parse_tokens),
+        cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_lines_torn_tail),
+        cmocka_unit_test(test_utc_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
