@@ -26,7 +26,6 @@
 #include "util/msg.h"
 #include "util/opt.h"
 #include "util/progress.h"
-#include "version.h"
 
 #define DEFAULT_DATASET "openai/mrcr"
 
@@ -129,16 +128,6 @@ static void on_progress(void *ud, const struct dsa_mrcr_eval_counts *c)
     for (; pc->seen_done < c->done; pc->seen_done++)
         dsa_progress_done(pc->p, false);
     dsa_progress_poll(pc->p);
-}
-
-static char *iso_now(void)
-{
-    char buf[32];
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return dsa_xstrdup(buf);
 }
 
 /* --backend inprocess: the indexer stack on the dataset's prompts (evals/inproc_mrcr.h) */
@@ -445,13 +434,10 @@ int cmd_mrcr(int argc, char **argv)
     struct dsa_mrcr_eval_counts all = {0};
     ret = DSA_EXIT_OK;
     for (int ri = 1; ri <= runs && ret == DSA_EXIT_OK; ri++) {
-        char *created = iso_now();
-        json_t *header =
-            json_pack("{s:i, s:{s:s, s:s}, s:O, s:s, s:i, s:s, s:O, s:O, s:O, s:O}", "dsa_eval_run",
-                      1, "tool", "version", DSA_VERSION, "git", DSA_GIT_HASH, "command", command,
-                      "eval", "mrcr", "run", ri, "created", created, "match", match, "dataset",
-                      dataset_id, "backend", backend_id, "params", run_params);
-        free(created);
+        /* the store adds the format version, the tool and the creation time */
+        json_t *header = json_pack("{s:O, s:s, s:i, s:O, s:O, s:O, s:O}", "command", command,
+                                   "eval", "mrcr", "run", ri, "match", match, "dataset", dataset_id,
+                                   "backend", backend_id, "params", run_params);
         char *path = dsa_run_file_name(out, ri);
         dsa_run *run = NULL;
         unsigned flags =
