@@ -318,15 +318,17 @@ static char *url_base(const char *b)
 /* Writes PATH.meta.json (through a temporary file and rename). Consumes meta. */
 static int write_meta(const char *path, json_t *meta)
 {
-    char *mp = strf("%s.meta.json", path), *tmp = strf("%s.meta.json.tmp", path);
-    int ret = 0;
-    if (json_dump_file(meta, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || rename(tmp, mp)) {
-        ret = dsa_errorf("cannot write '%s': %s", mp, strerror(errno ? errno : EIO));
-        unlink(tmp);
+    char *mp = strf("%s.meta.json", path);
+    struct dsa_atomic a;
+    int ret = dsa_atomic_open(&a, mp);
+    if (!ret && json_dumpf(meta, a.f, JSON_INDENT(2) | JSON_PRESERVE_ORDER)) {
+        ret = dsa_errorf("cannot write '%s': %s", a.tmp, strerror(errno ? errno : EIO));
+        dsa_atomic_abort(&a);
+    } else if (!ret) {
+        ret = dsa_atomic_commit(&a);
     }
     json_decref(meta);
     free(mp);
-    free(tmp);
     return ret;
 }
 

@@ -1,4 +1,5 @@
-/* Unit tests of src/util: option parsing, buffers, hashing vectors, line reader, UTC stamps.
+/* Unit tests of src/util: option parsing, buffers, hashing vectors, line reader, UTC stamps,
+ * whole-or-nothing file writes.
  * SPDX-License-Identifier: GPL-3.0-or-later */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include "util/buf.h"
+#include "util/fs.h"
 #include "util/hash.h"
 #include "util/lines.h"
 #include "util/opt.h"
@@ -183,6 +185,70 @@ static void test_utc_format(void **state)
     assert_in_range(timegm(&tm), before, time(NULL));
 }
 
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *s = calloc(1, 256);
+    fread(s, 1, 255, f);
+    fclose(f);
+    return s;
+}
+
+/* no "PATH.tmp-*" left in dir */
+static void assert_no_tmp(const char *dir)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q '\\.tmp-'", dir);
+    assert_int_not_equal(system(cmd), 0);
+}
+
+static void test_atomic_write(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/dsa-test-atomic-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256], sub[256];
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    struct dsa_atomic a;
+    /* commit: the new bytes under the name, nothing beside */
+    assert_int_equal(dsa_atomic_open(&a, path), 0);
+    fputs("first\n", a.f);
+    assert_int_equal(dsa_atomic_commit(&a), 0);
+    assert_null(a.f);
+    assert_null(a.tmp);
+    char *s = slurp(path);
+    assert_string_equal(s, "first\n");
+    free(s);
+    /* abort: the old file stays as it was */
+    assert_int_equal(dsa_atomic_open(&a, path), 0);
+    fputs("half", a.f);
+    dsa_atomic_abort(&a);
+    s = slurp(path);
+    assert_string_equal(s, "first\n");
+    free(s);
+    assert_no_tmp(dir);
+    /* a failed rename (a directory in the way): -1, the temporary removed */
+    snprintf(sub, sizeof sub, "%s/d", dir);
+    assert_int_equal(dsa_mkdirs(sub), 0);
+    snprintf(path, sizeof path, "%s/d/x", dir);
+    assert_int_equal(dsa_mkdirs(path), 0);
+    assert_int_equal(dsa_atomic_open(&a, sub), 0);
+    fputs("x", a.f);
+    assert_int_equal(dsa_atomic_commit(&a), -1);
+    assert_null(a.tmp);
+    assert_true(dsa_is_dir(sub));
+    assert_no_tmp(dir);
+    /* no directory for the temporary: -1 at open, nothing to release */
+    snprintf(path, sizeof path, "%s/missing/out.txt", dir);
+    assert_int_equal(dsa_atomic_open(&a, path), -1);
+    assert_null(a.tmp);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -193,6 +259,7 @@ int main(void)
         cmocka_unit_test(test_buf),
         cmocka_unit_test(test_lines_torn_tail),
         cmocka_unit_test(test_utc_format),
+        cmocka_unit_test(test_atomic_write),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
