@@ -641,8 +641,7 @@ void dsa_inproc_trace_inputs_release(struct dsa_inproc_inputs *in)
     dsa_inproc_inputs_release(in);
 }
 
-double dsa_inproc_recall(int32_t *idx, int32_t *golden, int M, int K, double *per_row,
-                         char hex[65])
+double dsa_inproc_recall(int32_t *idx, int32_t *golden, int M, int K, double *per_row, char hex[65])
 {
     double sum = 0.0;
     dsa_sha256 *h = dsa_sha256_new();
