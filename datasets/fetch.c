@@ -332,6 +332,20 @@ static int write_meta(const char *path, json_t *meta)
     return ret;
 }
 
+/* A complete, verified download takes its final name, then PATH.meta.json records where it
+   came from, with "fetched_at" added. Consumes meta. Returns 0 or DSA_EXIT_IO (printed). */
+static int install_download(const char *part, const char *path, json_t *meta)
+{
+    if (rename(part, path)) {
+        dsa_errorf("cannot rename '%s': %s", part, strerror(errno));
+        json_decref(meta);
+        return DSA_EXIT_IO;
+    }
+    char when[DSA_UTC_SIZE];
+    json_object_set_new(meta, "fetched_at", json_string(dsa_utc_now(when)));
+    return write_meta(path, meta) ? DSA_EXIT_IO : DSA_EXIT_OK;
+}
+
 /* A cached file is reused only if its sha256 equals the recorded one. 1 = verified,
    0 = absent, -1 = mismatch or no record (printed). */
 static int verify_cached(const char *path, const char *want_sha)
@@ -451,24 +465,14 @@ static int fetch_gsm8k_split(const struct dsa_fetch_opts *o, const char *dir, co
             ret = DSA_EXIT_DATA;
             goto cleanup;
         }
-        if (rename(part, path)) {
-            ret = DSA_EXIT_IO;
-            dsa_errorf("cannot rename '%s': %s", part, strerror(errno));
-            goto cleanup;
-        }
-        char when[DSA_UTC_SIZE];
-        dsa_utc_now(when);
         json_t *meta = json_object();
         json_object_set_new(meta, "dataset", json_string("openai/grade-school-math"));
         json_object_set_new(meta, "revision", json_string(DSA_GSM8K_COMMIT));
         json_object_set_new(meta, "file", json_sprintf("grade_school_math/data/%s.jsonl", split));
         json_object_set_new(meta, "url", json_string(url));
         json_object_set_new(meta, "sha256", json_string(hex));
-        json_object_set_new(meta, "fetched_at", json_string(when));
-        if (write_meta(path, meta)) {
-            ret = DSA_EXIT_IO;
+        if ((ret = install_download(part, path, meta)))
             goto cleanup;
-        }
     } else {
         dsa_notef("'%s' is up to date (sha256 verified)", path);
     }
@@ -735,13 +739,6 @@ static int fetch_mrcr_needles(const struct dsa_fetch_opts *o, const char *dir, i
         ret = DSA_EXIT_DATA;
         goto cleanup;
     }
-    if (rename(part, path)) {
-        ret = DSA_EXIT_IO;
-        dsa_errorf("cannot rename '%s': %s", part, strerror(errno));
-        goto cleanup;
-    }
-    char when[DSA_UTC_SIZE];
-    dsa_utc_now(when);
     json_t *meta = json_object();
     json_object_set_new(meta, "dataset", json_string("openai/mrcr"));
     json_object_set_new(meta, "revision", json_string(revision));
@@ -755,11 +752,8 @@ static int fetch_mrcr_needles(const struct dsa_fetch_opts *o, const char *dir, i
                                      "row_idx %ld-%ld",
                                      base, first_idx, first_idx + MRCR_ROWS_PER_NEEDLE - 1));
     json_object_set_new(meta, "sha256", json_string(dsa_mrcr_sha256(rd)));
-    json_object_set_new(meta, "fetched_at", json_string(when));
-    if (write_meta(path, meta)) {
-        ret = DSA_EXIT_IO;
+    if ((ret = install_download(part, path, meta)))
         goto cleanup;
-    }
     printf("%s\n", path);
 cleanup:
     if (f)
