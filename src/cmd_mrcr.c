@@ -486,19 +486,8 @@ int cmd_mrcr(int argc, char **argv)
     json_decref(match);
     json_decref(dataset_id);
 
-    if (ret == DSA_EXIT_OK || ret == DSA_EXIT_INTERRUPTED) {
-        json_t *summary = json_array_size(runs_records) ? dsa_summary_new(runs_records) : NULL;
-        if (summary) {
-            struct dsa_buf sb = DSA_BUF_INIT;
-            if (as_json)
-                dsa_summary_render_json(summary, &sb);
-            else
-                dsa_summary_render_text(summary, &sb);
-            fwrite(sb.data, 1, sb.len, stdout);
-            dsa_buf_release(&sb);
-            json_decref(summary);
-        }
-    }
+    if ((ret == DSA_EXIT_OK || ret == DSA_EXIT_INTERRUPTED) && json_array_size(runs_records))
+        dsa_summary_print(runs_records, as_json, stdout);
     if (ret == DSA_EXIT_OK) {
         /* failed rows anywhere in the run files (this invocation or an earlier one) */
         long failed = 0;
