@@ -28,6 +28,7 @@
 #include "util/json.h"
 #include "util/lines.h"
 #include "util/msg.h"
+#include "util/utc.h"
 #include "version.h"
 
 /* ------------------------------------------------------------------ GSM8K info */
@@ -314,27 +315,35 @@ static char *url_base(const char *b)
     return dsa_xstrndup(b, n && b[n - 1] == '/' ? n - 1 : n);
 }
 
-static void utc_now(char out[32])
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* Writes PATH.meta.json (through a temporary file and rename). Consumes meta. */
 static int write_meta(const char *path, json_t *meta)
 {
-    char *mp = strf("%s.meta.json", path), *tmp = strf("%s.meta.json.tmp", path);
-    int ret = 0;
-    if (json_dump_file(meta, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || rename(tmp, mp)) {
-        ret = dsa_errorf("cannot write '%s': %s", mp, strerror(errno ? errno : EIO));
-        unlink(tmp);
+    char *mp = strf("%s.meta.json", path);
+    struct dsa_atomic a;
+    int ret = dsa_atomic_open(&a, mp);
+    if (!ret && json_dumpf(meta, a.f, JSON_INDENT(2) | JSON_PRESERVE_ORDER)) {
+        ret = dsa_errorf("cannot write '%s': %s", a.tmp, strerror(errno ? errno : EIO));
+        dsa_atomic_abort(&a);
+    } else if (!ret) {
+        ret = dsa_atomic_commit(&a);
     }
     json_decref(meta);
     free(mp);
-    free(tmp);
     return ret;
+}
+
+/* A complete, verified download takes its final name, then PATH.meta.json records where it
+   came from, with "fetched_at" added. Consumes meta. Returns 0 or DSA_EXIT_IO (printed). */
+static int install_download(const char *part, const char *path, json_t *meta)
+{
+    if (rename(part, path)) {
+        dsa_errorf("cannot rename '%s': %s", part, strerror(errno));
+        json_decref(meta);
+        return DSA_EXIT_IO;
+    }
+    char when[DSA_UTC_SIZE];
+    json_object_set_new(meta, "fetched_at", json_string(dsa_utc_now(when)));
+    return write_meta(path, meta) ? DSA_EXIT_IO : DSA_EXIT_OK;
 }
 
 /* A cached file is reused only if its sha256 equals the recorded one. 1 = verified,
@@ -456,24 +465,14 @@ static int fetch_gsm8k_split(const struct dsa_fetch_opts *o, const char *dir, co
             ret = DSA_EXIT_DATA;
             goto cleanup;
         }
-        if (rename(part, path)) {
-            ret = DSA_EXIT_IO;
-            dsa_errorf("cannot rename '%s': %s", part, strerror(errno));
-            goto cleanup;
-        }
-        char when[32];
-        utc_now(when);
         json_t *meta = json_object();
         json_object_set_new(meta, "dataset", json_string("openai/grade-school-math"));
         json_object_set_new(meta, "revision", json_string(DSA_GSM8K_COMMIT));
         json_object_set_new(meta, "file", json_sprintf("grade_school_math/data/%s.jsonl", split));
         json_object_set_new(meta, "url", json_string(url));
         json_object_set_new(meta, "sha256", json_string(hex));
-        json_object_set_new(meta, "fetched_at", json_string(when));
-        if (write_meta(path, meta)) {
-            ret = DSA_EXIT_IO;
+        if ((ret = install_download(part, path, meta)))
             goto cleanup;
-        }
     } else {
         dsa_notef("'%s' is up to date (sha256 verified)", path);
     }
@@ -740,13 +739,6 @@ static int fetch_mrcr_needles(const struct dsa_fetch_opts *o, const char *dir, i
         ret = DSA_EXIT_DATA;
         goto cleanup;
     }
-    if (rename(part, path)) {
-        ret = DSA_EXIT_IO;
-        dsa_errorf("cannot rename '%s': %s", part, strerror(errno));
-        goto cleanup;
-    }
-    char when[32];
-    utc_now(when);
     json_t *meta = json_object();
     json_object_set_new(meta, "dataset", json_string("openai/mrcr"));
     json_object_set_new(meta, "revision", json_string(revision));
@@ -760,11 +752,8 @@ static int fetch_mrcr_needles(const struct dsa_fetch_opts *o, const char *dir, i
                                      "row_idx %ld-%ld",
                                      base, first_idx, first_idx + MRCR_ROWS_PER_NEEDLE - 1));
     json_object_set_new(meta, "sha256", json_string(dsa_mrcr_sha256(rd)));
-    json_object_set_new(meta, "fetched_at", json_string(when));
-    if (write_meta(path, meta)) {
-        ret = DSA_EXIT_IO;
+    if ((ret = install_download(part, path, meta)))
         goto cleanup;
-    }
     printf("%s\n", path);
 cleanup:
     if (f)

@@ -120,27 +120,41 @@ static int bin_of_edge_text(const char *s)
     return -1;
 }
 
-static int bad_edge(const char *item)
+/* a bin edge -> bin index, or -1 with the error printed */
+static int bin_item(const char *item)
 {
-    return dsa_errorf("'%s' is not an MRCR bin edge: use 8k, 16k, 32k, 64k, 128k, 256k, 512k "
-                      "or 1m",
-                      item);
+    int k = bin_of_edge_text(item);
+    if (k < 0)
+        dsa_errorf("'%s' is not an MRCR bin edge: use 8k, 16k, 32k, 64k, 128k, 256k, 512k or 1m",
+                   item);
+    return k;
 }
 
-int dsa_mrcr_parse_bins(const char *list, unsigned *mask)
+/* a needle count -> its bit, or -1 with the error printed */
+static int needles_item(const char *item)
+{
+    char *end;
+    long n = strtol(item, &end, 10);
+    if (end == item || *end || n < 1 || n > DSA_MRCR_MAX_NEEDLES)
+        return dsa_errorf("'%s' is not a needle count: use 2, 4 or 8", item);
+    return (int)n;
+}
+
+/* "a,b,c" -> the mask of the bits item() gives each; `what` names the list when empty */
+static int parse_list(const char *list, const char *what, int (*item)(const char *), unsigned *mask)
 {
     struct dsa_strlist items = {0};
     dsa_split_commas(list, &items);
     unsigned m = 0;
     int ret = 0;
     if (!items.n)
-        ret = dsa_errorf("empty bin list '%s'", list);
+        ret = dsa_errorf("empty %s list '%s'", what, list);
     for (size_t i = 0; i < items.n && !ret; i++) {
-        int k = bin_of_edge_text(items.v[i]);
-        if (k < 0)
-            ret = bad_edge(items.v[i]);
+        int bit = item(items.v[i]);
+        if (bit < 0)
+            ret = -1;
         else
-            m |= 1u << k;
+            m |= 1u << bit;
     }
     dsa_strlist_free_items(&items);
     if (!ret)
@@ -148,35 +162,23 @@ int dsa_mrcr_parse_bins(const char *list, unsigned *mask)
     return ret;
 }
 
+int dsa_mrcr_parse_bins(const char *list, unsigned *mask)
+{
+    return parse_list(list, "bin", bin_item, mask);
+}
+
 int dsa_mrcr_parse_max_bin(const char *edge, unsigned *mask)
 {
-    int k = bin_of_edge_text(edge);
+    int k = bin_item(edge);
     if (k < 0)
-        return bad_edge(edge);
+        return -1;
     *mask = (1u << (k + 1)) - 1;
     return 0;
 }
 
 int dsa_mrcr_parse_needles(const char *list, unsigned *mask)
 {
-    struct dsa_strlist items = {0};
-    dsa_split_commas(list, &items);
-    unsigned m = 0;
-    int ret = 0;
-    if (!items.n)
-        ret = dsa_errorf("empty needle list '%s'", list);
-    for (size_t i = 0; i < items.n && !ret; i++) {
-        char *end;
-        long n = strtol(items.v[i], &end, 10);
-        if (end == items.v[i] || *end || n < 1 || n > DSA_MRCR_MAX_NEEDLES)
-            ret = dsa_errorf("'%s' is not a needle count: use 2, 4 or 8", items.v[i]);
-        else
-            m |= 1u << n;
-    }
-    dsa_strlist_free_items(&items);
-    if (!ret)
-        *mask = m;
-    return ret;
+    return parse_list(list, "needle", needles_item, mask);
 }
 
 static int where_errorf(const struct dsa_json_where *w, const char *what)

@@ -38,10 +38,9 @@ char *dsa_sample_path(const char *name)
         return NULL;
     }
     char *cache = dsa_cache_dir();
-    struct dsa_buf dir = DSA_BUF_INIT, path = DSA_BUF_INIT, tmp = DSA_BUF_INIT;
+    struct dsa_buf dir = DSA_BUF_INIT, path = DSA_BUF_INIT;
     dsa_buf_addf(&dir, "%s/samples/%.16s", cache, s->sha256);
     dsa_buf_addf(&path, "%s/%s", dir.data, s->name);
-    dsa_buf_addf(&tmp, "%s.%ld.tmp", path.data, (long)getpid());
     free(cache);
     char hex[65];
     char *ret = NULL;
@@ -52,21 +51,15 @@ char *dsa_sample_path(const char *name)
     }
     if (dsa_mkdirs(dir.data))
         goto cleanup;
-    FILE *f = fopen(tmp.data, "wb");
-    if (!f) {
-        dsa_errorf("cannot create '%s': %s", tmp.data, strerror(errno));
+    struct dsa_atomic a;
+    if (dsa_atomic_open(&a, path.data))
         goto cleanup;
-    }
-    bool bad = fwrite(s->data, 1, s->len, f) != s->len;
-    if (fclose(f) || bad || rename(tmp.data, path.data)) {
-        dsa_errorf("cannot write '%s': %s", path.data, strerror(errno ? errno : EIO));
-        unlink(tmp.data);
+    fwrite(s->data, 1, s->len, a.f); /* a short write shows in the stream's error flag */
+    if (dsa_atomic_commit(&a))
         goto cleanup;
-    }
     ret = dsa_buf_detach(&path, NULL);
 cleanup:
     dsa_buf_release(&dir);
     dsa_buf_release(&path);
-    dsa_buf_release(&tmp);
     return ret;
 }

@@ -19,6 +19,7 @@
 #include "datasets/synth.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
+#include "util/fs.h"
 #include "util/msg.h"
 #include "util/opt.h"
 
@@ -86,34 +87,18 @@ static int synth_mrcr(int argc, char **argv)
         return r > 0 ? DSA_EXIT_INTERRUPTED : r ? DSA_EXIT_IO : DSA_EXIT_OK;
     }
     /* write beside the target and rename, so a failed run never leaves a partial file */
-    struct dsa_buf tmp = DSA_BUF_INIT;
-    dsa_buf_addf(&tmp, "%s.tmp", out);
-    int ret = DSA_EXIT_IO;
-    FILE *f = fopen(tmp.data, "wb");
-    if (!f) {
-        dsa_errorf("cannot create '%s': %s", tmp.data, strerror(errno));
-        goto cleanup;
-    }
-    int bad = dsa_synth_mrcr_write(f, &o, out);
-    if (fclose(f) && !bad)
-        bad = dsa_errorf("cannot write '%s': %s", out, strerror(errno));
+    struct dsa_atomic a;
+    if (dsa_atomic_open(&a, out))
+        return DSA_EXIT_IO;
+    int bad = dsa_synth_mrcr_write(a.f, &o, out);
     if (bad) {
-        unlink(tmp.data);
-        if (bad > 0) {
-            dsa_errorf("interrupted; '%s' was not written", out);
-            ret = DSA_EXIT_INTERRUPTED;
-        }
-        goto cleanup;
+        dsa_atomic_abort(&a);
+        if (bad < 0)
+            return DSA_EXIT_IO;
+        dsa_errorf("interrupted; '%s' was not written", out);
+        return DSA_EXIT_INTERRUPTED;
     }
-    if (rename(tmp.data, out)) {
-        dsa_errorf("cannot rename '%s' to '%s': %s", tmp.data, out, strerror(errno));
-        unlink(tmp.data);
-        goto cleanup;
-    }
-    ret = DSA_EXIT_OK;
-cleanup:
-    dsa_buf_release(&tmp);
-    return ret;
+    return dsa_atomic_commit(&a) ? DSA_EXIT_IO : DSA_EXIT_OK;
 }
 
 /*

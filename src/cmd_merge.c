@@ -17,6 +17,7 @@
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
+#include "util/fs.h"
 #include "util/json.h"
 #include "util/msg.h"
 #include "util/opt.h"
@@ -32,16 +33,11 @@ static bool parse_shard(json_t *v, long *i, long *n)
 static int write_merged(const char *out, json_t *header, json_t **recs, size_t n_in)
 {
     /* write beside OUT, then rename: a crash never leaves a half-merged OUT */
-    struct dsa_buf tmp = DSA_BUF_INIT;
-    dsa_buf_addf(&tmp, "%s.tmp-%ld", out, (long)getpid());
-    int ret = DSA_EXIT_IO;
-    FILE *f = fopen(tmp.data, "wb");
-    if (!f) {
-        dsa_errorf("cannot create '%s': %s", tmp.data, strerror(errno));
-        goto cleanup;
-    }
+    struct dsa_atomic a;
+    if (dsa_atomic_open(&a, out))
+        return DSA_EXIT_IO;
     char *line = dsa_json_dumps_line(header);
-    fprintf(f, "%s\n", line);
+    fprintf(a.f, "%s\n", line);
     free(line);
     for (size_t k = 0; k < n_in; k++) {
         size_t i;
@@ -49,30 +45,11 @@ static int write_merged(const char *out, json_t *header, json_t **recs, size_t n
         json_array_foreach(recs[k], i, rec)
         {
             line = dsa_json_dumps_line(rec);
-            fprintf(f, "%s\n", line);
+            fprintf(a.f, "%s\n", line);
             free(line);
         }
     }
-    if (fflush(f) || ferror(f) || fsync(fileno(f))) {
-        dsa_errorf("cannot write '%s': %s", tmp.data, strerror(errno));
-        fclose(f);
-        unlink(tmp.data);
-        goto cleanup;
-    }
-    if (fclose(f)) {
-        dsa_errorf("cannot write '%s': %s", tmp.data, strerror(errno));
-        unlink(tmp.data);
-        goto cleanup;
-    }
-    if (rename(tmp.data, out)) {
-        dsa_errorf("cannot rename '%s' to '%s': %s", tmp.data, out, strerror(errno));
-        unlink(tmp.data);
-        goto cleanup;
-    }
-    ret = DSA_EXIT_OK;
-cleanup:
-    dsa_buf_release(&tmp);
-    return ret;
+    return dsa_atomic_commit(&a) ? DSA_EXIT_IO : DSA_EXIT_OK;
 }
 
 int cmd_merge(int argc, char **argv)

@@ -26,7 +26,6 @@
 #include "util/msg.h"
 #include "util/opt.h"
 #include "util/progress.h"
-#include "version.h"
 
 #define DEFAULT_DATASET "openai/mrcr"
 
@@ -131,16 +130,6 @@ static void on_progress(void *ud, const struct dsa_mrcr_eval_counts *c)
     dsa_progress_poll(pc->p);
 }
 
-static char *iso_now(void)
-{
-    char buf[32];
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return dsa_xstrdup(buf);
-}
-
 /* --backend inprocess: the indexer stack on the dataset's prompts (evals/inproc_mrcr.h) */
 static int run_inprocess(const char *dataset, const char *out, const struct dsa_mrcr_filter *filt,
                          const char *device, const char *kernels_so,
@@ -213,7 +202,7 @@ int cmd_mrcr(int argc, char **argv)
     int topk = 2048, max_query = 32;
     double temperature = 0.0, timeout_s = 1800;
     bool quiet = false, as_json = false, force_new = false, stream = false, insecure = false;
-    bool strip_think = false, no_count = false;
+    bool strip_think = false, no_count = false, retry_failed = false;
     const char *seed_text = NULL;
     struct dsa_option opts[] = {
         DSA_OPT_STRLIST(0, "endpoint", &endpoints, "URL",
@@ -228,6 +217,8 @@ int cmd_mrcr(int argc, char **argv)
         DSA_OPT_INT(0, "runs", &runs, "N", "independent runs of the same rows (default 1)"),
         DSA_OPT_BOOL(0, "force-new", &force_new,
                      "start over when the run files were made by another command"),
+        DSA_OPT_BOOL(0, "retry-failed", &retry_failed,
+                     "send the rows recorded as failed in the run files again"),
         DSA_OPT_STRING(0, "backend", &backend_kind, "KIND", "endpoint (default) or inprocess"),
         DSA_OPT_STRING(0, "device", &device, "cuda|cpu",
                        "inprocess: where the indexer stack runs (default: cuda if present)"),
@@ -320,6 +311,11 @@ int cmd_mrcr(int argc, char **argv)
         }
     }
     if (!strcmp(backend_kind, "inprocess")) {
+        if (retry_failed) {
+            dsa_errorf("--retry-failed is for --backend endpoint (an in-process row fails "
+                       "the same way every time)");
+            goto cleanup;
+        }
         ret = run_inprocess(dataset ? dataset : DSA_SAMPLE_MRCR_DEFAULT, out, &eo.filter, device,
                             kernels_so, &variants, topk, max_query, seed_text ? (uint64_t)seed : 1,
                             force_new, command);
@@ -439,16 +435,15 @@ int cmd_mrcr(int argc, char **argv)
     struct dsa_mrcr_eval_counts all = {0};
     ret = DSA_EXIT_OK;
     for (int ri = 1; ri <= runs && ret == DSA_EXIT_OK; ri++) {
-        char *created = iso_now();
-        json_t *header =
-            json_pack("{s:i, s:{s:s, s:s}, s:O, s:s, s:i, s:s, s:O, s:O, s:O, s:O}", "dsa_eval_run",
-                      1, "tool", "version", DSA_VERSION, "git", DSA_GIT_HASH, "command", command,
-                      "eval", "mrcr", "run", ri, "created", created, "match", match, "dataset",
-                      dataset_id, "backend", backend_id, "params", run_params);
-        free(created);
+        /* the store adds the format version, the tool and the creation time */
+        json_t *header = json_pack("{s:O, s:s, s:i, s:O, s:O, s:O, s:O}", "command", command,
+                                   "eval", "mrcr", "run", ri, "match", match, "dataset", dataset_id,
+                                   "backend", backend_id, "params", run_params);
         char *path = dsa_run_file_name(out, ri);
         dsa_run *run = NULL;
-        int orc = dsa_run_open(&run, path, header, force_new ? DSA_RUN_FORCE_NEW : 0);
+        unsigned flags =
+            (force_new ? DSA_RUN_FORCE_NEW : 0) | (retry_failed ? DSA_RUN_RETRY_FAILED : 0);
+        int orc = dsa_run_open(&run, path, header, flags);
         json_decref(header);
         if (orc < 0) {
             ret = orc == -2 ? DSA_EXIT_MISMATCH : orc == -3 ? DSA_EXIT_DATA : DSA_EXIT_IO;
@@ -492,19 +487,8 @@ int cmd_mrcr(int argc, char **argv)
     json_decref(match);
     json_decref(dataset_id);
 
-    if (ret == DSA_EXIT_OK || ret == DSA_EXIT_INTERRUPTED) {
-        json_t *summary = json_array_size(runs_records) ? dsa_summary_new(runs_records) : NULL;
-        if (summary) {
-            struct dsa_buf sb = DSA_BUF_INIT;
-            if (as_json)
-                dsa_summary_render_json(summary, &sb);
-            else
-                dsa_summary_render_text(summary, &sb);
-            fwrite(sb.data, 1, sb.len, stdout);
-            dsa_buf_release(&sb);
-            json_decref(summary);
-        }
-    }
+    if ((ret == DSA_EXIT_OK || ret == DSA_EXIT_INTERRUPTED) && json_array_size(runs_records))
+        dsa_summary_print(runs_records, as_json, stdout);
     if (ret == DSA_EXIT_OK) {
         /* failed rows anywhere in the run files (this invocation or an earlier one) */
         long failed = 0;

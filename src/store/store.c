@@ -23,6 +23,7 @@
 #include "util/json.h"
 #include "util/lines.h"
 #include "util/msg.h"
+#include "util/utc.h"
 #include "version.h"
 
 struct dsa_run {
@@ -451,16 +452,6 @@ cleanup:
     return ret;
 }
 
-static char *iso_now(void)
-{
-    char buf[32];
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return dsa_xstrdup(buf);
-}
-
 /* The header as written: the caller's, plus the format version, tool and creation time
    when the caller left them out. */
 static json_t *complete_header(json_t *header)
@@ -471,9 +462,8 @@ static json_t *complete_header(json_t *header)
         json_object_set_new(h, "tool",
                             json_pack("{s:s,s:s}", "version", DSA_VERSION, "git", DSA_GIT_HASH));
     if (!json_object_get(h, "created")) {
-        char *now = iso_now();
-        json_object_set_new(h, "created", json_string(now));
-        free(now);
+        char now[DSA_UTC_SIZE];
+        json_object_set_new(h, "created", json_string(dsa_utc_now(now)));
     }
     return h;
 }
@@ -848,11 +838,11 @@ json_t *dsa_run_command_json(int argc, char **argv)
 
 json_t *dsa_run_header_new(const char *eval, int run_index, int argc, char **argv)
 {
-    char *now = iso_now();
+    char now[DSA_UTC_SIZE];
+    dsa_utc_now(now);
     json_t *h = json_pack("{s:i,s:{s:s,s:s},s:o,s:s,s:i,s:s,s:{},s:{},s:{},s:{}}", "dsa_eval_run",
                           1, "tool", "version", DSA_VERSION, "git", DSA_GIT_HASH, "command",
                           dsa_run_command_json(argc, argv), "eval", eval, "run", run_index,
                           "created", now, "match", "dataset", "backend", "params");
-    free(now);
     return h;
 }

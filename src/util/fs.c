@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/buf.h"
 #include "util/msg.h"
@@ -66,4 +67,55 @@ char *dsa_cache_dir(void)
     struct dsa_buf out = DSA_BUF_INIT;
     dsa_buf_addf(&out, "%s/.cache/dsa-eval", env && *env ? env : ".");
     return dsa_buf_detach(&out, NULL);
+}
+
+int dsa_atomic_open(struct dsa_atomic *a, const char *path)
+{
+    struct dsa_buf tmp = DSA_BUF_INIT;
+    dsa_buf_addf(&tmp, "%s.tmp-%ld", path, (long)getpid());
+    a->path = path;
+    a->tmp = dsa_buf_detach(&tmp, NULL);
+    a->f = fopen(a->tmp, "wb");
+    if (!a->f) {
+        dsa_errorf("cannot create '%s': %s", a->tmp, strerror(errno));
+        free(a->tmp);
+        a->tmp = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int dsa_atomic_commit(struct dsa_atomic *a)
+{
+    int ret = 0;
+    errno = 0; /* a stream error without errno reads as EIO */
+    /* fsync before the rename: otherwise a power cut can leave PATH renamed but empty */
+    bool bad = fflush(a->f) || ferror(a->f) || fsync(fileno(a->f));
+    int err = errno;
+    if (fclose(a->f) && !bad) {
+        bad = true;
+        err = errno;
+    }
+    a->f = NULL;
+    if (bad) {
+        ret = dsa_errorf("cannot write '%s': %s", a->tmp, strerror(err ? err : EIO));
+        unlink(a->tmp);
+    } else if (rename(a->tmp, a->path)) {
+        ret = dsa_errorf("cannot rename '%s' to '%s': %s", a->tmp, a->path, strerror(errno));
+        unlink(a->tmp);
+    }
+    free(a->tmp);
+    a->tmp = NULL;
+    return ret;
+}
+
+void dsa_atomic_abort(struct dsa_atomic *a)
+{
+    if (a->f)
+        fclose(a->f);
+    a->f = NULL;
+    if (a->tmp)
+        unlink(a->tmp);
+    free(a->tmp);
+    a->tmp = NULL;
 }

@@ -6,6 +6,7 @@
 #define DSA_UTIL_FS_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 /* mkdir -p; returns 0 or -1 with the error printed */
 int dsa_mkdirs(const char *path);
@@ -14,5 +15,25 @@ bool dsa_is_file(const char *path);
 char *dsa_path_join(const char *a, const char *b);
 /* $DSA_EVAL_CACHE, else $XDG_CACHE_HOME/dsa-eval, else ~/.cache/dsa-eval */
 char *dsa_cache_dir(void);
+
+/*
+ * A file written whole or not at all: dsa_atomic_open() creates "PATH.tmp-PID" beside PATH
+ * (same file system, and two writers never share one) and the caller writes to `f`;
+ * dsa_atomic_commit() flushes it to disk, closes it and renames it over PATH, so a crash or
+ * an error leaves the old PATH (or none), never a partial one; dsa_atomic_abort() closes and
+ * removes it. Errors are printed ("cannot create 'T': …", "cannot write 'T': …", "cannot
+ * rename 'T' to 'PATH': …"). Commit and abort release everything, also on failure; `path`
+ * is borrowed until then.
+ */
+struct dsa_atomic {
+    FILE *f;
+    char *tmp;
+    const char *path;
+};
+/* 0, or -1 (printed; nothing to release) */
+int dsa_atomic_open(struct dsa_atomic *a, const char *path);
+/* 0, or -1 (printed; the temporary file is removed and PATH untouched) */
+int dsa_atomic_commit(struct dsa_atomic *a);
+void dsa_atomic_abort(struct dsa_atomic *a);
 
 #endif

@@ -1,10 +1,34 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 #include "util/msg.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 
 bool dsa_msg_quiet = false;
+
+/* guards the hook and orders "clear the meter, write the message" against other threads */
+static pthread_mutex_t msg_mu = PTHREAD_MUTEX_INITIALIZER;
+static void (*clear_hook)(void *ud);
+static void *clear_ud;
+
+void dsa_msg_set_clear_hook(void (*clear)(void *ud), void *ud)
+{
+    pthread_mutex_lock(&msg_mu);
+    clear_hook = clear;
+    clear_ud = ud;
+    pthread_mutex_unlock(&msg_mu);
+}
+
+void dsa_msg_unset_clear_hook(void *ud)
+{
+    pthread_mutex_lock(&msg_mu);
+    if (clear_ud == ud) {
+        clear_hook = NULL;
+        clear_ud = NULL;
+    }
+    pthread_mutex_unlock(&msg_mu);
+}
 
 static void vmsg(const char *kind, const char *fmt, va_list ap)
 {
@@ -15,7 +39,11 @@ static void vmsg(const char *kind, const char *fmt, va_list ap)
     if (n < 0 || (size_t)n >= sizeof line)
         n = 0;
     vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    pthread_mutex_lock(&msg_mu);
+    if (clear_hook)
+        clear_hook(clear_ud);
     fprintf(stderr, "%s\n", line);
+    pthread_mutex_unlock(&msg_mu);
 }
 
 int dsa_errorf(const char *fmt, ...)

@@ -22,4 +22,15 @@ void dsa_notef(const char *fmt, ...) DSA_PRINTF(1, 2);
 /* -q: silence notes and progress, never errors or warnings */
 extern bool dsa_msg_quiet;
 
+/*
+ * A line drawn in place on stderr (the progress meter, src/util/progress.h) would share its
+ * line with a message printed meanwhile. Its owner registers `clear`, which every message
+ * calls (with `ud`) right before it is written, under the lock that keeps messages whole;
+ * `clear` must not print messages itself. One hook at a time: a new one replaces the old;
+ * dsa_msg_unset_clear_hook(ud) removes it only if `ud` is still the registered one, and
+ * returns once no message is calling it.
+ */
+void dsa_msg_set_clear_hook(void (*clear)(void *ud), void *ud);
+void dsa_msg_unset_clear_hook(void *ud);
+
 #endif

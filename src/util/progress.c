@@ -5,6 +5,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +24,8 @@ struct dsa_progress {
     FILE *out;
     bool tty;
     bool drawn, finished;
+    bool cleared;    /* a message blanked the terminal line: redraw at the next update */
+    size_t line_len; /* columns of the terminal line on screen, to blank it */
     double start, last_draw;
     size_t last_step; /* done * PLAIN_STEPS / total at the last plain line */
     double (*now)(void);
@@ -125,6 +128,20 @@ DSA_UNITTEST void dsa_progress_line(const char *label, size_t done, size_t total
              dsa_progress_fmt_count(retries, re_s), dsa_progress_fmt_count(errors, er_s));
 }
 
+/* The msg.c hook: called under msg.c's lock before a message is written to stderr. */
+static void clear_line(void *ud)
+{
+    dsa_progress *p = ud;
+    pthread_mutex_lock(&p->mu);
+    /* spaces, not an ANSI erase: any terminal, and a log of the tty stays readable */
+    if (p->tty && p->drawn && !p->finished && !p->cleared && p->line_len) {
+        fprintf(p->out, "\r%*s\r", (int)p->line_len, "");
+        fflush(p->out);
+        p->cleared = true;
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
 dsa_progress *dsa_progress_new(const char *label, size_t total, size_t already_done)
 {
     dsa_progress *p = dsa_xcalloc(1, sizeof *p);
@@ -138,6 +155,7 @@ dsa_progress *dsa_progress_new(const char *label, size_t total, size_t already_d
     p->start = p->now();
     p->last_draw = p->start;
     p->last_step = total ? already_done * PLAIN_STEPS / total : 0;
+    dsa_msg_set_clear_hook(clear_line, p);
     return p;
 }
 
@@ -163,12 +181,16 @@ static void draw(dsa_progress *p, double now, bool final)
     char line[256];
     dsa_progress_line(p->label, p->done, p->total, p->resumed, p->retries, p->errors,
                       now - p->start, line, sizeof line);
-    if (p->tty)
+    if (p->tty) {
+        /* the line never gets shorter (fixed widths), so no blanking of leftovers */
         fprintf(p->out, "\r%s%s", line, final ? "\n" : "");
-    else
+        p->line_len = strlen(line);
+    } else {
         fprintf(p->out, "%s\n", line);
+    }
     fflush(p->out);
     p->drawn = true;
+    p->cleared = false;
     p->last_draw = now;
     p->last_step = p->total ? p->done * PLAIN_STEPS / p->total : 0;
 }
@@ -181,7 +203,7 @@ static void maybe_draw(dsa_progress *p)
     double now = p->now();
     bool due;
     if (p->tty)
-        due = !p->drawn || now - p->last_draw >= REDRAW_TTY_S;
+        due = !p->drawn || p->cleared || now - p->last_draw >= REDRAW_TTY_S;
     else
         due = now - p->last_draw >= REDRAW_PLAIN_S ||
               (p->total && p->done * PLAIN_STEPS / p->total > p->last_step);
@@ -228,6 +250,7 @@ void dsa_progress_free(dsa_progress **pp)
     dsa_progress *p = *pp;
     if (!p)
         return;
+    dsa_msg_unset_clear_hook(p);
     pthread_mutex_destroy(&p->mu);
     free(p->label);
     free(p);

@@ -15,6 +15,11 @@
  * rate = samples finished in this process / elapsed seconds (resumed samples do not count:
  * they took no time); ETA = samples left / rate, "  ---" while the rate is unknown.
  *
+ * A message (src/util/msg.h) printed while a terminal line is drawn first blanks that line
+ * (dsa_msg_set_clear_hook), so it starts in column 0 on a clean line; the meter is drawn again
+ * at its next update, without waiting for the 500 ms throttle. The most recent
+ * dsa_progress_new() owns the hook until it is freed.
+ *
  * Thread-safe: workers call dsa_progress_done()/dsa_progress_retry() from any thread; the
  * line is drawn by whichever call finds it due.
  * Ownership: dsa_progress copies the label; the FILE * given to dsa_progress_set_output()

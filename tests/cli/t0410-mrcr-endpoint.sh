@@ -3,7 +3,8 @@
 # produce (computed independently here with srvref.mrcr_answer and CPython difflib), the same
 # with --stream, with two endpoints and under every fault kind (identical records, retries
 # counted); exact request bodies; API key never stored; over-context exclusion (pre-count and
-# 400 path) and failed samples reported per bin and never scored; exit codes.
+# 400 path) and failed samples reported per bin and never scored; --retry-failed sends exactly
+# the failed rows again (no duplicate ids, ok rows byte-identical); exit codes.
 # SPDX-License-Identifier: GPL-3.0-or-later
 . "$DSA_SRC/tests/cli/lib.sh"
 . "$DSA_SRC/tests/cli/srvlib.sh"
@@ -278,6 +279,39 @@ total = [r for r in summ["rows"] if r.get("total") and r.get("needles") is None]
 assert total[-1]["pooled"]["failed"] == len(failed), total[-1]
 assert total[-1]["pooled"]["scored"] == len(recs) - len(failed)
 EOF
+stop_server
+
+# --retry-failed: against a healthy server a plain rerun leaves the failed rows failed (exit 1,
+# nothing sent); with --retry-failed they are sent again and scored, the rows that were ok
+# stay byte-identical, no id appears twice
+grep '"status":"ok"' "$OUT/run-001.jsonl" >"$TMP/ok-before"
+start_server "${SRV_OPTS[@]}" --log-requests "$TMP/req-retry.jsonl" || exit 1
+expect_code 1 "a plain rerun keeps the failed rows: exit 1" "$DSA_BIN" mrcr \
+    --endpoint "$SERVER_URL" --dataset "$DS" --needles 2,8 --retries 0 --out "$OUT" -q
+if ! grep -q /v1/models "$TMP/req-retry.jsonl" || grep -q chat/completions "$TMP/req-retry.jsonl"; then
+    not_ok "a plain rerun sends no row"; else ok "a plain rerun sends no row"; fi
+"$DSA_BIN" mrcr --endpoint "$SERVER_URL" --dataset "$DS" --needles 2,8 --retries 0 \
+    --retry-failed --out "$OUT" --json >"$OUT.json" 2>"$TMP/err"
+expect_eq "--retry-failed against a healthy server: exit 0" "$?" 0
+grep -Eq "^dsa-eval: '.*run-001.jsonl': [0-9]+ failed samples? will run again \(--retry-failed\)$" \
+    "$TMP/err" && ok "--retry-failed says how many rows run again" ||
+    { not_ok "--retry-failed says how many rows run again"; sed 's/^/#   /' "$TMP/err"; }
+cp "$OUT.json" "$OUT/summary.json"
+check_run "$OUT" "--retry-failed: every row scored as the reference, no duplicate ids"
+if grep -Fxvf "$OUT/run-001.jsonl" "$TMP/ok-before" | grep -q .; then
+    not_ok "--retry-failed keeps the rows that were ok byte-identical"
+else ok "--retry-failed keeps the rows that were ok byte-identical"; fi
+DIR=$OUT LOG=$TMP/req-retry.jsonl OKB=$TMP/ok-before py "--retry-failed sends only the failed rows" <<'EOF'
+import json, os
+recs = [json.loads(l) for l in open(os.environ["DIR"] + "/run-001.jsonl").read().splitlines()[1:]]
+sent = [l for l in open(os.environ["LOG"]) if '"/v1/chat/completions"' in l]
+ok_before = open(os.environ["OKB"]).read().splitlines()
+assert len(sent) == len(recs) - len(ok_before) > 0, (len(sent), len(recs), len(ok_before))
+EOF
+expect_code 2 "--retry-failed with --backend inprocess: exit 2" "$DSA_BIN" mrcr \
+    --backend inprocess --retry-failed --dataset "$DS" --out "$TMP/x"
+grep -q "^dsa-eval: --retry-failed is for --backend endpoint" "$TMP/err" &&
+    ok "--retry-failed with inprocess: says why" || not_ok "--retry-failed with inprocess: says why"
 stop_server
 
 # API key: sent as a bearer token, never written to run files or messages

@@ -4,6 +4,7 @@
  * LLVMFuzzerTestOneInput, then runs --iterations seeded mutations of them (byte flips,
  * truncations, insertions, splices), so the parsers' error paths run under the sanitizers
  * on every CI build. A crash or sanitizer report fails the ctest case.
+ * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include <dirent.h>
 #include <stdint.h>
@@ -11,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 struct input {
     uint8_t *data;

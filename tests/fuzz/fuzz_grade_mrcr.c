@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "evals/mrcr_grade.h"
+#include "fuzz.h"
 
 static void check_grade(const struct dsa_mrcr_grade *g)
 {
@@ -25,11 +26,9 @@ static void check_grade(const struct dsa_mrcr_grade *g)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* a copy with a NUL terminator, so an overread past `size` is caught by ASan */
-    char *text = malloc(size + 1);
+    char *text = fuzz_cstr(data, size);
     if (!text)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
 
     struct dsa_mrcr_line ln;
     enum dsa_mrcr_line_status st = dsa_mrcr_grade_line(text, size, &ln);

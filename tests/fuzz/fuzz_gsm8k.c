@@ -7,19 +7,16 @@
 
 #include "datasets/gsm8k.h"
 #include "evals/gsm8k_extract.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static dsa_gsm8k_extractor *x;
     if (!x)
         x = dsa_gsm8k_extractor_new(); /* compiled once, like the real run */
-    char *text = malloc(size + 1);
+    char *text = fuzz_cstr(data, size);
     if (!text)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     struct dsa_json_where w = {"fuzz.jsonl", 1};
     struct dsa_gsm8k_row row;
     if (dsa_gsm8k_parse_line(text, size, &w, &row) == 0)

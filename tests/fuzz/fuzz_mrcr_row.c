@@ -10,17 +10,14 @@
 
 #include "datasets/mrcr.h"
 #include "datasets/tokenize.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* a copy with a NUL terminator: the parser must not rely on it, but must not read past */
-    char *text = malloc(size + 1);
+    char *text = fuzz_cstr(data, size);
     if (!text)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     struct dsa_mrcr_row row = {0};
     if (dsa_mrcr_parse_row_text(text, size, &row) == 0) {
         size_t i;

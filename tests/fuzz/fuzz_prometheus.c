@@ -7,16 +7,14 @@
 
 #include "evals/mtp.h"
 #include "evals/prometheus.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* a copy of exactly `size` bytes, so any read past the end is caught by ASan */
-    char *text = malloc(size ? size : 1);
+    char *text = fuzz_copy(data, size);
     if (!text)
         return 0;
-    memcpy(text, data, size);
     dsa_prom *p = NULL;
     char err[256];
     if (dsa_prom_parse(text, size, &p, err, sizeof err) == 0) {

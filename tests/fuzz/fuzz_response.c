@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend/response.h"
+#include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -17,9 +18,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     dsa_resp_parse_body(&r, api, (const char *)data + 1, size - 1);
     dsa_resp_release(&r);
     /* copy with a NUL terminator for the message recogniser */
-    char *s = malloc(size);
-    memcpy(s, data + 1, size - 1);
-    s[size - 1] = 0;
+    char *s = fuzz_cstr(data + 1, size - 1);
+    if (!s)
+        return 0;
     long pt, ml;
     dsa_resp_context_error(s, &pt, &ml);
     free(s);

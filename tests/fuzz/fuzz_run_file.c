@@ -5,6 +5,7 @@
  * append, the file loads again and holds exactly the run's records, each intact.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,33 +13,21 @@
 #include <unistd.h>
 
 #include "evals/summary.h"
+#include "fuzz.h"
 #include "store/store.h"
-
-static char path[64];
-
-static void write_input(const uint8_t *data, size_t size)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        abort();
-    if (size && fwrite(data, 1, size, f) != size)
-        abort();
-    fclose(f);
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (!path[0]) {
-        /* tmpfs when there is one: 20k files created and truncated stay off the disk */
-        snprintf(path, sizeof path, "%s/fuzz_run_file.%ld.jsonl",
-                 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", (long)getpid());
+    static bool quiet;
+    if (!quiet) {
+        quiet = true;
         /* thousands of expected error lines would drown a real report; the sanitizers
            write to fd 2 directly, so only our messages go */
         FILE *null = fopen("/dev/null", "w");
         if (null)
             stderr = null;
     }
-    write_input(data, size);
+    const char *path = fuzz_input_file(data, size, ".jsonl");
     json_t *h = NULL, *recs = NULL;
     if (dsa_run_load(path, &h, &recs) == 0) {
         if (!json_is_object(h) || !json_is_array(recs))

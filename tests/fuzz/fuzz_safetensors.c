@@ -13,16 +13,14 @@
 
 #include "backend/inprocess.h"
 #include "kernels/trace.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* an exact-size copy, so reads past the end are caught */
-    uint8_t *buf = malloc(size ? size : 1);
+    uint8_t *buf = fuzz_copy(data, size);
     if (!buf)
         return 0;
-    memcpy(buf, data, size);
     dsa_trace *t = NULL;
     char err[256];
     if (dsa_trace_parse(buf, size, &t, err, sizeof err) == 0) {

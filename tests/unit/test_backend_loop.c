@@ -641,6 +641,44 @@ static void test_probe(void **state)
     assert_int_equal(code, 2);
 }
 
+/* A temporary folder with a 3-row MRCR dataset whose prompts are "row-a", "row-b" and
+   "row-c" (2 needles, bin 8k, prefix "PFX"), and an open run file beside it. */
+struct mrcr_fixture {
+    char dir[64], ds[128], runp[128];
+    dsa_run *run;
+};
+
+static void mrcr_fixture_open(struct mrcr_fixture *fx, const char *name)
+{
+    snprintf(fx->dir, sizeof fx->dir, "/tmp/%s.XXXXXX", name);
+    assert_non_null(mkdtemp(fx->dir));
+    snprintf(fx->ds, sizeof fx->ds, "%s/ds.jsonl", fx->dir);
+    snprintf(fx->runp, sizeof fx->runp, "%s/run-001.jsonl", fx->dir);
+    FILE *f = fopen(fx->ds, "w");
+    assert_non_null(f);
+    const char *tags[] = {"row-a", "row-b", "row-c"};
+    for (int i = 0; i < 3; i++)
+        fprintf(f,
+                "{\"prompt\":\"[{\\\"role\\\":\\\"user\\\",\\\"content\\\":\\\"%s\\\"}]\","
+                "\"answer\":\"PFXabc\",\"random_string_to_prepend\":\"PFX\",\"n_needles\":2,"
+                "\"desired_msg_index\":0,\"total_messages\":1,\"n_chars\":5,\"bin\":\"8k\"}\n",
+                tags[i]);
+    fclose(f);
+    json_t *header =
+        json_pack("{s:i, s:s, s:i, s:{}}", "dsa_eval_run", 1, "eval", "mrcr", "run", 1, "match");
+    fx->run = NULL;
+    assert_int_equal(dsa_run_open(&fx->run, fx->runp, header, 0), 0);
+    json_decref(header);
+}
+
+static void mrcr_fixture_close(struct mrcr_fixture *fx)
+{
+    dsa_run_free(&fx->run);
+    unlink(fx->ds);
+    unlink(fx->runp);
+    rmdir(fx->dir);
+}
+
 /* The MRCR eval loop end to end on three rows: a thinking model's answer (graded on content
    only, reasoning kept as length + hash, --strip-think as a second score), a null content
    (graded as ""), and a row whose request fails (recorded, never scored). */
@@ -664,27 +702,11 @@ static void test_mrcr_eval_records(void **state)
 {
     (void)state;
     reset_log(h_mrcr);
-    char dir[] = "/tmp/test_mrcr_eval.XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char ds[128], runp[128];
-    snprintf(ds, sizeof ds, "%s/ds.jsonl", dir);
-    snprintf(runp, sizeof runp, "%s/run-001.jsonl", dir);
-    FILE *f = fopen(ds, "w");
-    const char *tags[] = {"row-a", "row-b", "row-c"};
-    for (int i = 0; i < 3; i++)
-        fprintf(f,
-                "{\"prompt\":\"[{\\\"role\\\":\\\"user\\\",\\\"content\\\":\\\"%s\\\"}]\","
-                "\"answer\":\"PFXabc\",\"random_string_to_prepend\":\"PFX\",\"n_needles\":2,"
-                "\"desired_msg_index\":0,\"total_messages\":1,\"n_chars\":5,\"bin\":\"8k\"}\n",
-                tags[i]);
-    fclose(f);
+    struct mrcr_fixture fx;
+    mrcr_fixture_open(&fx, "test_mrcr_eval");
     dsa_backend *b = open_client(1, 2, 0, 10, NULL, NULL);
-    json_t *header =
-        json_pack("{s:i, s:s, s:i, s:{}}", "dsa_eval_run", 1, "eval", "mrcr", "run", 1, "match");
-    dsa_run *run = NULL;
-    assert_int_equal(dsa_run_open(&run, runp, header, 0), 0);
-    json_decref(header);
-    const char *paths[] = {ds};
+    dsa_run *run = fx.run;
+    const char *paths[] = {fx.ds};
     struct dsa_mrcr_eval_opts o = {.dataset_paths = paths,
                                    .n_datasets = 1,
                                    .max_tokens = 64,
@@ -740,11 +762,8 @@ static void test_mrcr_eval_records(void **state)
         json_decref(body);
     }
     assert_int_equal(ours, 3);
-    dsa_run_free(&run);
     dsa_backend_free(&b);
-    unlink(ds);
-    unlink(runp);
-    rmdir(dir);
+    mrcr_fixture_close(&fx);
 }
 
 static enum action h_revoked(int n, const struct sreq *rq, struct dsa_buf *out)
@@ -762,28 +781,12 @@ static void test_mrcr_eval_auth_stop(void **state)
 {
     (void)state;
     reset_log(h_revoked);
-    char dir[] = "/tmp/test_mrcr_auth.XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char ds[128], runp[128];
-    snprintf(ds, sizeof ds, "%s/ds.jsonl", dir);
-    snprintf(runp, sizeof runp, "%s/run-001.jsonl", dir);
-    FILE *f = fopen(ds, "w");
-    const char *tags[] = {"row-a", "row-b", "row-c"};
-    for (int i = 0; i < 3; i++)
-        fprintf(f,
-                "{\"prompt\":\"[{\\\"role\\\":\\\"user\\\",\\\"content\\\":\\\"%s\\\"}]\","
-                "\"answer\":\"PFXabc\",\"random_string_to_prepend\":\"PFX\",\"n_needles\":2,"
-                "\"desired_msg_index\":0,\"total_messages\":1,\"n_chars\":5,\"bin\":\"8k\"}\n",
-                tags[i]);
-    fclose(f);
+    struct mrcr_fixture fx;
+    mrcr_fixture_open(&fx, "test_mrcr_auth");
     /* concurrency 1: row-a finishes before row-b is refused */
     dsa_backend *b = open_client(1, 1, 0, 10, NULL, NULL);
-    json_t *header =
-        json_pack("{s:i, s:s, s:i, s:{}}", "dsa_eval_run", 1, "eval", "mrcr", "run", 1, "match");
-    dsa_run *run = NULL;
-    assert_int_equal(dsa_run_open(&run, runp, header, 0), 0);
-    json_decref(header);
-    const char *paths[] = {ds};
+    dsa_run *run = fx.run;
+    const char *paths[] = {fx.ds};
     struct dsa_mrcr_eval_opts o = {
         .dataset_paths = paths, .n_datasets = 1, .max_tokens = 64, .max_model_len = -1};
     struct dsa_mrcr_eval_counts c;
@@ -791,11 +794,8 @@ static void test_mrcr_eval_auth_stop(void **state)
     assert_int_equal(dsa_run_count(run), 1);
     assert_non_null(dsa_run_get(run, "n2/r0000"));
     assert_null(dsa_run_get(run, "n2/r0001"));
-    dsa_run_free(&run);
     dsa_backend_free(&b);
-    unlink(ds);
-    unlink(runp);
-    rmdir(dir);
+    mrcr_fixture_close(&fx);
 }
 
 static void test_strip_think(void **state)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -241,13 +242,95 @@ static void test_quiet(void **state)
     fclose(f);
 }
 
+/* Everything written to stderr (fd 2) while `f` stands in for it. */
+static int stderr_saved = -1;
+static void stderr_to(FILE *f)
+{
+    fflush(stderr);
+    stderr_saved = dup(STDERR_FILENO);
+    assert_true(dup2(fileno(f), STDERR_FILENO) >= 0);
+}
+static char *stderr_back(FILE *f)
+{
+    fflush(stderr);
+    dup2(stderr_saved, STDERR_FILENO);
+    close(stderr_saved);
+    fseek(f, 0, SEEK_END); /* the offset moved through fd 2, not through `f` */
+    return capture_text(f);
+}
+
+static void test_message_clears_line(void **state)
+{
+    (void)state;
+    FILE *f = tmpfile();
+    char l1[160], l2[160], l3[160], blank[200], want[2048];
+    fake_now = 10;
+    stderr_to(f);
+    dsa_progress *p = dsa_progress_new("m", 10, 0);
+    dsa_progress_set_clock(p, fake_clock);
+    dsa_progress_set_output(p, stderr, true);
+    dsa_progress_done(p, false); /* drawn at once */
+    fake_now += 0.1;
+    dsa_warnf("disk '%s' is slow", "x"); /* blanks the line first */
+    dsa_notef("second");                 /* the line is blank already */
+    fake_now += 0.1;                     /* 0.2 s: a redraw, not throttled */
+    dsa_progress_poll(p);
+    fake_now += 0.1; /* 0.1 s after that redraw: throttled again */
+    dsa_progress_done(p, false);
+    dsa_progress_finish(p);
+    dsa_errorf("after the final line"); /* nothing to blank */
+    dsa_progress_free(&p);
+    dsa_warnf("no meter"); /* the hook is gone (ASan: no use after free) */
+    char *s = stderr_back(f);
+
+    dsa_progress_line("m", 1, 10, 0, 0, 0, 0.0, l1, sizeof l1);
+    dsa_progress_line("m", 1, 10, 0, 0, 0, 0.2, l2, sizeof l2);
+    dsa_progress_line("m", 2, 10, 0, 0, 0, 0.3, l3, sizeof l3);
+    snprintf(blank, sizeof blank, "\r%*s\r", (int)strlen(l1), "");
+    snprintf(want, sizeof want,
+             "\r%s%sdsa-eval: warning: disk 'x' is slow\ndsa-eval: second\n\r%s\r%s\n"
+             "dsa-eval: after the final line\ndsa-eval: warning: no meter\n",
+             l1, blank, l2, l3);
+    assert_string_equal(s, want);
+    free(s);
+    fclose(f);
+}
+
+static void test_message_plain_mode_untouched(void **state)
+{
+    (void)state;
+    FILE *f = tmpfile();
+    char l1[160], want[512];
+    fake_now = 0;
+    stderr_to(f);
+    dsa_progress *p = dsa_progress_new("m", 10, 0);
+    dsa_progress_set_clock(p, fake_clock);
+    dsa_progress_set_output(p, stderr, false);
+    fake_now = 1;
+    dsa_progress_done(p, false); /* 10%: a log line */
+    dsa_warnf("w");              /* whole lines in a log: nothing to blank */
+    dsa_progress_poll(p);        /* and no extra line after it */
+    dsa_progress_free(&p);
+    char *s = stderr_back(f);
+    dsa_progress_line("m", 1, 10, 0, 0, 0, 1.0, l1, sizeof l1);
+    snprintf(want, sizeof want, "%s\ndsa-eval: warning: w\n", l1);
+    assert_string_equal(s, want);
+    free(s);
+    fclose(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fmt_duration), cmocka_unit_test(test_fmt_count),
-        cmocka_unit_test(test_fmt_rate),     cmocka_unit_test(test_line),
-        cmocka_unit_test(test_tty_throttle), cmocka_unit_test(test_plain_mode),
+        cmocka_unit_test(test_fmt_duration),
+        cmocka_unit_test(test_fmt_count),
+        cmocka_unit_test(test_fmt_rate),
+        cmocka_unit_test(test_line),
+        cmocka_unit_test(test_tty_throttle),
+        cmocka_unit_test(test_plain_mode),
         cmocka_unit_test(test_quiet),
+        cmocka_unit_test(test_message_clears_line),
+        cmocka_unit_test(test_message_plain_mode_untouched),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,5 @@
-/* Unit tests of src/util: option parsing, buffers, hashing vectors, line reader.
+/* Unit tests of src/util: option parsing, buffers, hashing vectors, line reader, UTC stamps,
+ * whole-or-nothing file writes.
  * SPDX-License-Identifier: GPL-3.0-or-later */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -7,14 +8,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "util/buf.h"
+#include "util/fs.h"
 #include "util/hash.h"
 #include "util/lines.h"
 #include "util/opt.h"
+#include "util/utc.h"
 
 static void test_sha256_vectors(void **state)
 {
@@ -59,8 +63,13 @@ static void test_opt_parse(void **state)
         DSA_OPT_STRLIST(0, "endpoint", &eps, "URL", "endpoint"),
         DSA_OPT_END(),
     };
-    char *argv[] = {"mrcr", "--runs=3", "pos1", "-q", "--no-stream", "--endpoint", "http://a",
-                    "--endpoint=http://b", "-oDIR", "--temperature", "0.25", "--", "--pos2", NULL};
+    char *argv[] = {"mrcr",        "--runs=3",
+                    "pos1",        "-q",
+                    "--no-stream", "--endpoint",
+                    "http://a",    "--endpoint=http://b",
+                    "-oDIR",       "--temperature",
+                    "0.25",        "--",
+                    "--pos2",      NULL};
     int argc = 13;
     int n = dsa_opt_parse(&argc, argv, opts, NULL);
     assert_int_equal(n, 2);
@@ -146,12 +155,111 @@ static void test_lines_torn_tail(void **state)
     unlink(path);
 }
 
+static void test_utc_format(void **state)
+{
+    (void)state;
+    /* reference values from Python's datetime.fromtimestamp(t, timezone.utc) */
+    static const struct {
+        time_t t;
+        const char *want;
+    } cases[] = {
+        {0, "1970-01-01T00:00:00Z"},
+        {951782400, "2000-02-29T00:00:00Z"},
+        {1796040000, "2026-11-30T12:00:00Z"},
+        {253402300799, "9999-12-31T23:59:59Z"},
+    };
+    char out[DSA_UTC_SIZE];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        assert_string_equal(dsa_utc_format(cases[i].t, out), cases[i].want);
+    /* now: the same shape, and within a few seconds of time() */
+    time_t before = time(NULL);
+    dsa_utc_now(out);
+    struct tm tm = {0};
+    char tail;
+    assert_int_equal(sscanf(out, "%4d-%2d-%2dT%2d:%2d:%2dZ%c", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                            &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &tail),
+                     6);
+    assert_int_equal(strlen(out), 20);
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    assert_in_range(timegm(&tm), before, time(NULL));
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *s = calloc(1, 256);
+    fread(s, 1, 255, f);
+    fclose(f);
+    return s;
+}
+
+/* no "PATH.tmp-*" left in dir */
+static void assert_no_tmp(const char *dir)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q '\\.tmp-'", dir);
+    assert_int_not_equal(system(cmd), 0);
+}
+
+static void test_atomic_write(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/dsa-test-atomic-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256], sub[256];
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    struct dsa_atomic a;
+    /* commit: the new bytes under the name, nothing beside */
+    assert_int_equal(dsa_atomic_open(&a, path), 0);
+    fputs("first\n", a.f);
+    assert_int_equal(dsa_atomic_commit(&a), 0);
+    assert_null(a.f);
+    assert_null(a.tmp);
+    char *s = slurp(path);
+    assert_string_equal(s, "first\n");
+    free(s);
+    /* abort: the old file stays as it was */
+    assert_int_equal(dsa_atomic_open(&a, path), 0);
+    fputs("half", a.f);
+    dsa_atomic_abort(&a);
+    s = slurp(path);
+    assert_string_equal(s, "first\n");
+    free(s);
+    assert_no_tmp(dir);
+    /* a failed rename (a directory in the way): -1, the temporary removed */
+    snprintf(sub, sizeof sub, "%s/d", dir);
+    assert_int_equal(dsa_mkdirs(sub), 0);
+    snprintf(path, sizeof path, "%s/d/x", dir);
+    assert_int_equal(dsa_mkdirs(path), 0);
+    assert_int_equal(dsa_atomic_open(&a, sub), 0);
+    fputs("x", a.f);
+    assert_int_equal(dsa_atomic_commit(&a), -1);
+    assert_null(a.tmp);
+    assert_true(dsa_is_dir(sub));
+    assert_no_tmp(dir);
+    /* no directory for the temporary: -1 at open, nothing to release */
+    snprintf(path, sizeof path, "%s/missing/out.txt", dir);
+    assert_int_equal(dsa_atomic_open(&a, path), -1);
+    assert_null(a.tmp);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sha256_vectors), cmocka_unit_test(test_seed_derivation_vectors),
-        cmocka_unit_test(test_opt_parse),      cmocka_unit_test(test_parse_tokens),
-        cmocka_unit_test(test_buf),            cmocka_unit_test(test_lines_torn_tail),
+        cmocka_unit_test(test_sha256_vectors),
+        cmocka_unit_test(test_seed_derivation_vectors),
+        cmocka_unit_test(test_opt_parse),
+        cmocka_unit_test(test_parse_tokens),
+        cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_lines_torn_tail),
+        cmocka_unit_test(test_utc_format),
+        cmocka_unit_test(test_atomic_write),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
