@@ -7,7 +7,8 @@
  * and the weights of the group sit in shared memory. Each output element is computed by one
  * thread in a fixed order (fp32 FMA dot over d, then acc += w*relu(dot) over heads, then
  * * k_scale), so reruns are bitwise identical.
- * Speed is the next issue's: the dot products belong on the FP8 tensor cores (wgmma).
+ * This CUDA-core kernel is the first version, kept for A/B runs (DSA_CUDA_LOGITS=simt); the
+ * default is the tensor-core kernel below. Next step: wgmma (QGMMA) fed by TMA.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include <stdlib.h>
