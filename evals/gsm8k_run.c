@@ -180,7 +180,8 @@ int dsa_gsm8k_summarize(const struct dsa_gsm8k_summary_in *in, json_t *const *re
     fprintf(out, "gsm8k %s: %zu questions, %zu graded (%zu sent, %zu resumed, %zu failed)\n",
             in->mode, in->n, graded, in->sent, in->resumed, failed);
     if (graded)
-        fprintf(out, "accuracy            %.4f ± %.4f   (%zu/%zu correct, %s; ± standard error)\n",
+        fprintf(out,
+                "accuracy            %.4f ± %.4f   (%zu/%zu correct, %s; ± CLT standard error)\n",
                 acc, isnan(se) ? 0.0 : se, correct, graded, ex);
     else
         fprintf(out, "accuracy            n/a      (nothing graded)\n");

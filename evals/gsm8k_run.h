@@ -46,7 +46,7 @@ struct dsa_gsm8k_summary_in {
  * missing, or DSA_EXIT_BACKEND when expect_mtp and nothing was measured.
  *
  *   gsm8k vllm5: 32 questions, 32 graded (32 sent, 0 resumed, 0 failed)
- *   accuracy            0.9375 ± 0.0435   (30/32 correct, vllm; ± standard error)
+ *   accuracy            0.9375 ± 0.0435   (30/32 correct, vllm; ± CLT standard error)
  *   invalid answers     0.0000            (0/32)
  *   other extractions   cot-strict 0.0000  gsm8k-strict 0.9063  flexible 0.9375
  *   acceptance length   3.4904   (1 + 1234 accepted / 823 drafts)
@@ -63,7 +63,7 @@ int dsa_gsm8k_summary_write(const char *path, json_t *summary);
 /* The summary, or NULL when the file is absent (silently) or unreadable (printed). */
 json_t *dsa_gsm8k_summary_read(const char *path);
 
-/* Standard error of a proportion as lm-eval reports it: sample stddev / sqrt(n), i.e.
+/* CLT standard error of a proportion as lm-eval reports it: sample stddev / sqrt(n), i.e.
    sqrt(p (1 - p) / (n - 1)); NaN for n < 2. */
 double dsa_gsm8k_stderr(size_t correct, size_t n);
 

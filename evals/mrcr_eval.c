@@ -178,12 +178,21 @@ static void record_result(struct state *st, struct job *j, const struct dsa_resu
     st->c->done++;
 }
 
+/* A failure that is the server's state, not the row's: nothing listening, or the key
+   refused (revoked mid-run). The run stops (exit 4) instead of recording every remaining row
+   as failed; a rerun sends them. */
+static bool run_stopper(const struct dsa_result *r)
+{
+    return r->status == DSA_RES_FAILED &&
+           (r->unreachable || r->http_code == 401 || r->http_code == 403);
+}
+
 static void on_chat(const struct dsa_result *r)
 {
     struct job *j = r->ud;
     struct state *st = j->st;
     st->c->in_flight--;
-    if (r->status == DSA_RES_FAILED && r->unreachable) {
+    if (run_stopper(r)) {
         /* the server went away: not this row's fault, so no record; a rerun sends it */
         if (!st->unreachable)
             st->unreachable = dsa_xstrdup(r->error ? r->error : "cannot connect");
@@ -214,7 +223,7 @@ static void on_count(const struct dsa_result *r)
 {
     struct job *j = r->ud;
     struct state *st = j->st;
-    if (r->status == DSA_RES_CANCELLED || (r->status == DSA_RES_FAILED && r->unreachable)) {
+    if (r->status == DSA_RES_CANCELLED || run_stopper(r)) {
         if (r->status == DSA_RES_FAILED && !st->unreachable)
             st->unreachable = dsa_xstrdup(r->error ? r->error : "cannot connect");
         st->c->in_flight--;
@@ -351,7 +360,7 @@ int dsa_mrcr_eval_run(dsa_backend *b, dsa_run *run, const struct dsa_mrcr_eval_o
             break;
     }
     if (st.unreachable && ret == DSA_EXIT_OK) {
-        dsa_errorf("lost the server: %s; finished records are kept, run the same command again "
+        dsa_errorf("stopped: %s; finished records are kept, run the same command again "
                    "to continue",
                    st.unreachable);
         ret = DSA_EXIT_BACKEND;

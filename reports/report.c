@@ -121,38 +121,74 @@ static int flush(struct dsa_buf *b, FILE *out)
 }
 
 /* "key value, key value" of an object's scalar members (setup block) */
-static void add_kv(struct dsa_buf *b, const json_t *o, bool html)
+/* one "key value" pair of the setup block */
+static void add_pair(struct dsa_buf *b, const char *key, const char *val, bool html, bool *first)
 {
-    const char *k;
-    json_t *v;
-    bool first = true;
-    json_object_foreach((json_t *)o, k, v)
-    {
-        char tmp[64];
-        const char *s = NULL;
-        if (json_is_string(v))
-            s = json_string_value(v);
-        else if (json_is_integer(v))
-            snprintf(tmp, sizeof tmp, "%lld", (long long)json_integer_value(v)), s = tmp;
-        else if (json_is_real(v))
-            snprintf(tmp, sizeof tmp, "%g", json_real_value(v)), s = tmp;
-        else if (json_is_boolean(v))
-            s = json_is_true(v) ? "true" : "false";
-        if (!s)
-            continue;
-        dsa_buf_adds(b, first ? "" : ", ");
-        first = false;
-        if (html) {
-            add_html(b, k);
-            dsa_buf_adds(b, " ");
-            add_html(b, s);
-        } else {
-            add_md(b, k);
-            dsa_buf_adds(b, " `");
-            add_md(b, s);
-            dsa_buf_adds(b, "`");
+    dsa_buf_adds(b, *first ? "" : ", ");
+    *first = false;
+    if (html) {
+        add_html(b, key);
+        dsa_buf_adds(b, " ");
+        add_html(b, val);
+    } else {
+        add_md(b, key);
+        dsa_buf_adds(b, " `");
+        add_md(b, val);
+        dsa_buf_adds(b, "`");
+    }
+}
+
+/* "key value, key value" of a header object: scalars, with nested objects and arrays
+   flattened to dotted keys ("servers.url"; "files.1.path" when an array has several
+   elements); nulls are left out; 3 levels at most */
+static void add_kv_at(struct dsa_buf *b, const json_t *v, const char *key, bool html, bool *first,
+                      int depth)
+{
+    char tmp[64];
+    const char *s = NULL;
+    if (json_is_string(v))
+        s = json_string_value(v);
+    else if (json_is_integer(v))
+        snprintf(tmp, sizeof tmp, "%lld", (long long)json_integer_value(v)), s = tmp;
+    else if (json_is_real(v))
+        snprintf(tmp, sizeof tmp, "%g", json_real_value(v)), s = tmp;
+    else if (json_is_boolean(v))
+        s = json_is_true(v) ? "true" : "false";
+    if (s) {
+        add_pair(b, key, s, html, first);
+        return;
+    }
+    if (depth >= 3)
+        return;
+    struct dsa_buf k = DSA_BUF_INIT;
+    if (json_is_object(v)) {
+        const char *sub;
+        json_t *w;
+        json_object_foreach((json_t *)v, sub, w)
+        {
+            dsa_buf_reset(&k);
+            dsa_buf_addf(&k, "%s%s%s", key, *key ? "." : "", sub);
+            add_kv_at(b, w, k.data, html, first, depth + 1);
+        }
+    } else if (json_is_array(v)) {
+        size_t n = json_array_size(v);
+        for (size_t i = 0; i < n; i++) {
+            dsa_buf_reset(&k);
+            if (n > 1)
+                dsa_buf_addf(&k, "%s.%zu", key, i + 1);
+            else
+                dsa_buf_adds(&k, key);
+            add_kv_at(b, json_array_get(v, i), k.data, html, first, depth + 1);
         }
     }
+    dsa_buf_release(&k);
+}
+
+static void add_kv(struct dsa_buf *b, const json_t *o, bool html)
+{
+    bool first = true;
+    if (json_is_object(o))
+        add_kv_at(b, o, "", html, &first, 0);
     if (first)
         dsa_buf_adds(b, "(not recorded)");
 }
@@ -870,10 +906,11 @@ int dsa_report_html(const json_t *doc, FILE *out)
     add_html(&b, lc);
     dsa_buf_addf(&b, "</span>bars: %g%% normal CI of each mean</p>\n", conf);
     svg_scores(&b, doc, z_of(doc));
-    dsa_buf_addf(&b,
-                 "<h2>Difference by bin</h2>\n<p class=\"legend\">%s &minus; %s, band: "
-                 "%g%% paired bootstrap CI, dashed: zero</p>\n",
-                 "candidate", "baseline", conf);
+    dsa_buf_adds(&b, "<h2>Difference by bin</h2>\n<p class=\"legend\">");
+    add_html(&b, lc);
+    dsa_buf_adds(&b, " &minus; ");
+    add_html(&b, lb);
+    dsa_buf_addf(&b, ", band: %g%% paired bootstrap CI, dashed: zero</p>\n", conf);
     svg_diff(&b, doc);
     for (size_t k = 0; k < nb; k++) {
         json_t *bin = json_array_get(bins, k), *runs = get(bin, "runs");

@@ -59,7 +59,8 @@ static const char *const usage[] = {
 
 struct opts {
     struct dsa_strlist endpoints;
-    const char *backend, *model, *dialect, *api_key, *extra_body, *data, *out, *prompt, *extract;
+    const char *backend, *model, *dialect, *api_key_file, *extra_body, *data, *out, *prompt,
+        *extract;
     int limit, concurrency, retries, max_tokens;
     long seed;
     double timeout_s;
@@ -428,15 +429,38 @@ static int open_store(struct run *r, int argc, char **argv, json_t *extra, char 
     return 0;
 }
 
+/* The API key from $DSA_EVAL_API_KEY or the first line of --api-key-file (trailing white
+   space removed), as every command reads it (docs/endpoint.md). Never printed. */
+static int read_api_key(const char *file, char **key)
+{
+    *key = NULL;
+    if (!file) {
+        const char *env = getenv("DSA_EVAL_API_KEY");
+        if (env && *env)
+            *key = dsa_xstrdup(env);
+        return 0;
+    }
+    FILE *f = fopen(file, "r");
+    if (!f)
+        return dsa_errorf("cannot open '%s': %s", file, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n = getline(&line, &cap, f);
+    fclose(f);
+    if (n <= 0) {
+        free(line);
+        return dsa_errorf("'%s' holds no API key", file);
+    }
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ' ||
+                     line[n - 1] == '\t'))
+        line[--n] = 0;
+    *key = line;
+    return 0;
+}
+
 static int open_backend(struct run *r, json_t *extra)
 {
-    if (!strcmp(r->o->backend, "inprocess")) {
-        /* the dispatch point for the in-process backend (kernels/): GSM8K needs a served
-           model, which the in-process proxy model does not provide yet */
-        dsa_errorf("the in-process backend is not built for gsm8k in this dsa-eval; use "
-                   "--endpoint URL");
-        return DSA_EXIT_BACKEND;
-    }
+    /* --backend inprocess never gets here (run_inprocess) */
     if (strcmp(r->o->backend, "endpoint")) {
         dsa_errorf("unknown backend '%s' (endpoint, inprocess)", r->o->backend);
         return DSA_EXIT_USAGE;
@@ -445,12 +469,15 @@ static int open_backend(struct run *r, json_t *extra)
         dsa_errorf("gsm8k needs --endpoint URL (or --print-prompts)");
         return DSA_EXIT_USAGE;
     }
+    char *key = NULL;
+    if (read_api_key(r->o->api_key_file, &key))
+        return DSA_EXIT_USAGE;
     struct dsa_endpoint_opts eo = {
         .urls = r->o->endpoints.v,
         .n_urls = (int)r->o->endpoints.n,
         .model = r->o->model,
         .dialect = r->o->dialect,
-        .api_key = r->o->api_key ? r->o->api_key : getenv("DSA_EVAL_API_KEY"),
+        .api_key = key,
         .extra_body = extra,
         .concurrency = r->o->concurrency,
         .retries = r->o->retries,
@@ -459,7 +486,11 @@ static int open_backend(struct run *r, json_t *extra)
         .probe = true,
     };
     int code = DSA_EXIT_BACKEND;
-    r->b = dsa_endpoint_open(&eo, &code);
+    r->b = dsa_endpoint_open(&eo, &code); /* copies the key */
+    if (key) {
+        memset(key, 0, strlen(key));
+        free(key);
+    }
     if (!r->b)
         return code ? code : DSA_EXIT_BACKEND;
     if (r->mode->chat)
@@ -469,6 +500,12 @@ static int open_backend(struct run *r, json_t *extra)
     else
         r->api = DSA_API_COMPLETION;
     return 0;
+}
+
+static int usage_error(const char *msg)
+{
+    dsa_errorf("%s", msg);
+    return DSA_EXIT_USAGE;
 }
 
 /* --backend inprocess: the MTP verify shapes of the indexer stack (evals/inproc_gsm8k.h) */
@@ -529,15 +566,15 @@ static int run_inprocess(struct run *r, int argc0, char **argv0)
 static int check_opts(struct opts *o)
 {
     if (o->limit < 0)
-        return dsa_errorf("--limit must be >= 0 (0: all questions)"), DSA_EXIT_USAGE;
+        return usage_error("--limit must be >= 0 (0: all questions)");
     if (o->concurrency < 1)
-        return dsa_errorf("--concurrency must be >= 1"), DSA_EXIT_USAGE;
+        return usage_error("--concurrency must be >= 1");
     if (o->retries < 0)
-        return dsa_errorf("--retries must be >= 0"), DSA_EXIT_USAGE;
+        return usage_error("--retries must be >= 0");
     if (o->max_tokens < 0)
-        return dsa_errorf("--max-tokens must be > 0"), DSA_EXIT_USAGE;
+        return usage_error("--max-tokens must be > 0");
     if (!(o->timeout_s > 0))
-        return dsa_errorf("--timeout must be > 0"), DSA_EXIT_USAGE;
+        return usage_error("--timeout must be > 0");
     if (o->expect_mtp)
         o->mtp = true;
     return 0;
@@ -574,8 +611,9 @@ int cmd_gsm8k(int argc, char **argv)
         DSA_OPT_STRING(0, "model", &o.model, "NAME", "model name (default: the server's first)"),
         DSA_OPT_STRING(0, "dialect", &o.dialect, "NAME",
                        "vllm, sglang (POST /generate + meta_info) or openai (default: detect)"),
-        DSA_OPT_STRING(0, "api-key", &o.api_key, "KEY",
-                       "bearer token (default: $DSA_EVAL_API_KEY; never written)"),
+        DSA_OPT_STRING(0, "api-key-file", &o.api_key_file, "FILE",
+                       "bearer token on its first line (default: $DSA_EVAL_API_KEY; never "
+                       "written)"),
         DSA_OPT_STRING(0, "extra-body", &o.extra_body, "JSON",
                        "object merged into each request, e.g. "
                        "'{\"chat_template_kwargs\":{\"thinking\":false}}'"),

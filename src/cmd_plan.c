@@ -31,7 +31,7 @@ static double num(json_t *o, const char *k)
  * bin         n  runs   mean  sample sd  noise sd  run sd  runs needed  MDE with 1 2 3 4 5 runs
  * ≤256K      94     3  0.612      0.110     0.080   0.021            5  0.045 0.032 ...
  */
-static void print_plan(json_t *doc)
+static void print_plan(json_t *doc, long max_runs)
 {
     double detect = num(doc, "detect");
     printf("Runs per side ");
@@ -42,7 +42,6 @@ static void print_plan(json_t *doc)
            (long long)json_integer_value(json_object_get(doc, "runs")),
            json_integer_value(json_object_get(doc, "runs")) == 1 ? "" : "s");
     json_t *bins = json_object_get(doc, "bins");
-    long max_runs = (long)json_array_size(json_object_get(json_array_get(bins, 0), "mde"));
     printf("%-8s %5s %4s %6s %9s %8s %6s %11s  MDE with", "bin", "n", "runs", "mean", "sample sd",
            "noise sd", "run sd", "runs needed");
     for (long k = 1; k <= max_runs; k++)
@@ -136,7 +135,7 @@ int cmd_plan(int argc, char **argv)
         printf("%s\n", s);
         free(s);
     } else {
-        print_plan(doc);
+        print_plan(doc, runs);
     }
     json_decref(doc);
     return DSA_EXIT_OK;

@@ -85,10 +85,9 @@ static int validate_run(const struct dsa_cmp_run *run)
             goto cleanup;
         }
         if (lat && !json_is_null(lat) &&
-            (!json_is_number(lat) || !(json_number_value(lat) > 0) ||
+            (!json_is_number(lat) || !(json_number_value(lat) >= 0) ||
              !isfinite(json_number_value(lat)))) {
-            dsa_errorf("line %ld of '%s': \"latency_ms\" must be a positive number", line,
-                       run->path);
+            dsa_errorf("line %ld of '%s': \"latency_ms\" must be a number >= 0", line, run->path);
             goto cleanup;
         }
         if (json_object_get(seen, json_string_value(id))) {
@@ -383,7 +382,8 @@ static void side_data_build(struct side_data *sd, const struct dsa_cmp_side *sid
                 sd->state[at] = ST_OK;
                 sd->score[at] = json_number_value(json_object_get(r, "score"));
                 json_t *lat = json_object_get(r, "latency_ms");
-                if (json_is_number(lat))
+                /* 0 ms (a clock too coarse for a local server) has no ratio: left out */
+                if (json_is_number(lat) && json_number_value(lat) > 0)
                     sd->lat[at] = json_number_value(lat);
             } else if (!strcmp(s, "failed")) {
                 sd->state[at] = ST_FAILED;
@@ -947,8 +947,20 @@ int dsa_cmp_load_build(const char *base_path, const char *cand_path, const char 
         (aa_path && dsa_cmp_side_load(&s[2], aa_path) < 0))
         goto cleanup;
     *doc = dsa_cmp_build(&s[0], &s[1], aa_path ? &s[2] : NULL, opts);
-    if (*doc)
+    if (*doc) {
+        /* an empty comparison must never pass a CI gate silently */
+        json_t *bins = json_object_get(*doc, "bins");
+        json_t *all = json_array_get(bins, json_array_size(bins) - 1);
+        if (json_integer_value(json_object_get(all, "n")) == 0) {
+            dsa_errorf("no sample is paired between '%s' and '%s' (ids that finished on both "
+                       "sides)",
+                       base_path, cand_path);
+            json_decref(*doc);
+            *doc = NULL;
+            goto cleanup;
+        }
         ret = DSA_EXIT_OK;
+    }
 cleanup:
     for (int k = 0; k < 3; k++)
         dsa_cmp_side_release(&s[k]);

@@ -39,6 +39,7 @@ expect_code 3 "missing data folder" "$DSA_BIN" gsm8k --data "$TMP/none" --print-
 grep -q "no GSM8K test split at '$TMP/none/test.jsonl'" "$TMP/err" && ok "missing data message" \
     || not_ok "missing data message"
 # (the in-process backend itself is tested by t0702-gsm8k-inprocess.sh)
+expect_code 2 "unknown backend" "${G[@]}" --backend nonesuch --limit 2
 expect_code 2 "in-process needs --out" "${G[@]}" --backend inprocess --limit 2
 grep -q "out DIR is required with --backend inprocess" "$TMP/err" && ok "inprocess message" \
     || not_ok "inprocess message"
@@ -223,6 +224,19 @@ assert c == {"model": "dsa-test-model", "max_completion_tokens": 64, "temperatur
 d = json.loads(gen[2]["body"])
 assert d["stop"] == ["Q:", "</s>", "<|im_end|>"] and d["prompt"].endswith("Q: " + test[0]["question"] + "\nA:")
 PYEOF
+
+# ---- an API key: from a file or the environment, never written
+start_server --gsm8k-data "$D/test.jsonl" --require-api-key s3cret || not_ok "keyed server starts"
+printf 's3cret\n' >"$TMP/key"
+expect_code 4 "no key: refused" "${G[@]}" --endpoint "$SERVER_URL" --limit 1 -q
+expect_success "--api-key-file" "${G[@]}" --endpoint "$SERVER_URL" --limit 1 -q \
+    --api-key-file "$TMP/key" --out "$TMP/keyed"
+DSA_EVAL_API_KEY=s3cret expect_success "\$DSA_EVAL_API_KEY" "${G[@]}" --endpoint "$SERVER_URL" \
+    --limit 1 -q
+grep -q s3cret "$TMP/keyed/run-001.jsonl" "$TMP/keyed/run-001.summary.json" \
+    && not_ok "the key is not written" || ok "the key is not written"
+expect_code 2 "unreadable key file" "${G[@]}" --endpoint "$SERVER_URL" --limit 1 -q \
+    --api-key-file "$TMP/nokey"
 
 # ---- streaming gives the same bytes
 expect_success "--stream run" "${G[@]}" --endpoint "$MAIN_URL" --stream --limit 4 --out "$TMP/stream" -q

@@ -747,6 +747,57 @@ static void test_mrcr_eval_records(void **state)
     rmdir(dir);
 }
 
+static enum action h_revoked(int n, const struct sreq *rq, struct dsa_buf *out)
+{
+    (void)n;
+    if (strstr(rq->body, "row-a"))
+        json_reply(out, 200, CHAT_OK);
+    else
+        json_reply(out, 401, "{\"error\":{\"message\":\"invalid key\",\"code\":401}}");
+    return REPLY;
+}
+
+/* A key refused mid-run stops the run (exit 4) without recording the refused rows. */
+static void test_mrcr_eval_auth_stop(void **state)
+{
+    (void)state;
+    reset_log(h_revoked);
+    char dir[] = "/tmp/test_mrcr_auth.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char ds[128], runp[128];
+    snprintf(ds, sizeof ds, "%s/ds.jsonl", dir);
+    snprintf(runp, sizeof runp, "%s/run-001.jsonl", dir);
+    FILE *f = fopen(ds, "w");
+    const char *tags[] = {"row-a", "row-b", "row-c"};
+    for (int i = 0; i < 3; i++)
+        fprintf(f,
+                "{\"prompt\":\"[{\\\"role\\\":\\\"user\\\",\\\"content\\\":\\\"%s\\\"}]\","
+                "\"answer\":\"PFXabc\",\"random_string_to_prepend\":\"PFX\",\"n_needles\":2,"
+                "\"desired_msg_index\":0,\"total_messages\":1,\"n_chars\":5,\"bin\":\"8k\"}\n",
+                tags[i]);
+    fclose(f);
+    /* concurrency 1: row-a finishes before row-b is refused */
+    dsa_backend *b = open_client(1, 1, 0, 10, NULL, NULL);
+    json_t *header =
+        json_pack("{s:i, s:s, s:i, s:{}}", "dsa_eval_run", 1, "eval", "mrcr", "run", 1, "match");
+    dsa_run *run = NULL;
+    assert_int_equal(dsa_run_open(&run, runp, header, 0), 0);
+    json_decref(header);
+    const char *paths[] = {ds};
+    struct dsa_mrcr_eval_opts o = {
+        .dataset_paths = paths, .n_datasets = 1, .max_tokens = 64, .max_model_len = -1};
+    struct dsa_mrcr_eval_counts c;
+    assert_int_equal(dsa_mrcr_eval_run(b, run, &o, NULL, NULL, &c), 4); /* DSA_EXIT_BACKEND */
+    assert_int_equal(dsa_run_count(run), 1);
+    assert_non_null(dsa_run_get(run, "n2/r0000"));
+    assert_null(dsa_run_get(run, "n2/r0001"));
+    dsa_run_free(&run);
+    dsa_backend_free(&b);
+    unlink(ds);
+    unlink(runp);
+    rmdir(dir);
+}
+
 static void test_strip_think(void **state)
 {
     (void)state;
@@ -776,6 +827,7 @@ int main(void)
         cmocka_unit_test(test_timeout_and_cancel),
         cmocka_unit_test(test_probe),
         cmocka_unit_test(test_mrcr_eval_records),
+        cmocka_unit_test(test_mrcr_eval_auth_stop),
         cmocka_unit_test(test_strip_think),
     };
     return cmocka_run_group_tests(tests, start_servers, stop_servers);

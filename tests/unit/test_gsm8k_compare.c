@@ -38,7 +38,7 @@ static char *write_run(const char *name, const struct q *qs, size_t n, double al
     assert_int_equal(dsa_run_open(&r, path, h, 0), 0);
     json_decref(h);
     for (size_t i = 0; i < n; i++) {
-        char id[16];
+        char id[32];
         snprintf(id, sizeof id, "q%04zu", i);
         json_t *rec = json_pack("{s:s,s:s,s:i,s:s,s:b,s:s}", "id", id, "bin", "all", "score",
                                 qs[i].correct ? 1 : 0, "output", qs[i].output, "correct",

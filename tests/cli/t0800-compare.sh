@@ -108,6 +108,9 @@ grep -q "cannot parse line 2 of '$TMP/mid.jsonl'" "$TMP/err" && ok "unparsable l
 printf '{"id": "a", "bin": "8k", "score": 1}\n' >"$TMP/b1.jsonl"
 printf '{"id": "a", "bin": "16k", "score": 1}\n' >"$TMP/c1.jsonl"
 expect_code 3 "sample in two bins" "$DSA_BIN" compare "$TMP/b1.jsonl" "$TMP/c1.jsonl"
+: >"$TMP/empty1.jsonl"
+expect_code 3 "nothing paired" "$DSA_BIN" compare "$TMP/empty1.jsonl" "$TMP/ok.jsonl"
+grep -q "no sample is paired between" "$TMP/err" && ok "nothing paired message" || not_ok "nothing paired message"
 expect_code 5 "report -o into a missing directory" "$DSA_BIN" report $D/main $D/pr -o "$TMP/no/such/dir/r.md"
 
 # parity: means, difference, SE and MDE80 of every bin recomputed from the raw files
