@@ -7,7 +7,8 @@
  * and the weights of the group sit in shared memory. Each output element is computed by one
  * thread in a fixed order (fp32 FMA dot over d, then acc += w*relu(dot) over heads, then
  * * k_scale), so reruns are bitwise identical.
- * Speed is the next issue's: the dot products belong on the FP8 tensor cores (wgmma).
+ * This CUDA-core kernel is the first version, kept for A/B runs (DSA_CUDA_LOGITS=simt); the
+ * default is the tensor-core kernel below. Next step: wgmma (QGMMA) fed by TMA.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include <stdlib.h>
@@ -119,15 +120,16 @@ template <bool PAGED> __global__ static void logits_kernel(const logits_params p
 }
 
 /*
- * The tensor-core path: a block owns one 64-key tile (one K page on the decode path) of one row
- * group; each of its 4 warps computes S[h, key] = q[r,h,:] . k[key,:] for all heads and 16 keys
- * with FP8 mma.sync (m16n8k32, e4m3 x e4m3 -> fp32), then relu(S)*w summed over heads in a
- * fixed order (in-thread over m-tiles, then xor-shuffles over the 8 head lanes) and * k_scale.
- * q and the K tile sit in shared memory with rows padded to 144 bytes, so the 32-bit fragment
- * loads of a warp hit 32 distinct banks.
+ * The tensor-core path: a block owns MMA_TILES consecutive 64-key tiles (K pages on the decode
+ * path) of one row group, loading the group's q and w once; per tile, each of its 4 warps computes
+ * S[h, key] = q[r,h,:] . k[key,:] for all heads and 16 keys with FP8 mma.sync (m16n8k32, e4m3 x
+ * e4m3 -> fp32), then relu(S)*w summed over heads in a fixed order (in-thread over m-tiles, then
+ * xor-shuffles over the 8 head lanes) and * k_scale. q and the K tile sit in shared memory with
+ * rows padded to 144 bytes, so the 32-bit fragment loads of a warp hit 32 distinct banks.
  */
-#define MMA_KEYS 64
-#define QSTRIDE  144
+#define MMA_KEYS  64
+#define QSTRIDE   144
+#define MMA_TILES 4
 
 __device__ __forceinline__ void mma_e4m3(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1)
@@ -151,7 +153,6 @@ __global__ static void __launch_bounds__(128) logits_mma_kernel(const logits_par
     float *sw = (float *)(sk + MMA_KEYS * QSTRIDE); /* [R][H] */
     float *sks = sw + R * H;                        /* [64] */
     int *slo = (int *)(sks + MMA_KEYS), *shi = slo + R;
-    const long t0 = (long)blockIdx.x * MMA_KEYS;
     for (int i = tid; i < nr * H * 8; i += blockDim.x) {
         int v = i >> 3, c = i & 7;
         *(uint4 *)(sq + (size_t)v * QSTRIDE + c * 16) =
@@ -172,95 +173,104 @@ __global__ static void __launch_bounds__(128) logits_mma_kernel(const logits_par
             kmin = min(kmin, (long)slo[r]);
             kmax = max(kmax, (long)shi[r]);
         }
-    const bool any_key = t0 < kmax && t0 + MMA_KEYS > kmin;
-    const uint8_t *page = NULL;
-    if (PAGED && any_key)
-        page = p.kv + (size_t)p.bt[(size_t)g * p.max_blocks + blockIdx.x] * DSA_K_PAGE_BYTES;
-    for (int i = tid; i < MMA_KEYS * 8; i += blockDim.x) {
-        int key = i >> 3, c = i & 7;
-        long s = t0 + key;
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (any_key && s >= kmin && s < kmax)
-            v = PAGED ? *(const uint4 *)(page + key * 128 + c * 16)
-                      : *(const uint4 *)(p.kv + (size_t)s * 128 + c * 16);
-        *(uint4 *)(sk + key * QSTRIDE + c * 16) = v;
-    }
-    for (int key = tid; key < MMA_KEYS; key += blockDim.x) {
-        long s = t0 + key;
-        float ks = 0.0f;
-        if (any_key && s >= kmin && s < kmax)
-            ks = PAGED ? *(const float *)(page + DSA_K_SCALE_OFF + key * 4) : p.ks[s];
-        sks[key] = ks;
-    }
-    __syncthreads();
-    for (int r = 0; r < nr; r++) {
-        float acc[MT][2][4];
+    /* MMA_TILES consecutive tiles per block: q and w are loaded once for all of them */
+    for (int tile = 0; tile < MMA_TILES; tile++) {
+        const long tix = (long)blockIdx.x * MMA_TILES + tile, t0 = tix * MMA_KEYS;
+        if (t0 >= p.stride)
+            break; /* uniform over the block */
+        if (tile)
+            __syncthreads(); /* the previous tile's K is no longer read */
+        const bool any_key = t0 < kmax && t0 + MMA_KEYS > kmin;
+        const uint8_t *page = NULL;
+        if (PAGED && any_key)
+            page = p.kv + (size_t)p.bt[(size_t)g * p.max_blocks + tix] * DSA_K_PAGE_BYTES;
+        for (int i = tid; i < MMA_KEYS * 8; i += blockDim.x) {
+            int key = i >> 3, c = i & 7;
+            long s = t0 + key;
+            uint4 v = make_uint4(0, 0, 0, 0);
+            if (any_key && s >= kmin && s < kmax)
+                v = PAGED ? *(const uint4 *)(page + key * 128 + c * 16)
+                          : *(const uint4 *)(p.kv + (size_t)s * 128 + c * 16);
+            *(uint4 *)(sk + key * QSTRIDE + c * 16) = v;
+        }
+        for (int key = tid; key < MMA_KEYS; key += blockDim.x) {
+            long s = t0 + key;
+            float ks = 0.0f;
+            if (any_key && s >= kmin && s < kmax)
+                ks = PAGED ? *(const float *)(page + DSA_K_SCALE_OFF + key * 4) : p.ks[s];
+            sks[key] = ks;
+        }
+        __syncthreads();
+        for (int r = 0; r < nr; r++) {
+            float acc[MT][2][4];
 #pragma unroll
-        for (int mt = 0; mt < MT; mt++)
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        acc[mt][nt][e] = 0.0f;
+            if (any_key) {
+#pragma unroll
+                for (int kk = 0; kk < 4; kk++) {
+                    uint32_t b[2][2];
+#pragma unroll
+                    for (int nt = 0; nt < 2; nt++) {
+                        const uint8_t *kb =
+                            sk + (warp * 16 + nt * 8 + grp) * QSTRIDE + kk * 32 + tig * 4;
+                        b[nt][0] = *(const uint32_t *)kb;
+                        b[nt][1] = *(const uint32_t *)(kb + 16);
+                    }
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++) {
+                        const uint8_t *qa =
+                            sq + ((size_t)r * H + mt * 16 + grp) * QSTRIDE + kk * 32 + tig * 4;
+                        uint32_t a[4] = {*(const uint32_t *)qa,
+                                         *(const uint32_t *)(qa + 8 * QSTRIDE),
+                                         *(const uint32_t *)(qa + 16),
+                                         *(const uint32_t *)(qa + 8 * QSTRIDE + 16)};
+#pragma unroll
+                        for (int nt = 0; nt < 2; nt++)
+                            mma_e4m3(acc[mt][nt], a, b[nt][0], b[nt][1]);
+                    }
+                }
+            }
+            const float *wr = sw + r * H;
 #pragma unroll
             for (int nt = 0; nt < 2; nt++)
 #pragma unroll
-                for (int e = 0; e < 4; e++)
-                    acc[mt][nt][e] = 0.0f;
-        if (any_key) {
+                for (int j = 0; j < 2; j++) {
+                    float part = 0.0f;
 #pragma unroll
-            for (int kk = 0; kk < 4; kk++) {
-                uint32_t b[2][2];
-#pragma unroll
-                for (int nt = 0; nt < 2; nt++) {
-                    const uint8_t *kb =
-                        sk + (warp * 16 + nt * 8 + grp) * QSTRIDE + kk * 32 + tig * 4;
-                    b[nt][0] = *(const uint32_t *)kb;
-                    b[nt][1] = *(const uint32_t *)(kb + 16);
+                    for (int mt = 0; mt < MT; mt++) {
+                        float x = acc[mt][nt][j], y = acc[mt][nt][2 + j];
+                        if (x > 0.0f)
+                            part = __fadd_rn(part, __fmul_rn(wr[mt * 16 + grp], x));
+                        if (y > 0.0f)
+                            part = __fadd_rn(part, __fmul_rn(wr[mt * 16 + grp + 8], y));
+                    }
+                    part = __fadd_rn(part, __shfl_xor_sync(0xffffffffu, part, 4));
+                    part = __fadd_rn(part, __shfl_xor_sync(0xffffffffu, part, 8));
+                    part = __fadd_rn(part, __shfl_xor_sync(0xffffffffu, part, 16));
+                    const int key = warp * 16 + nt * 8 + tig * 2 + j;
+                    const long s = t0 + key;
+                    if (grp != 0 || s >= p.stride)
+                        continue;
+                    size_t o = (size_t)(row0 + r) * p.stride + s;
+                    if (s >= slo[r] && s < shi[r]) {
+                        float v = __fmul_rn(sks[key], part);
+                        if (p.lbf16)
+                            ((uint16_t *)p.out)[o] = d_f32_to_bf16(v);
+                        else
+                            ((float *)p.out)[o] = v;
+                    } else if (p.clean) {
+                        if (p.lbf16)
+                            ((uint16_t *)p.out)[o] = 0xff80;
+                        else
+                            ((float *)p.out)[o] = -INFINITY;
+                    }
                 }
-#pragma unroll
-                for (int mt = 0; mt < MT; mt++) {
-                    const uint8_t *qa =
-                        sq + ((size_t)r * H + mt * 16 + grp) * QSTRIDE + kk * 32 + tig * 4;
-                    uint32_t a[4] = {*(const uint32_t *)qa, *(const uint32_t *)(qa + 8 * QSTRIDE),
-                                     *(const uint32_t *)(qa + 16),
-                                     *(const uint32_t *)(qa + 8 * QSTRIDE + 16)};
-#pragma unroll
-                    for (int nt = 0; nt < 2; nt++)
-                        mma_e4m3(acc[mt][nt], a, b[nt][0], b[nt][1]);
-                }
-            }
         }
-        const float *wr = sw + r * H;
-#pragma unroll
-        for (int nt = 0; nt < 2; nt++)
-#pragma unroll
-            for (int j = 0; j < 2; j++) {
-                float part = 0.0f;
-#pragma unroll
-                for (int mt = 0; mt < MT; mt++) {
-                    float x = acc[mt][nt][j], y = acc[mt][nt][2 + j];
-                    if (x > 0.0f)
-                        part = __fadd_rn(part, __fmul_rn(wr[mt * 16 + grp], x));
-                    if (y > 0.0f)
-                        part = __fadd_rn(part, __fmul_rn(wr[mt * 16 + grp + 8], y));
-                }
-                part = __fadd_rn(part, __shfl_xor_sync(0xffffffffu, part, 4));
-                part = __fadd_rn(part, __shfl_xor_sync(0xffffffffu, part, 8));
-                part = __fadd_rn(part, __shfl_xor_sync(0xffffffffu, part, 16));
-                const int key = warp * 16 + nt * 8 + tig * 2 + j;
-                const long s = t0 + key;
-                if (grp != 0 || s >= p.stride)
-                    continue;
-                size_t o = (size_t)(row0 + r) * p.stride + s;
-                if (s >= slo[r] && s < shi[r]) {
-                    float v = __fmul_rn(sks[key], part);
-                    if (p.lbf16)
-                        ((uint16_t *)p.out)[o] = d_f32_to_bf16(v);
-                    else
-                        ((float *)p.out)[o] = v;
-                } else if (p.clean) {
-                    if (p.lbf16)
-                        ((uint16_t *)p.out)[o] = 0xff80;
-                    else
-                        ((float *)p.out)[o] = -INFINITY;
-                }
-            }
     }
 }
 
@@ -288,7 +298,8 @@ static int launch_mma(const logits_params &p, long cols, int groups, cudaStream_
     }
     if (cols <= 0 || groups <= 0)
         return DSA_K_OK;
-    dim3 grid((unsigned)((cols + MMA_KEYS - 1) / MMA_KEYS), (unsigned)groups);
+    const long per_block = (long)MMA_KEYS * MMA_TILES;
+    dim3 grid((unsigned)((cols + per_block - 1) / per_block), (unsigned)groups);
     logits_mma_kernel<PAGED, MT><<<grid, 128, smem, st>>>(p);
     return DSA_K_OK;
 }
