@@ -81,34 +81,6 @@ static void free_paths(struct dsa_strlist *paths)
     dsa_strlist_release(paths);
 }
 
-/* The API key from DSA_EVAL_API_KEY or the first line of --api-key-file (trailing
-   whitespace removed). Never printed. */
-static int read_api_key(const char *file, char **key)
-{
-    *key = NULL;
-    if (!file) {
-        const char *env = getenv("DSA_EVAL_API_KEY");
-        if (env && *env)
-            *key = dsa_xstrdup(env);
-        return 0;
-    }
-    FILE *f = fopen(file, "r");
-    if (!f)
-        return dsa_errorf("cannot open '%s': %s", file, strerror(errno));
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n = getline(&line, &cap, f);
-    fclose(f);
-    if (n <= 0) {
-        free(line);
-        return dsa_errorf("'%s' holds no API key", file);
-    }
-    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' '))
-        line[--n] = 0;
-    *key = line;
-    return 0;
-}
-
 struct progress_ctx {
     dsa_progress *p;
     long seen_done, seen_retries, seen_failed;
@@ -335,7 +307,7 @@ int cmd_mrcr(int argc, char **argv)
         ret = DSA_EXIT_DATA;
         goto cleanup;
     }
-    if (read_api_key(api_key_file, &api_key) < 0) {
+    if (dsa_endpoint_read_api_key(api_key_file, &api_key) < 0) {
         ret = DSA_EXIT_USAGE;
         goto cleanup;
     }
@@ -518,10 +490,7 @@ cleanup:
     json_decref(runs_records);
     json_decref(extra_body);
     json_decref(command);
-    if (api_key) {
-        memset(api_key, 0, strlen(api_key));
-        free(api_key);
-    }
+    dsa_endpoint_api_key_free(&api_key);
     free_paths(&dataset_paths);
     dsa_strlist_release(&endpoints);
     return ret;

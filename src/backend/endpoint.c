@@ -9,7 +9,9 @@
 #include "backend/endpoint.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -1104,4 +1106,44 @@ long dsa_endpoint_max_model_len(const dsa_backend *b)
 const char *dsa_endpoint_dialect(const dsa_backend *b)
 {
     return ((const struct ep *)b)->dialect->name;
+}
+
+/* ---- the API key ---------------------------------------------------------------------- */
+
+int dsa_endpoint_read_api_key(const char *file, char **key)
+{
+    *key = NULL;
+    if (!file) {
+        const char *env = getenv("DSA_EVAL_API_KEY");
+        if (env && *env)
+            *key = dsa_xstrdup(env);
+        return 0;
+    }
+    FILE *f = fopen(file, "r");
+    if (!f)
+        return dsa_errorf("cannot open '%s': %s", file, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n = getline(&line, &cap, f);
+    fclose(f);
+    while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t' || line[n - 1] == '\r' ||
+                     line[n - 1] == '\n'))
+        line[--n] = 0;
+    if (n <= 0) {
+        free(line);
+        return dsa_errorf("'%s' holds no API key", file);
+    }
+    *key = line;
+    return 0;
+}
+
+void dsa_endpoint_api_key_free(char **key)
+{
+    if (!*key)
+        return;
+    /* volatile: the wipe of memory about to be freed must not be optimised away */
+    for (volatile char *p = *key; *p; p++)
+        *p = 0;
+    free(*key);
+    *key = NULL;
 }

@@ -50,4 +50,14 @@ long dsa_endpoint_max_model_len(const dsa_backend *b);
 /* The dialect in use: "vllm", "sglang" or "openai". */
 const char *dsa_endpoint_dialect(const dsa_backend *b);
 
+/*
+ * The API key as every command reads it (docs/endpoint.md "Authentication"): the first line
+ * of `file` with trailing white space removed, or, when file is NULL, $DSA_EVAL_API_KEY
+ * (*key stays NULL when it is unset or empty). Returns 0, or -1 with the error printed
+ * (unreadable or empty file; exit DSA_EXIT_USAGE). The key is never printed; release it with
+ * dsa_endpoint_api_key_free(), which wipes it first.
+ */
+int dsa_endpoint_read_api_key(const char *file, char **key);
+void dsa_endpoint_api_key_free(char **key);
+
 #endif

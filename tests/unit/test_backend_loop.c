@@ -813,6 +813,44 @@ static void test_strip_think(void **state)
     assert_int_equal(n, 0);
 }
 
+/* --api-key-file and $DSA_EVAL_API_KEY, as every command reads them */
+static void test_read_api_key(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/test_api_key.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("sk-abc \t\r\nsecond line\n", f);
+    fclose(f);
+    char *key = NULL;
+    assert_int_equal(dsa_endpoint_read_api_key(path, &key), 0);
+    assert_string_equal(key, "sk-abc"); /* first line, trailing white space removed */
+    dsa_endpoint_api_key_free(&key);
+    assert_null(key);
+    /* a file with no key on its first line is an error, not an empty key */
+    f = fopen(path, "w");
+    fputs(" \n", f);
+    fclose(f);
+    assert_int_equal(dsa_endpoint_read_api_key(path, &key), -1);
+    assert_null(key);
+    unlink(path);
+    assert_int_equal(dsa_endpoint_read_api_key(path, &key), -1); /* missing */
+    assert_null(key);
+    /* no file: the environment, where unset and empty both mean no key */
+    setenv("DSA_EVAL_API_KEY", "sk-env", 1);
+    assert_int_equal(dsa_endpoint_read_api_key(NULL, &key), 0);
+    assert_string_equal(key, "sk-env");
+    dsa_endpoint_api_key_free(&key);
+    setenv("DSA_EVAL_API_KEY", "", 1);
+    assert_int_equal(dsa_endpoint_read_api_key(NULL, &key), 0);
+    assert_null(key);
+    unsetenv("DSA_EVAL_API_KEY");
+    assert_int_equal(dsa_endpoint_read_api_key(NULL, &key), 0);
+    assert_null(key);
+    dsa_endpoint_api_key_free(&key); /* NULL is fine */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -829,6 +867,7 @@ int main(void)
         cmocka_unit_test(test_mrcr_eval_records),
         cmocka_unit_test(test_mrcr_eval_auth_stop),
         cmocka_unit_test(test_strip_think),
+        cmocka_unit_test(test_read_api_key),
     };
     return cmocka_run_group_tests(tests, start_servers, stop_servers);
 }
