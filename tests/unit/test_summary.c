@@ -41,35 +41,38 @@ static void check_text(const char *runs_json, const char *want)
 /* One run. ≤8K: 1.0 and 0.5 scored (mean 0.75, prefix 2/2, exact 1/2), one failed; ≤16K
    (first in the file, sorted after ≤8K): 0.25 scored, one excluded. all: 1.75/3 = 0.5833,
    prefix 2/3, exact 1/3; macro (0.75 + 0.25)/2 = 0.5. */
+static const char one_run[] =
+    "[[\n"
+    "{\"id\":\"n2/"
+    "r0003\",\"bin\":\"≤16K\",\"bin_tokens\":16384,\"status\":\"ok\",\"score\":0.25,"
+    "\"error\":null,\"prefix_hit\":false,\"exact\":false},\n"
+    "{\"id\":\"n2/"
+    "r0004\",\"bin\":\"≤16K\",\"bin_tokens\":16384,\"status\":\"excluded\",\"score\":"
+    "null,\"error\":\"over_context: 20000 prompt tokens + 4096 > 16384\"},\n"
+    "{\"id\":\"n2/"
+    "r0000\",\"bin\":\"≤8K\",\"bin_tokens\":8192,\"status\":\"ok\",\"score\":1.0,"
+    "\"error\":null,\"prefix_hit\":true,\"exact\":true},\n"
+    "{\"id\":\"n2/"
+    "r0001\",\"bin\":\"≤8K\",\"bin_tokens\":8192,\"status\":\"ok\",\"score\":0.5,"
+    "\"error\":null,\"prefix_hit\":true,\"exact\":false},\n"
+    "{\"id\":\"n2/"
+    "r0002\",\"bin\":\"≤8K\",\"bin_tokens\":8192,\"status\":\"failed\",\"score\":null,"
+    "\"error\":\"http 500: boom\"}\n"
+    "]]\n";
+
+/* one_run as a table */
 static void test_one(void **state)
 {
     (void)state;
-    check_text("[[\n"
-               "{\"id\":\"n2/"
-               "r0003\",\"bin\":\"≤16K\",\"bin_tokens\":16384,\"status\":\"ok\",\"score\":0.25,"
-               "\"error\":null,\"prefix_hit\":false,\"exact\":false},\n"
-               "{\"id\":\"n2/"
-               "r0004\",\"bin\":\"≤16K\",\"bin_tokens\":16384,\"status\":\"excluded\",\"score\":"
-               "null,\"error\":\"over_context: 20000 prompt tokens + 4096 > 16384\"},\n"
-               "{\"id\":\"n2/"
-               "r0000\",\"bin\":\"≤8K\",\"bin_tokens\":8192,\"status\":\"ok\",\"score\":1.0,"
-               "\"error\":null,\"prefix_hit\":true,\"exact\":true},\n"
-               "{\"id\":\"n2/"
-               "r0001\",\"bin\":\"≤8K\",\"bin_tokens\":8192,\"status\":\"ok\",\"score\":0.5,"
-               "\"error\":null,\"prefix_hit\":true,\"exact\":false},\n"
-               "{\"id\":\"n2/"
-               "r0002\",\"bin\":\"≤8K\",\"bin_tokens\":8192,\"status\":\"failed\",\"score\":null,"
-               "\"error\":\"http 500: boom\"}\n"
-               "]]\n",
-               "bin   scored  excluded  failed    mean  prefix hit   exact\n"
-               "≤8K        2         0       1  0.7500      100.0%   50.0%\n"
-               "≤16K       1         1       0  0.2500        0.0%    0.0%\n"
-               "all        3         1       1  0.5833       66.7%   33.3%\n"
-               "macro mean over 2 bins: 0.5000\n"
-               "failed: 1\n"
-               "  n2/r0002  http 500: boom\n"
-               "excluded: 1\n"
-               "  n2/r0004  over_context: 20000 prompt tokens + 4096 > 16384\n");
+    check_text(one_run, "bin   scored  excluded  failed    mean  prefix hit   exact\n"
+                        "≤8K        2         0       1  0.7500      100.0%   50.0%\n"
+                        "≤16K       1         1       0  0.2500        0.0%    0.0%\n"
+                        "all        3         1       1  0.5833       66.7%   33.3%\n"
+                        "macro mean over 2 bins: 0.5000\n"
+                        "failed: 1\n"
+                        "  n2/r0002  http 500: boom\n"
+                        "excluded: 1\n"
+                        "  n2/r0004  over_context: 20000 prompt tokens + 4096 > 16384\n");
 }
 
 /* Two runs. ≤8K run 1 (1.0, 0.5) = 0.75, run 2 0.75 with one failed, pooled 2.25/3 = 0.75;
@@ -154,24 +157,7 @@ static void test_needles(void **state)
 static void test_json_document(void **state)
 {
     (void)state;
-    json_t *runs =
-        parse("[[\n"
-              "{\"id\":\"n2/"
-              "r0003\",\"bin\":\"≤16K\",\"bin_tokens\":16384,\"status\":\"ok\",\"score\":0.25,"
-              "\"error\":null,\"prefix_hit\":false,\"exact\":false},\n"
-              "{\"id\":\"n2/"
-              "r0004\",\"bin\":\"≤16K\",\"bin_tokens\":16384,\"status\":\"excluded\",\"score\":"
-              "null,\"error\":\"over_context: 20000 prompt tokens + 4096 > 16384\"},\n"
-              "{\"id\":\"n2/"
-              "r0000\",\"bin\":\"≤8K\",\"bin_tokens\":8192,\"status\":\"ok\",\"score\":1.0,"
-              "\"error\":null,\"prefix_hit\":true,\"exact\":true},\n"
-              "{\"id\":\"n2/"
-              "r0001\",\"bin\":\"≤8K\",\"bin_tokens\":8192,\"status\":\"ok\",\"score\":0.5,"
-              "\"error\":null,\"prefix_hit\":true,\"exact\":false},\n"
-              "{\"id\":\"n2/"
-              "r0002\",\"bin\":\"≤8K\",\"bin_tokens\":8192,\"status\":\"failed\",\"score\":null,"
-              "\"error\":\"http 500: boom\"}\n"
-              "]]\n");
+    json_t *runs = parse(one_run);
     json_t *s = dsa_summary_new(runs);
     assert_non_null(s);
     assert_int_equal(json_integer_value(json_object_get(s, "dsa_eval_summary")), 1);
