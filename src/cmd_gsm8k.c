@@ -454,35 +454,6 @@ static int open_store(struct run *r, int argc, char **argv, json_t *extra, char 
     return 0;
 }
 
-/* The API key from $DSA_EVAL_API_KEY or the first line of --api-key-file (trailing white
-   space removed), as every command reads it (docs/endpoint.md). Never printed. */
-static int read_api_key(const char *file, char **key)
-{
-    *key = NULL;
-    if (!file) {
-        const char *env = getenv("DSA_EVAL_API_KEY");
-        if (env && *env)
-            *key = dsa_xstrdup(env);
-        return 0;
-    }
-    FILE *f = fopen(file, "r");
-    if (!f)
-        return dsa_errorf("cannot open '%s': %s", file, strerror(errno));
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n = getline(&line, &cap, f);
-    fclose(f);
-    if (n <= 0) {
-        free(line);
-        return dsa_errorf("'%s' holds no API key", file);
-    }
-    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ' ||
-                     line[n - 1] == '\t'))
-        line[--n] = 0;
-    *key = line;
-    return 0;
-}
-
 static int open_backend(struct run *r, json_t *extra)
 {
     /* --backend inprocess never gets here (run_inprocess) */
@@ -495,7 +466,7 @@ static int open_backend(struct run *r, json_t *extra)
         return DSA_EXIT_USAGE;
     }
     char *key = NULL;
-    if (read_api_key(r->o->api_key_file, &key))
+    if (dsa_endpoint_read_api_key(r->o->api_key_file, &key))
         return DSA_EXIT_USAGE;
     struct dsa_endpoint_opts eo = {
         .urls = r->o->endpoints.v,
@@ -512,10 +483,7 @@ static int open_backend(struct run *r, json_t *extra)
     };
     int code = DSA_EXIT_BACKEND;
     r->b = dsa_endpoint_open(&eo, &code); /* copies the key */
-    if (key) {
-        memset(key, 0, strlen(key));
-        free(key);
-    }
+    dsa_endpoint_api_key_free(&key);
     if (!r->b)
         return code ? code : DSA_EXIT_BACKEND;
     if (r->mode->chat)
