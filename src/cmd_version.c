@@ -28,9 +28,9 @@ int cmd_version(int argc, char **argv)
         return DSA_EXIT_USAGE;
     }
     printf("dsa-eval %s (git %s)\n", DSA_VERSION, DSA_GIT_HASH);
-    printf("libcurl %s, jansson %s, pcre2 %d.%d, gsl %s, %s\n", curl_version_info(CURLVERSION_NOW)->version,
-           jansson_version_str(), PCRE2_MAJOR, PCRE2_MINOR, GSL_VERSION,
-           OpenSSL_version(OPENSSL_VERSION));
+    printf("libcurl %s, jansson %s, pcre2 %d.%d, gsl %s, %s\n",
+           curl_version_info(CURLVERSION_NOW)->version, jansson_version_str(), PCRE2_MAJOR,
+           PCRE2_MINOR, GSL_VERSION, OpenSSL_version(OPENSSL_VERSION));
 #ifdef DSA_HAVE_CUDA
     printf("cuda kernels: built for sm_90a\n");
 #else

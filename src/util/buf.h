@@ -19,7 +19,10 @@ struct dsa_buf {
     size_t cap;
 };
 
-#define DSA_BUF_INIT {NULL, 0, 0}
+#define DSA_BUF_INIT                                                                               \
+    {                                                                                              \
+        NULL, 0, 0                                                                                 \
+    }
 
 void dsa_buf_init(struct dsa_buf *b);
 void dsa_buf_release(struct dsa_buf *b);

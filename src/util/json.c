@@ -53,8 +53,8 @@ static bool type_error(const char *key, const char *type, const struct dsa_json_
     return false;
 }
 
-bool dsa_json_get_str(json_t *obj, const char *key, bool optional, const char **out,
-                      size_t *len, const struct dsa_json_where *w)
+bool dsa_json_get_str(json_t *obj, const char *key, bool optional, const char **out, size_t *len,
+                      const struct dsa_json_where *w)
 {
     bool missing;
     json_t *v = get(obj, key, optional, &missing, w);
@@ -101,6 +101,5 @@ bool dsa_json_get_num(json_t *obj, const char *key, bool optional, double *out,
 char *dsa_json_dumps_line(const json_t *v)
 {
     /* JSON_REAL_PRECISION(17): doubles round-trip exactly */
-    return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17) |
-                             JSON_ENCODE_ANY);
+    return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY);
 }

@@ -27,8 +27,8 @@ json_t *dsa_json_parse_object(const char *text, size_t len, const struct dsa_jso
 
 /* Typed getters: on a missing key or wrong type they print "line N of 'PATH': \"KEY\" must
    be a string" and return false, unless `optional` and the key is absent/null. */
-bool dsa_json_get_str(json_t *obj, const char *key, bool optional, const char **out,
-                      size_t *len, const struct dsa_json_where *w);
+bool dsa_json_get_str(json_t *obj, const char *key, bool optional, const char **out, size_t *len,
+                      const struct dsa_json_where *w);
 bool dsa_json_get_int(json_t *obj, const char *key, bool optional, long long *out,
                       const struct dsa_json_where *w);
 bool dsa_json_get_num(json_t *obj, const char *key, bool optional, double *out,

@@ -107,8 +107,8 @@ static const struct dsa_option *find_long(const struct dsa_option *opts, const c
     /* --no-<flag> */
     if (len > 3 && !strncmp(name, "no-", 3)) {
         for (const struct dsa_option *o = opts; o->type != DSA_OPT_TYPE_END; o++)
-            if (o->type == DSA_OPT_TYPE_BOOL && o->long_name &&
-                strlen(o->long_name) == len - 3 && !strncmp(o->long_name, name + 3, len - 3)) {
+            if (o->type == DSA_OPT_TYPE_BOOL && o->long_name && strlen(o->long_name) == len - 3 &&
+                !strncmp(o->long_name, name + 3, len - 3)) {
                 *negated = true;
                 return o;
             }
@@ -216,8 +216,7 @@ static int fail(int err, const char *what, const char *const *usage)
     return err;
 }
 
-int dsa_opt_parse(int *argc, char **argv, const struct dsa_option *opts,
-                  const char *const *usage)
+int dsa_opt_parse(int *argc, char **argv, const struct dsa_option *opts, const char *const *usage)
 {
     int npos = 0;
     int n = *argc;

@@ -54,14 +54,38 @@ struct dsa_strlist {
     size_t n;
 };
 
-#define DSA_OPT_END() {DSA_OPT_TYPE_END, 0, NULL, NULL, NULL, NULL, NULL}
-#define DSA_OPT_BOOL(s, l, v, h) {DSA_OPT_TYPE_BOOL, (s), (l), (v), NULL, (h), NULL}
-#define DSA_OPT_COUNT(s, l, v, h) {DSA_OPT_TYPE_COUNT, (s), (l), (v), NULL, (h), NULL}
-#define DSA_OPT_INT(s, l, v, a, h) {DSA_OPT_TYPE_INT, (s), (l), (v), (a), (h), NULL}
-#define DSA_OPT_LONG(s, l, v, a, h) {DSA_OPT_TYPE_LONG, (s), (l), (v), (a), (h), NULL}
-#define DSA_OPT_DOUBLE(s, l, v, a, h) {DSA_OPT_TYPE_DOUBLE, (s), (l), (v), (a), (h), NULL}
-#define DSA_OPT_STRING(s, l, v, a, h) {DSA_OPT_TYPE_STRING, (s), (l), (v), (a), (h), NULL}
-#define DSA_OPT_STRLIST(s, l, v, a, h) {DSA_OPT_TYPE_STRLIST, (s), (l), (v), (a), (h), NULL}
+#define DSA_OPT_END()                                                                              \
+    {                                                                                              \
+        DSA_OPT_TYPE_END, 0, NULL, NULL, NULL, NULL, NULL                                          \
+    }
+#define DSA_OPT_BOOL(s, l, v, h)                                                                   \
+    {                                                                                              \
+        DSA_OPT_TYPE_BOOL, (s), (l), (v), NULL, (h), NULL                                          \
+    }
+#define DSA_OPT_COUNT(s, l, v, h)                                                                  \
+    {                                                                                              \
+        DSA_OPT_TYPE_COUNT, (s), (l), (v), NULL, (h), NULL                                         \
+    }
+#define DSA_OPT_INT(s, l, v, a, h)                                                                 \
+    {                                                                                              \
+        DSA_OPT_TYPE_INT, (s), (l), (v), (a), (h), NULL                                            \
+    }
+#define DSA_OPT_LONG(s, l, v, a, h)                                                                \
+    {                                                                                              \
+        DSA_OPT_TYPE_LONG, (s), (l), (v), (a), (h), NULL                                           \
+    }
+#define DSA_OPT_DOUBLE(s, l, v, a, h)                                                              \
+    {                                                                                              \
+        DSA_OPT_TYPE_DOUBLE, (s), (l), (v), (a), (h), NULL                                         \
+    }
+#define DSA_OPT_STRING(s, l, v, a, h)                                                              \
+    {                                                                                              \
+        DSA_OPT_TYPE_STRING, (s), (l), (v), (a), (h), NULL                                         \
+    }
+#define DSA_OPT_STRLIST(s, l, v, a, h)                                                             \
+    {                                                                                              \
+        DSA_OPT_TYPE_STRLIST, (s), (l), (v), (a), (h), NULL                                        \
+    }
 
 enum dsa_opt_err {
     DSA_OPT_OK = 0,
@@ -77,8 +101,7 @@ enum dsa_opt_err {
 /* Parses argv[1..*argc); argv[0] is the subcommand name. On success returns the number of
    positional arguments, moved to argv[0..n). On error prints one line (plus the usage hint)
    to stderr and returns an enum dsa_opt_err (< 0). */
-int dsa_opt_parse(int *argc, char **argv, const struct dsa_option *opts,
-                  const char *const *usage);
+int dsa_opt_parse(int *argc, char **argv, const struct dsa_option *opts, const char *const *usage);
 const char *dsa_opt_strerror(int err);
 /* Maps a negative dsa_opt_parse result to an exit status: 0 for --help, 2 otherwise. */
 int dsa_opt_exit(int err);
