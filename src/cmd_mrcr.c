@@ -41,7 +41,9 @@ static const char *const usage[] = {
    <cache>/mrcr/<revision>/<N>needle.jsonl, one file per needle count asked for. */
 static int resolve_dataset(const char *arg, unsigned needles_mask, struct dsa_strlist *paths)
 {
-    if (dsa_is_file(arg)) {
+    /* a file, or a shipped sample ("sample:<name>", embedded in the binary), which the
+       reader opens itself */
+    if (dsa_is_file(arg) || !strncmp(arg, "sample:", 7)) {
         dsa_strlist_push(paths, dsa_xstrdup(arg));
         return 0;
     }
@@ -49,7 +51,7 @@ static int resolve_dataset(const char *arg, unsigned needles_mask, struct dsa_st
     size_t nlen = at ? (size_t)(at - arg) : strlen(arg);
     if (!((nlen == 11 && !strncmp(arg, "openai/mrcr", 11)) ||
           (nlen == 4 && !strncmp(arg, "mrcr", 4)))) {
-        dsa_errorf("dataset '%s' is not a file, nor openai/mrcr[@REVISION]", arg);
+        dsa_errorf("dataset '%s' is not a file, a sample:<name> nor openai/mrcr[@REVISION]", arg);
         return -1;
     }
     const char *rev = at ? at + 1 : DSA_MRCR_DEFAULT_REVISION;
