@@ -160,8 +160,9 @@ static int info_mrcr(const char *path, bool verify)
     static const char *const source[] = {
         [DSA_MRCR_BINS_OFFICIAL] = "official (openai/mrcr block map, sanity check passed)",
         [DSA_MRCR_BINS_EXPLICIT] = "explicit (\"bin\"/\"context_tokens\" in every row)",
-        [DSA_MRCR_BINS_MIXED] = "mixed (official block map for some needle counts, explicit "
-                                "for others)",
+        /* parenthesised: clang's -Wstring-concatenation flags a split literal in an array */
+        [DSA_MRCR_BINS_MIXED] = ("mixed (official block map for some needle counts, explicit "
+                                 "for others)"),
     };
     long total = 0, col[DSA_MRCR_NBINS] = {0};
     for (int n = 1; n <= DSA_MRCR_MAX_NEEDLES; n++)
