@@ -73,8 +73,16 @@ static long get_long(json_t *o, const char *key)
     json_t *v = json_object_get(o, key);
     if (json_is_integer(v))
         return (long)json_integer_value(v);
-    if (json_is_real(v)) /* some servers send counts as 12.0 */
-        return (long)json_real_value(v);
+    if (json_is_real(v)) { /* some servers send counts as 12.0 */
+        /* a count outside long's range (1e92) or fractional is no count: converting it would be
+           undefined behaviour, so it reads as absent like any other malformed field */
+        double d = json_real_value(v);
+        if (d >= 0 && d < 0x1p63) {
+            long n = (long)d;
+            if ((double)n == d)
+                return n;
+        }
+    }
     return -1;
 }
 

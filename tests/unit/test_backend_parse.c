@@ -143,6 +143,29 @@ static void test_chat_body_null_content(void **state)
     dsa_resp_release(&r);
 }
 
+static void test_usage_real_counts(void **state)
+{
+    (void)state;
+    /* counts sent as reals: 12.0 is 12; 1e92 (found by libFuzzer: converting it to long was
+       undefined behaviour), fractions and negatives are no count (-1), the body still parses */
+    const char *body =
+        "{\"choices\":[{\"message\":{\"content\":\"a\"}}],\"usage\":{\"prompt_tokens\":12.0,"
+        "\"completion_tokens\":1e92}}";
+    struct dsa_resp r;
+    dsa_resp_init(&r);
+    assert_int_equal(dsa_resp_parse_body(&r, DSA_API_CHAT, body, strlen(body)), DSA_RESP_OK);
+    assert_int_equal(r.prompt_tokens, 12);
+    assert_int_equal(r.completion_tokens, -1);
+    dsa_resp_reset(&r);
+    const char *b2 =
+        "{\"choices\":[{\"message\":{\"content\":\"a\"}}],\"usage\":{\"prompt_tokens\":2.5,"
+        "\"completion_tokens\":-3.0}}";
+    assert_int_equal(dsa_resp_parse_body(&r, DSA_API_CHAT, b2, strlen(b2)), DSA_RESP_OK);
+    assert_int_equal(r.prompt_tokens, -1);
+    assert_int_equal(r.completion_tokens, -1);
+    dsa_resp_release(&r);
+}
+
 static void test_completion_and_generate(void **state)
 {
     (void)state;
@@ -317,6 +340,7 @@ int main(void)
         cmocka_unit_test(test_sse_stop),
         cmocka_unit_test(test_chat_body_vllm),
         cmocka_unit_test(test_chat_body_null_content),
+        cmocka_unit_test(test_usage_real_counts),
         cmocka_unit_test(test_completion_and_generate),
         cmocka_unit_test(test_error_shapes),
         cmocka_unit_test(test_stream_chunks),
