@@ -34,6 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     srv_ptable_parse("0.3", &cfg.answer.wrong, err, sizeof err);
     srv_ptable_parse("100:0,inf:0.3", &cfg.answer.garble, err, sizeof err);
     if (which == 3) {
+        /* the handlers read the process-wide config; the server sets it at start-up */
+        srv_cfg = &cfg;
         json_t *r = srv_http_tokenize(body, len, err, sizeof err);
         json_decref(r);
     } else {
@@ -45,5 +47,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         srv_mrcr_question_release(&q);
     }
     srv_tok_count(body, len);
+    srv_cfg = NULL; /* cfg lives on this stack frame: leave no dangling pointer behind */
     return 0;
 }

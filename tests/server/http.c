@@ -24,6 +24,7 @@
 #include "tok.h"
 #include "util/buf.h"
 #include "util/hash.h"
+#include "util/utf8.h"
 
 #if MHD_VERSION < 0x00097002
 typedef int MHD_RESULT;
@@ -335,6 +336,15 @@ static MHD_RESULT handle_metrics(struct MHD_Connection *c)
     return ret;
 }
 
+void srv_scrub_utf8(char *s)
+{
+    if (dsa_utf8_valid(s, strlen(s)))
+        return;
+    for (; *s; s++)
+        if ((unsigned char)*s >= 0x80)
+            *s = '?';
+}
+
 static json_t *parse_body(const struct req *rq, char *err, size_t errlen)
 {
     json_error_t je;
@@ -342,6 +352,7 @@ static json_t *parse_body(const struct req *rq, char *err, size_t errlen)
     if (!root) {
         snprintf(err, errlen, "Invalid JSON body: %s (line %d, column %d)", je.text, je.line,
                  je.column);
+        srv_scrub_utf8(err);
         return NULL;
     }
     if (!json_is_object(root)) {

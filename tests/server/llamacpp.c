@@ -230,6 +230,7 @@ static int lgen_parse(struct lgen *g, const char *body, size_t len, struct dsa_b
     if (!json_is_object(g->root)) {
         char msg[300];
         snprintf(msg, sizeof msg, "[json.exception.parse_error.101] parse error: %s", je.text);
+        srv_scrub_utf8(msg);
         char *s = dumps(error_json(400, msg, "invalid_request_error"));
         dsa_buf_adds(err, s);
         free(s);

@@ -43,6 +43,10 @@ struct srv_config {
 };
 
 extern const struct srv_config *srv_cfg;
+/* Makes a message that may quote request bytes (jansson's parse errors echo the bad token, and
+   snprintf may cut a sequence) valid UTF-8 by turning every non-ASCII byte into '?', when it is
+   not valid already: jansson refuses to build a JSON string from invalid UTF-8. */
+void srv_scrub_utf8(char *s);
 /* Set on SIGTERM/SIGINT so stalled handlers return and the daemon can stop. */
 extern atomic_bool srv_stopping;
 

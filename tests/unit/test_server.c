@@ -16,6 +16,7 @@
 
 #include "answer.h"
 #include "faults.h"
+#include "llamacpp.h"
 #include "metrics.h"
 #include "mrcr.h"
 #include "server.h"
@@ -390,6 +391,28 @@ static void test_generation_seam(void **state)
     assert_non_null(strstr(err, "prompt"));
 }
 
+static void test_parse_error_utf8(void **state)
+{
+    (void)state;
+    /* found by libFuzzer: jansson's parse error quotes the bad token up to the first byte of a
+       UTF-8 sequence; the error body could not be built from it (NULL, then a crash) */
+    struct srv_config cfg = {.model = "m", .max_model_len = 100, .llamacpp = true};
+    srv_cfg = &cfg;
+    const char *bad = "{\"prompt\":\"\\\xdf\x88\"}";
+    struct dsa_buf out = DSA_BUF_INIT;
+    dsa_buf_init(&out);
+    assert_int_equal(srv_llamacpp_generate("chat", bad, strlen(bad), &out), 400);
+    assert_non_null(strstr(out.data, "parse error: invalid escape near '\\\"\\\\?'"));
+    dsa_buf_release(&out);
+    srv_cfg = NULL;
+    char msg[] = "ok \xc3\xa9 \xdf";
+    srv_scrub_utf8(msg);
+    assert_string_equal(msg, "ok ?? ?");
+    char fine[] = "ok \xc3\xa9";
+    srv_scrub_utf8(fine);
+    assert_string_equal(fine, "ok \xc3\xa9");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -398,7 +421,7 @@ int main(void)
         cmocka_unit_test(test_mrcr_answer),     cmocka_unit_test(test_ptable),
         cmocka_unit_test(test_tokenizer),       cmocka_unit_test(test_float_to_go),
         cmocka_unit_test(test_spec_schedule),   cmocka_unit_test(test_fault_rules),
-        cmocka_unit_test(test_generation_seam),
+        cmocka_unit_test(test_generation_seam), cmocka_unit_test(test_parse_error_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
