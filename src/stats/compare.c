@@ -1110,8 +1110,10 @@ static json_t *plan_bin(const struct side_data *sd, size_t n, const size_t *ks, 
         if (!isnan(detect)) {
             double need = dsa_stats_plan_runs(&vc, detect, confidence, power);
             json_object_set_new(o, "runs_needed_exact", jreal(need));
+            /* null when unreachable: infinite, or so large (absurd scores can make it 1e219)
+               that converting it to an integer would be undefined; runs_needed_exact keeps it */
             json_object_set_new(o, "runs_needed",
-                                isfinite(need)
+                                isfinite(need) && need <= 0x1p53
                                     ? json_integer((json_int_t)(need <= 1 ? 1 : ceil(need)))
                                     : json_null());
         }
