@@ -10,6 +10,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 
 #include "commands.h"
@@ -164,6 +165,11 @@ int cmd_grade_gsm8k(int argc, char **argv)
     } else if (ret == DSA_EXIT_OK && !nonblank) {
         dsa_errorf("no input lines in '%s'", shown);
         ret = DSA_EXIT_DATA;
+    }
+    if (ret == DSA_EXIT_OK && (fflush(stdout) || ferror(stdout))) {
+        /* a summary after records that never reached stdout would read as success */
+        dsa_errorf("cannot write to standard output: %s", strerror(errno ? errno : EIO));
+        ret = DSA_EXIT_IO;
     }
     if (ret == DSA_EXIT_OK) {
         if (with_gold)

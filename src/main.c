@@ -100,6 +100,10 @@ int main(int argc, char **argv)
             return run_command(find_command(argv[2]), 2, hargv);
         }
         print_help(stdout);
+        if (fflush(stdout) || ferror(stdout)) {
+            dsa_errorf("cannot write to standard output: %s", strerror(errno ? errno : EIO));
+            return DSA_EXIT_IO;
+        }
         return DSA_EXIT_OK;
     }
     const struct dsa_command *c = find_command(name);
