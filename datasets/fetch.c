@@ -35,19 +35,24 @@
 
 bool dsa_fetch_is_gsm8k(const char *path)
 {
-    dsa_lines *l = dsa_lines_open(path);
-    if (!l)
+    /* a quiet sniff: a file it cannot read is reported once, by the reader that follows */
+    if (!strcmp(path, "-"))
+        return false; /* stdin cannot be read twice */
+    FILE *f = fopen(path, "rb");
+    if (!f)
         return false;
-    const char *line;
-    size_t len;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len = getline(&line, &cap, f);
     bool yes = false;
-    if (dsa_lines_next(l, &line, &len) > 0) {
-        json_t *o = json_loadb(line, len, 0, NULL);
+    if (len > 0) {
+        json_t *o = json_loadb(line, (size_t)len, 0, NULL);
         yes = json_is_object(o) && json_object_get(o, "question") && json_object_get(o, "answer") &&
               !json_object_get(o, "prompt");
         json_decref(o);
     }
-    dsa_lines_free(&l);
+    free(line);
+    fclose(f);
     return yes;
 }
 

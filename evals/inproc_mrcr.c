@@ -225,16 +225,23 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
     struct dsa_mrcr_filter filt = {o->needles_mask, o->bins_mask, o->limit};
 
     /* every file is checked (and hashed) before any work */
+    long selected = 0;
     for (size_t i = 0; i < o->ndatasets; i++) {
         dsa_mrcr_reader *rd = dsa_mrcr_open(o->datasets[i], &filt);
         if (!rd) {
             ret = DSA_EXIT_DATA;
             goto cleanup;
         }
+        selected += (long)dsa_mrcr_nselected(rd);
         json_array_append_new(
             files, json_pack("{s:s, s:s}", "path", o->datasets[i], "sha256", dsa_mrcr_sha256(rd)));
         json_array_append_new(shas, json_string(dsa_mrcr_sha256(rd)));
         dsa_mrcr_free(&rd);
+    }
+    if (!selected) { /* as the endpoint run: an empty table with exit 0 would read as a pass */
+        dsa_errorf("no rows of '%s' pass the filters (--needles, --bins)", o->dataset_name);
+        ret = DSA_EXIT_DATA;
+        goto cleanup;
     }
     if (!(ip = dsa_inproc_new(o))) {
         ret = DSA_EXIT_BACKEND;

@@ -171,6 +171,11 @@ int dsa_trace_open(const char *path, dsa_trace **out)
         return dsa_errorf("cannot read trace '%s': %s", path, strerror(errno));
     struct stat st;
     void *map = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) { /* mmap of a directory: "No such device" */
+        close(fd);
+        return dsa_errorf("cannot read trace '%s': %s", path,
+                          S_ISDIR(st.st_mode) ? strerror(EISDIR) : "not a regular file");
+    }
     if (fstat(fd, &st) == 0 && st.st_size > 0)
         map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;

@@ -71,8 +71,11 @@ static int synth_mrcr(int argc, char **argv)
         return usage_error("%s: -o FILE is required", "synth mrcr");
     if (bins && max_bin)
         return usage_error("%s: give --bins or --max-bin, not both", "synth mrcr");
-    if (per_bin < 1 || per_bin > 100000)
-        return usage_error("--per-bin must be 1..100000, not %s", "out of range");
+    if (per_bin < 1 || per_bin > 100000) {
+        char got[24];
+        snprintf(got, sizeof got, "%d", per_bin);
+        return usage_error("--per-bin must be 1..100000, not %s", got);
+    }
     if (seed < 0)
         return usage_error("--seed must not be negative%s", "");
     struct dsa_synth_mrcr_opts o = {0, 0, per_bin, (unsigned long)seed, &dsa_interrupted};

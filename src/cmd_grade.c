@@ -8,6 +8,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 
 #include "commands.h"
@@ -122,6 +123,12 @@ static int grade_mrcr(int argc, char **argv)
     if (dsa_lines_lineno(in) == 0) {
         dsa_errorf("no input lines in '%s'", shown);
         ret = DSA_EXIT_DATA;
+        goto cleanup;
+    }
+    /* a summary after records that never reached stdout would read as success */
+    if (fflush(stdout) || ferror(stdout)) {
+        dsa_errorf("cannot write to standard output: %s", strerror(errno ? errno : EIO));
+        ret = DSA_EXIT_IO;
         goto cleanup;
     }
     if (graded)

@@ -10,6 +10,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 
 #include "commands.h"
@@ -89,18 +90,19 @@ int cmd_grade_gsm8k(int argc, char **argv)
     const char *path = npos ? argv[0] : "-";
     dsa_lines *r = dsa_lines_open(path);
     if (!r)
-        return DSA_EXIT_IO;
+        return DSA_EXIT_DATA; /* an unreadable input is bad input, like grade mrcr's */
     dsa_gsm8k_extractor *x = dsa_gsm8k_extractor_new();
     const char *line;
     size_t len;
     int rc, ret = DSA_EXIT_OK;
-    size_t graded = 0, with_gold = 0, correct = 0, skipped = 0;
+    size_t graded = 0, with_gold = 0, correct = 0, skipped = 0, nonblank = 0;
     const char *shown = strcmp(path, "-") ? path : "<stdin>";
     while ((rc = dsa_lines_next(r, &line, &len)) == 1) {
         long lineno = dsa_lines_lineno(r);
         struct dsa_json_where w = {shown, lineno};
         if (len == 0)
             continue;
+        nonblank++;
         json_t *obj = dsa_json_parse_object(line, len, &w);
         const char *why = NULL;
         const char *text = NULL, *gold = NULL;
@@ -158,8 +160,17 @@ int cmd_grade_gsm8k(int argc, char **argv)
         json_decref(rec);
         json_decref(obj);
     }
-    if (rc < 0)
+    if (rc < 0) {
+        ret = DSA_EXIT_DATA; /* printed by the reader */
+    } else if (ret == DSA_EXIT_OK && !nonblank) {
+        dsa_errorf("no input lines in '%s'", shown);
+        ret = DSA_EXIT_DATA;
+    }
+    if (ret == DSA_EXIT_OK && (fflush(stdout) || ferror(stdout))) {
+        /* a summary after records that never reached stdout would read as success */
+        dsa_errorf("cannot write to standard output: %s", strerror(errno ? errno : EIO));
         ret = DSA_EXIT_IO;
+    }
     if (ret == DSA_EXIT_OK) {
         if (with_gold)
             dsa_notef("%zu graded (%s): %zu/%zu correct (%.4f)%s", graded, mode_name, correct,

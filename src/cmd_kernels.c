@@ -151,6 +151,10 @@ int cmd_kernels(int argc, char **argv)
         dsa_errorf("expected 'dsa-eval kernels check' (see 'dsa-eval kernels --help')");
         return DSA_EXIT_USAGE;
     }
+    if (reruns < -1) { /* -1: the option was not given */
+        dsa_errorf("--reruns must be >= 0, not %d", reruns);
+        return DSA_EXIT_USAGE;
+    }
     const struct dsa_kernels_api *impl =
         plugin ? dsa_kernels_load(plugin) : dsa_kernels_pick(device ? device : "auto");
     if (!impl)
@@ -170,5 +174,10 @@ int cmd_kernels(int argc, char **argv)
     dsa_kernels_unload();
     if (rc < 0)
         return DSA_EXIT_BACKEND;
+    if (filter && !res.passed && !res.failed && !res.skipped) {
+        /* a mistyped filter must not read as a clean pass */
+        dsa_errorf("no case matches -k '%s'", filter);
+        return DSA_EXIT_USAGE;
+    }
     return res.failed ? DSA_EXIT_FAIL : DSA_EXIT_OK;
 }

@@ -126,6 +126,14 @@ int cmd_plan(int argc, char **argv)
         dsa_cmp_side_release(&side);
         return DSA_EXIT_DATA;
     }
+    size_t nrec = 0;
+    for (size_t q = 0; q < side.n_runs; q++)
+        nrec += json_array_size(side.runs[q].records);
+    if (!nrec) { /* an empty file would otherwise print a table of n/a and exit 0 */
+        dsa_errorf("no records in '%s': nothing to plan from", from);
+        dsa_cmp_side_release(&side);
+        return DSA_EXIT_DATA;
+    }
     json_t *doc = dsa_cmp_plan(&side, bin, detect, runs, confidence, power);
     dsa_cmp_side_release(&side);
     if (!doc)

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
 #include "reports/report.h"
@@ -24,6 +25,18 @@ static const char *const usage[] = {
 static json_t *load_doc(const char *path)
 {
     json_error_t err;
+    struct stat st;
+    /* jansson's own open error reads "unable to open X: … (line -1)": say it plainly */
+    if (stat(path, &st)) {
+        dsa_errorf("cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        dsa_errorf("'%s' is a directory: give a document saved by 'compare --json', or "
+                   "BASELINE CANDIDATE",
+                   path);
+        return NULL;
+    }
     json_t *doc = json_load_file(path, JSON_DECODE_ANY, &err);
     if (!doc) {
         dsa_errorf("cannot parse '%s': %s (line %d)", path, err.text, err.line);

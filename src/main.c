@@ -73,7 +73,9 @@ static int run_command(const struct dsa_command *c, int argc, char **argv)
 
     /* one place checks that everything reached stdout (git's run_builtin) */
     if (fflush(stdout) || ferror(stdout)) {
-        dsa_errorf("cannot write to standard output: %s", strerror(errno));
+        /* a command that failed has said why in its one line; a second line would repeat it */
+        if (ret == DSA_EXIT_OK)
+            dsa_errorf("cannot write to standard output: %s", strerror(errno ? errno : EIO));
         return ret ? ret : DSA_EXIT_IO;
     }
     if (fclose(stdout) && ret == DSA_EXIT_OK) {
@@ -98,6 +100,10 @@ int main(int argc, char **argv)
             return run_command(find_command(argv[2]), 2, hargv);
         }
         print_help(stdout);
+        if (fflush(stdout) || ferror(stdout)) {
+            dsa_errorf("cannot write to standard output: %s", strerror(errno ? errno : EIO));
+            return DSA_EXIT_IO;
+        }
         return DSA_EXIT_OK;
     }
     const struct dsa_command *c = find_command(name);

@@ -887,6 +887,17 @@ json_t *dsa_cmp_build(const struct dsa_cmp_side *base, const struct dsa_cmp_side
                       const struct dsa_cmp_side *aa, const struct dsa_cmp_opts *opts)
 {
     const struct dsa_cmp_side *sides[3] = {base, cand, aa};
+    /* a GSM8K run beside an MRCR run shares no sample worth pairing: say so, before the bins
+       (GSM8K's one bin "all") produce a puzzling message */
+    for (int k = 1; k < (aa ? 3 : 2); k++) {
+        const char *e0 = side_eval(base), *ek = side_eval(sides[k]);
+        if (e0 && ek && strcmp(e0, ek)) {
+            dsa_errorf("'%s' holds %s runs but '%s' holds %s runs: runs of different evals "
+                       "cannot be compared",
+                       base->path, e0, sides[k]->path, ek);
+            return NULL;
+        }
+    }
     struct universe u;
     if (universe_build(&u, sides, aa ? 3 : 2) < 0) {
         universe_release(&u);

@@ -71,9 +71,23 @@ char *dsa_cache_dir(void)
 
 int dsa_atomic_open(struct dsa_atomic *a, const char *path)
 {
+    struct stat st;
+    a->path = path;
+    a->tmp = NULL;
+    if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
+        dsa_errorf("cannot write '%s': Is a directory", path);
+        return -1;
+    }
+    /* a device or pipe (-o /dev/stdout, /dev/full, a FIFO) is written in place: renaming a
+       temporary file over it would replace the device node itself */
+    if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
+        a->f = fopen(path, "wb");
+        if (!a->f)
+            return dsa_errorf("cannot open '%s': %s", path, strerror(errno));
+        return 0;
+    }
     struct dsa_buf tmp = DSA_BUF_INIT;
     dsa_buf_addf(&tmp, "%s.tmp-%ld", path, (long)getpid());
-    a->path = path;
     a->tmp = dsa_buf_detach(&tmp, NULL);
     a->f = fopen(a->tmp, "wb");
     if (!a->f) {
@@ -90,7 +104,7 @@ int dsa_atomic_commit(struct dsa_atomic *a)
     int ret = 0;
     errno = 0; /* a stream error without errno reads as EIO */
     /* fsync before the rename: otherwise a power cut can leave PATH renamed but empty */
-    bool bad = fflush(a->f) || ferror(a->f) || fsync(fileno(a->f));
+    bool bad = fflush(a->f) || ferror(a->f) || (a->tmp && fsync(fileno(a->f)));
     int err = errno;
     if (fclose(a->f) && !bad) {
         bad = true;
@@ -98,9 +112,11 @@ int dsa_atomic_commit(struct dsa_atomic *a)
     }
     a->f = NULL;
     if (bad) {
-        ret = dsa_errorf("cannot write '%s': %s", a->tmp, strerror(err ? err : EIO));
-        unlink(a->tmp);
-    } else if (rename(a->tmp, a->path)) {
+        ret = dsa_errorf("cannot write '%s': %s", a->tmp ? a->tmp : a->path,
+                         strerror(err ? err : EIO));
+        if (a->tmp)
+            unlink(a->tmp);
+    } else if (a->tmp && rename(a->tmp, a->path)) {
         ret = dsa_errorf("cannot rename '%s' to '%s': %s", a->tmp, a->path, strerror(errno));
         unlink(a->tmp);
     }

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,7 +159,7 @@ static int store(const struct dsa_option *o, const char *arg, bool negated)
         double v = strtod(arg, &end);
         if (end == arg || *end)
             return DSA_OPT_ERR_NUMBER;
-        if (errno)
+        if (errno || !isfinite(v)) /* nan/inf would slip through every range check */
             return DSA_OPT_ERR_RANGE;
         *(double *)o->value = v;
         break;

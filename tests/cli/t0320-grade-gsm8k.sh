@@ -42,7 +42,7 @@ printf '{"output":3}\n' >"$TMP/bad2.jsonl"
 expect_code 3 "output must be a string" "$DSA_BIN" grade gsm8k "$TMP/bad2.jsonl"
 grep -q 'line 1 of .*"output" must be a string' "$TMP/err" && ok "type message" || not_ok "type message"
 expect_code 2 "unknown extraction" "$DSA_BIN" grade gsm8k --extract posix "$TMP/in.jsonl"
-expect_code 5 "missing file" "$DSA_BIN" grade gsm8k /nonexistent.jsonl
+expect_code 3 "missing file" "$DSA_BIN" grade gsm8k /nonexistent.jsonl
 expect_success "grade gsm8k --help" "$DSA_BIN" grade gsm8k --help
 grep -q '^usage: dsa-eval grade gsm8k' "$TMP/out" && ok "usage line" || not_ok "usage line"
 "$DSA_BIN" grade --help | grep -q '^    gsm8k ' && ok "grade lists gsm8k" || not_ok "grade lists gsm8k"
