@@ -75,6 +75,10 @@ bad 3 "datasets info --verify: truncated" "cannot parse line 1 of 'trunc'" \
     "$DSA_BIN" datasets info --verify trunc
 bad 3 "datasets info: a 50 MB line" "line 1 of 'huge': missing \"n_needles\"" \
     "$DSA_BIN" datasets info huge
+expect_success "datasets info: the README's spelling sample:mrcr-synth-8needle (fixed: was exit 3)" \
+    "$DSA_BIN" datasets info sample:mrcr-synth-8needle
+bad 3 "datasets info: unknown sample" "'sample:nope' is not a shipped sample" \
+    "$DSA_BIN" datasets info sample:nope
 bad 2 "synth: --per-bin 0 (fixed: said 'not out of range')" "--per-bin must be 1..100000, not 0" \
     "$DSA_BIN" datasets synth mrcr --per-bin 0 -o x.jsonl
 bad 2 "synth: --bins 7k" "'7k' is not an MRCR bin edge" "$DSA_BIN" datasets synth mrcr --bins 7k -o x.jsonl
