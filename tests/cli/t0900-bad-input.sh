@@ -63,6 +63,10 @@ bad 5 "grade mrcr: stdout full (fixed: was a success note too)" \
     sh -c '"$0" grade mrcr g1 >/dev/full' "$DSA_BIN"
 bad 5 "grade gsm8k: stdout full (fixed)" "cannot write to standard output" \
     bash -c '"$0" grade gsm8k >/dev/full <<<"{\"output\":\"18\"}"' "$DSA_BIN"
+for i in $(seq 1 3000); do printf '%s\n' "$g"; done >many
+"$DSA_BIN" grade mrcr many 2>"$TMP/err" | head -c 1 >/dev/null
+expect_eq "grade mrcr: SIGPIPE stops with exit 5 and one line (fixed: graded on, no error)" \
+    "${PIPESTATUS[0]} $(grep -c '^dsa-eval: ' "$TMP/err") $(grep -c 'Broken pipe' "$TMP/err")" "5 1 1"
 bad 2 "grade: unknown eval" "" "$DSA_BIN" grade nope
 
 # ---- datasets
