@@ -20,8 +20,11 @@ const struct dsa_sample *dsa_sample_find(const char *name)
 {
     if (!strncmp(name, DSA_SAMPLE_PREFIX, strlen(DSA_SAMPLE_PREFIX)))
         name += strlen(DSA_SAMPLE_PREFIX);
+    size_t n = strlen(name);
+    /* README spells the demo sample without its ".jsonl": accept both */
     for (const struct dsa_sample *s = dsa_samples; s->name; s++)
-        if (!strcmp(s->name, name))
+        if (!strcmp(s->name, name) ||
+            (!strncmp(s->name, name, n) && !strcmp(s->name + n, ".jsonl")))
             return s;
     return NULL;
 }

@@ -107,6 +107,8 @@ static int grade_mrcr(int argc, char **argv)
         }
         write_record(ln.ids, lineno, &ln, st);
         json_decref(ln.ids);
+        if (ferror(stdout))
+            break; /* a closed pipe (| head): reported below, no use grading the rest */
         if (st == DSA_MRCR_LINE_SKIPPED) {
             skipped++;
             continue;

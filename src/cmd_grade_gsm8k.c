@@ -159,6 +159,8 @@ int cmd_grade_gsm8k(int argc, char **argv)
         emit(rec);
         json_decref(rec);
         json_decref(obj);
+        if (ferror(stdout))
+            break; /* a closed pipe (| head): reported below, no use grading the rest */
     }
     if (rc < 0) {
         ret = DSA_EXIT_DATA; /* printed by the reader */

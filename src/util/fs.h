@@ -23,8 +23,8 @@ char *dsa_cache_dir(void);
  * an error leaves the old PATH (or none), never a partial one; dsa_atomic_abort() closes and
  * removes it. Errors are printed ("cannot create 'T': …", "cannot write 'T': …", "cannot
  * rename 'T' to 'PATH': …"). A PATH that exists and is not a regular file (a device such
- * as /dev/stdout, a FIFO) is written in place; a directory is refused. Commit and abort release everything, also on failure; `path`
- * is borrowed until then.
+ * as /dev/stdout, a FIFO) is written in place; a directory is refused. Commit and abort release
+ * everything, also on failure; `path` is borrowed until then.
  */
 struct dsa_atomic {
     FILE *f;

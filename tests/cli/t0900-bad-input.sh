@@ -63,6 +63,10 @@ bad 5 "grade mrcr: stdout full (fixed: was a success note too)" \
     sh -c '"$0" grade mrcr g1 >/dev/full' "$DSA_BIN"
 bad 5 "grade gsm8k: stdout full (fixed)" "cannot write to standard output" \
     bash -c '"$0" grade gsm8k >/dev/full <<<"{\"output\":\"18\"}"' "$DSA_BIN"
+for i in $(seq 1 3000); do printf '%s\n' "$g"; done >many
+"$DSA_BIN" grade mrcr many 2>"$TMP/err" | head -c 1 >/dev/null
+expect_eq "grade mrcr: SIGPIPE stops with exit 5 and one line (fixed: graded on, no error)" \
+    "${PIPESTATUS[0]} $(grep -c '^dsa-eval: ' "$TMP/err") $(grep -c 'Broken pipe' "$TMP/err")" "5 1 1"
 bad 2 "grade: unknown eval" "" "$DSA_BIN" grade nope
 
 # ---- datasets
@@ -75,6 +79,10 @@ bad 3 "datasets info --verify: truncated" "cannot parse line 1 of 'trunc'" \
     "$DSA_BIN" datasets info --verify trunc
 bad 3 "datasets info: a 50 MB line" "line 1 of 'huge': missing \"n_needles\"" \
     "$DSA_BIN" datasets info huge
+expect_success "datasets info: the README's spelling sample:mrcr-synth-8needle (fixed: was exit 3)" \
+    "$DSA_BIN" datasets info sample:mrcr-synth-8needle
+bad 3 "datasets info: unknown sample" "'sample:nope' is not a shipped sample" \
+    "$DSA_BIN" datasets info sample:nope
 bad 2 "synth: --per-bin 0 (fixed: said 'not out of range')" "--per-bin must be 1..100000, not 0" \
     "$DSA_BIN" datasets synth mrcr --per-bin 0 -o x.jsonl
 bad 2 "synth: --bins 7k" "'7k' is not an MRCR bin edge" "$DSA_BIN" datasets synth mrcr --bins 7k -o x.jsonl
