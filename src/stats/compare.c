@@ -863,6 +863,17 @@ static const char *side_eval(const struct dsa_cmp_side *s)
     return NULL;
 }
 
+/* "inprocess" or "endpoint" from the run headers ("backend": {"kind": …}), or NULL */
+static const char *side_backend(const struct dsa_cmp_side *s)
+{
+    for (size_t q = 0; q < s->n_runs; q++) {
+        json_t *k = json_object_get(json_object_get(s->runs[q].header, "backend"), "kind");
+        if (json_is_string(k))
+            return json_string_value(k);
+    }
+    return NULL;
+}
+
 static json_t *method_json(const struct dsa_boot_cfg *cfg)
 {
     char *text = dsa_cmp_method_text(cfg);
@@ -895,6 +906,15 @@ json_t *dsa_cmp_build(const struct dsa_cmp_side *base, const struct dsa_cmp_side
             dsa_errorf("'%s' holds %s runs but '%s' holds %s runs: runs of different evals "
                        "cannot be compared",
                        base->path, e0, sides[k]->path, ek);
+            return NULL;
+        }
+        /* an in-process MRCR score is recall@k of the indexer's selection, an endpoint
+           score is the official grader's ratio: the same ids, but not the same quantity */
+        const char *k0 = side_backend(base), *kk = side_backend(sides[k]);
+        if (k0 && kk && strcmp(k0, kk)) {
+            dsa_errorf("'%s' holds %s runs but '%s' holds %s runs: their scores measure "
+                       "different things and cannot be compared",
+                       base->path, k0, sides[k]->path, kk);
             return NULL;
         }
     }

@@ -163,6 +163,15 @@ bad 3 "compare: GSM8K vs MRCR (fixed: said 'bin label all is reserved')" \
     "'gs' holds gsm8k runs but 'm1' holds mrcr runs" "$DSA_BIN" compare gs m1
 bad 3 "report: MRCR vs GSM8K (fixed)" "runs of different evals cannot be compared" \
     "$DSA_BIN" report m1 gs
+# an in-process MRCR run (recall@k) beside an endpoint MRCR run (grader score)
+mkdir ip
+"$DSA_PYTHON" -c 'import json,sys; h=json.loads(sys.argv[1]); h["backend"]={"kind":sys.argv[2]}
+print(json.dumps(h, ensure_ascii=False)); print(sys.argv[3])' "$hdr" inprocess "$rec" >ip/run-001.jsonl
+mkdir ep
+"$DSA_PYTHON" -c 'import json,sys; h=json.loads(sys.argv[1]); h["backend"]={"kind":sys.argv[2]}
+print(json.dumps(h, ensure_ascii=False)); print(sys.argv[3])' "$hdr" endpoint "$rec" >ep/run-001.jsonl
+bad 3 "compare: in-process vs endpoint MRCR" \
+    "'ip' holds inprocess runs but 'ep' holds endpoint runs" "$DSA_BIN" compare ip ep
 { echo "$hdr"; echo "$rec" | sed 's/"score":[0-9.e+-]*/"score":"x"/'; } >wrongscore
 bad 3 "compare: score of the wrong type" "\"score\" must be a number or null" \
     "$DSA_BIN" compare m1 wrongscore
