@@ -21,6 +21,7 @@
 #include "llamacpp.h"
 #include "mrcr.h"
 #include "server.h"
+#include "stream.h"
 #include "tok.h"
 #include "util/buf.h"
 #include "util/hash.h"
@@ -65,17 +66,6 @@ struct gen {
     struct srv_spec_result spec;
     struct srv_answer_info info;
 };
-
-static void sleep_ms(long ms)
-{
-    /* Short naps so a stop request is noticed quickly. */
-    while (ms > 0 && !atomic_load(&srv_stopping)) {
-        long step = ms < 50 ? ms : 50;
-        struct timespec ts = {step / 1000, (step % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
-        ms -= step;
-    }
-}
 
 static double now_s(void)
 {
@@ -166,73 +156,9 @@ static MHD_RESULT send_reset(struct MHD_Connection *c)
 
 /* ---------------------------------------------------------------- streaming */
 
-/* All events of a stream, built up front; the reader hands out one event per call so each
-   event is its own HTTP chunk, and can cut the stream after `cut_at` events. */
-struct stream {
-    struct dsa_buf data;
-    size_t *ends; /* ends[i] = offset just past event i */
-    size_t n, cap;
-    size_t next;   /* next event to send */
-    size_t off;    /* bytes of data already sent */
-    long cut_at;   /* -1 = send everything */
-    long stall_at; /* -1, or the event before which the stream stalls */
-};
-
-static void stream_event(struct stream *st, const char *payload)
+static MHD_RESULT send_stream(struct MHD_Connection *c, struct srv_stream *st)
 {
-    dsa_buf_addf(&st->data, "data: %s\n\n", payload);
-    if (st->n == st->cap)
-        st->ends =
-            dsa_xrealloc(st->ends, (st->cap = st->cap ? 2 * st->cap : 64) * sizeof *st->ends);
-    st->ends[st->n++] = st->data.len;
-}
-
-static void stream_json(struct stream *st, json_t *v)
-{
-    char *s = json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(17));
-    json_decref(v);
-    stream_event(st, s);
-    free(s);
-}
-
-static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    (void)pos;
-    struct stream *st = cls;
-    if (st->next >= st->n)
-        return MHD_CONTENT_READER_END_OF_STREAM;
-    if (st->cut_at >= 0 && st->next >= (size_t)st->cut_at)
-        return MHD_CONTENT_READER_END_WITH_ERROR;
-    if (st->stall_at >= 0 && st->next == (size_t)st->stall_at) {
-        st->stall_at = -1;
-        sleep_ms(1000L * srv_cfg->stall_s);
-    }
-    if (st->off == (st->next ? st->ends[st->next - 1] : 0) && st->next > 0 &&
-        srv_cfg->chunk_delay_ms > 0)
-        sleep_ms(srv_cfg->chunk_delay_ms);
-    size_t end = st->ends[st->next];
-    size_t n = end - st->off;
-    if (n > max)
-        n = max;
-    memcpy(buf, st->data.data + st->off, n);
-    st->off += n;
-    if (st->off == end)
-        st->next++;
-    return (ssize_t)n;
-}
-
-static void stream_free(void *cls)
-{
-    struct stream *st = cls;
-    dsa_buf_release(&st->data);
-    free(st->ends);
-    free(st);
-}
-
-static MHD_RESULT send_stream(struct MHD_Connection *c, struct stream *st)
-{
-    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024,
-                                                               stream_read, st, stream_free);
+    struct MHD_Response *r = srv_stream_response(st, MHD_SIZE_UNKNOWN);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream; charset=utf-8");
     MHD_RESULT ret = MHD_queue_response(c, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
@@ -791,19 +717,16 @@ static json_t *running_usage(const struct gen *g, long completion)
                      (json_int_t)(g->prompt_tokens + completion));
 }
 
-static struct stream *gen_stream(const struct gen *g)
+static struct srv_stream *gen_stream(const struct gen *g)
 {
     bool chat = strcmp(g->endpoint, "chat") == 0;
-    struct stream *st = dsa_xcalloc(1, sizeof *st);
-    dsa_buf_init(&st->data);
-    st->cut_at = -1;
-    st->stall_at = -1;
+    struct srv_stream *st = srv_stream_new();
     if (chat) {
         json_t *c = chunk(g, json_pack("{s:i, s:{s:s, s:s}, s:n, s:n}", "index", 0, "delta", "role",
                                        "assistant", "content", "", "logprobs", "finish_reason"));
         if (g->continuous_usage)
             json_object_set_new(c, "usage", running_usage(g, 0));
-        stream_json(st, c);
+        srv_stream_json(st, c);
     }
     size_t pos = 0;
     long ntok = 0;
@@ -830,7 +753,7 @@ static struct stream *gen_stream(const struct gen *g)
         ntok += len > 0;
         if (g->continuous_usage)
             json_object_set_new(c, "usage", running_usage(g, last ? g->completion_tokens : ntok));
-        stream_json(st, c);
+        srv_stream_json(st, c);
         pos += len;
     } while (pos < g->text.len);
     if (g->include_usage) {
@@ -841,9 +764,9 @@ static struct stream *gen_stream(const struct gen *g)
         json_t *sm = spec_metrics_json(g);
         if (sm)
             json_object_set_new(u, "metrics", sm);
-        stream_json(st, u);
+        srv_stream_json(st, u);
     }
-    stream_event(st, "[DONE]");
+    srv_stream_event(st, "[DONE]");
     return st;
 }
 
@@ -885,22 +808,19 @@ static json_t *generate_meta(const struct gen *g, bool final)
     return m;
 }
 
-static struct stream *generate_stream(const struct gen *g)
+static struct srv_stream *generate_stream(const struct gen *g)
 {
-    struct stream *st = dsa_xcalloc(1, sizeof *st);
-    dsa_buf_init(&st->data);
-    st->cut_at = -1;
-    st->stall_at = -1;
+    struct srv_stream *st = srv_stream_new();
     /* SGLang's native stream repeats the whole text so far in every event. */
     size_t pos = 0;
     do {
         size_t len = g->text.len ? srv_tok_next(g->text.data + pos, g->text.len - pos) : 0;
         pos += len;
         bool last = pos >= g->text.len;
-        stream_json(st, json_pack("{s:s%, s:o}", "text", g->text.data, pos, "meta_info",
-                                  generate_meta(g, last)));
+        srv_stream_json(st, json_pack("{s:s%, s:o}", "text", g->text.data, pos, "meta_info",
+                                      generate_meta(g, last)));
     } while (pos < g->text.len);
-    stream_event(st, "[DONE]");
+    srv_stream_event(st, "[DONE]");
     return st;
 }
 
@@ -954,7 +874,7 @@ static MHD_RESULT handle_generate(struct MHD_Connection *c, const char *endpoint
         return send_buf(c, 200, "text/html", page, sizeof page - 1);
     }
     case SRV_FAULT_STALL:
-        sleep_ms(1000L * cfg->stall_s);
+        srv_sleep_ms(1000L * cfg->stall_s);
         break;
     default:
         break;
@@ -980,11 +900,11 @@ static MHD_RESULT handle_generate(struct MHD_Connection *c, const char *endpoint
     g.created = (long)time(NULL);
 
     if (fault.kind == SRV_FAULT_STALL_STREAM && !g.stream)
-        sleep_ms(1000L * cfg->stall_s);
+        srv_sleep_ms(1000L * cfg->stall_s);
     srv_metrics_running(1);
     gen_run(&g);
     if (cfg->delay_ms > 0)
-        sleep_ms(cfg->delay_ms);
+        srv_sleep_ms(cfg->delay_ms);
     if (fault.kind == SRV_FAULT_MALFORMED) {
         srv_metrics_running(-1);
         MHD_RESULT ret = send_malformed(c, &g);
@@ -999,7 +919,7 @@ static MHD_RESULT handle_generate(struct MHD_Connection *c, const char *endpoint
     MHD_RESULT ret;
     bool generate = strcmp(endpoint, "generate") == 0;
     if (g.stream) {
-        struct stream *st = generate ? generate_stream(&g) : gen_stream(&g);
+        struct srv_stream *st = generate ? generate_stream(&g) : gen_stream(&g);
         if (fault.kind == SRV_FAULT_TRUNCATE) {
             st->cut_at = (long)(st->n / 2);
         } else if (fault.kind == SRV_FAULT_STALL_STREAM) {
@@ -1010,8 +930,8 @@ static MHD_RESULT handle_generate(struct MHD_Connection *c, const char *endpoint
             st->n = keep;
             st->data.len = keep ? st->ends[keep - 1] : 0;
             json_t *e = error_body(500, "injected fault", cfg->sglang);
-            stream_json(st, e);
-            stream_event(st, "[DONE]");
+            srv_stream_json(st, e);
+            srv_stream_event(st, "[DONE]");
         }
         ret = send_stream(c, st);
     } else {
@@ -1023,17 +943,14 @@ static MHD_RESULT handle_generate(struct MHD_Connection *c, const char *endpoint
         size_t len = strlen(s);
         if (fault.kind == SRV_FAULT_TRUNCATE) {
             /* Announce the full length, send half, close: the client sees a short body. */
-            struct stream *st = dsa_xcalloc(1, sizeof *st);
-            dsa_buf_init(&st->data);
+            struct srv_stream *st = srv_stream_new();
             dsa_buf_add(&st->data, s, len);
             st->ends = dsa_xmalloc(2 * sizeof *st->ends);
             st->ends[0] = len / 2;
             st->ends[1] = len;
             st->n = 2;
             st->cut_at = 1;
-            st->stall_at = -1;
-            struct MHD_Response *r =
-                MHD_create_response_from_callback(len, 64 * 1024, stream_read, st, stream_free);
+            struct MHD_Response *r = srv_stream_response(st, len);
             MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
             ret = MHD_queue_response(c, 200, r);
             MHD_destroy_response(r);
@@ -1220,7 +1137,7 @@ int srv_http_fuzz_generate(const struct srv_config *cfg, const char *endpoint, c
         bool generate = strcmp(endpoint, "generate") == 0;
         json_t *r = generate ? generate_meta(&g, true) : gen_response(&g);
         json_decref(r);
-        stream_free(generate ? generate_stream(&g) : gen_stream(&g));
+        srv_stream_free(generate ? generate_stream(&g) : gen_stream(&g));
     }
     gen_release(&g);
     return status;

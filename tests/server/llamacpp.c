@@ -21,6 +21,7 @@
 #include "answer.h"
 #include "metrics.h"
 #include "server.h"
+#include "stream.h"
 #include "tok.h"
 #include "util/hash.h"
 
@@ -82,52 +83,6 @@ static void context_error(struct dsa_buf *out, long n_prompt, long n_ctx)
                  "available context size (%ld tokens), try increasing it\",\"type\":\"exceed_"
                  "context_size_error\",\"n_prompt_tokens\":%ld,\"n_ctx\":%ld}}",
                  n_prompt, n_ctx, n_prompt, n_ctx);
-}
-
-/* SSE: all events built up front, one event per HTTP chunk. */
-struct sse {
-    struct dsa_buf data;
-    size_t *ends;
-    size_t n, cap, next, off;
-};
-
-static void sse_event(struct sse *st, json_t *v)
-{
-    if (v) {
-        char *s = dumps(v);
-        dsa_buf_addf(&st->data, "data: %s\n\n", s);
-        free(s);
-    } else {
-        dsa_buf_adds(&st->data, "data: [DONE]\n\n");
-    }
-    if (st->n == st->cap)
-        st->ends =
-            dsa_xrealloc(st->ends, (st->cap = st->cap ? 2 * st->cap : 32) * sizeof *st->ends);
-    st->ends[st->n++] = st->data.len;
-}
-
-static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    (void)pos;
-    struct sse *st = cls;
-    if (st->next >= st->n)
-        return MHD_CONTENT_READER_END_OF_STREAM;
-    size_t end = st->ends[st->next], n = end - st->off;
-    if (n > max)
-        n = max;
-    memcpy(buf, st->data.data + st->off, n);
-    st->off += n;
-    if (st->off == end)
-        st->next++;
-    return (ssize_t)n;
-}
-
-static void sse_free(void *cls)
-{
-    struct sse *st = cls;
-    dsa_buf_release(&st->data);
-    free(st->ends);
-    free(st);
 }
 
 /* ---------------------------------------------------------------- chat template, tokens */
@@ -369,20 +324,19 @@ static json_t *chunk(const struct lgen *g, json_t *choice)
    finish chunk with an empty delta that also carries usage and timings, then [DONE]. With
    stream_options.include_usage the usage and timings move to a last chunk with "choices": [].
  */
-static struct sse *stream_of(const struct lgen *g)
+static struct srv_stream *stream_of(const struct lgen *g)
 {
-    struct sse *st = dsa_xcalloc(1, sizeof *st);
-    dsa_buf_init(&st->data);
+    struct srv_stream *st = srv_stream_new();
     if (g->chat)
-        sse_event(st, chunk(g, json_pack("{s:n, s:i, s:{s:s, s:n}}", "finish_reason", "index", 0,
-                                         "delta", "role", "assistant", "content")));
+        srv_stream_json(st, chunk(g, json_pack("{s:n, s:i, s:{s:s, s:n}}", "finish_reason", "index",
+                                               0, "delta", "role", "assistant", "content")));
     for (size_t pos = 0; pos < g->text.len;) {
         size_t len = srv_tok_next(g->text.data + pos, g->text.len - pos);
         json_t *choice = g->chat ? json_pack("{s:n, s:i, s:{s:s%}}", "finish_reason", "index", 0,
                                              "delta", "content", g->text.data + pos, len)
                                  : json_pack("{s:s%, s:i, s:n, s:n}", "text", g->text.data + pos,
                                              len, "index", 0, "logprobs", "finish_reason");
-        sse_event(st, chunk(g, choice));
+        srv_stream_json(st, chunk(g, choice));
         pos += len;
     }
     json_t *fin = chunk(
@@ -391,13 +345,13 @@ static struct sse *stream_of(const struct lgen *g)
                                "finish_reason", g->finish));
     json_t *last = fin;
     if (g->include_usage) {
-        sse_event(st, fin);
+        srv_stream_json(st, fin);
         last = chunk(g, NULL);
     }
     json_object_set_new(last, "usage", usage_json(g));
     json_object_set_new(last, "timings", timings_json(g));
-    sse_event(st, last);
-    sse_event(st, NULL);
+    srv_stream_json(st, last);
+    srv_stream_event(st, "[DONE]");
     return st;
 }
 
@@ -433,7 +387,7 @@ int srv_llamacpp_generate(const char *endpoint, const char *body, size_t len, st
         if (out)
             dsa_buf_adds(out, s);
         free(s);
-        sse_free(stream_of(&g));
+        srv_stream_free(stream_of(&g));
     } else if (out) {
         dsa_buf_add(out, err.data, err.len);
     }
@@ -465,8 +419,7 @@ static int handle_generate(struct MHD_Connection *c, bool chat, const char *body
        response sees them */
     record_metrics(&g);
     if (g.stream) {
-        struct MHD_Response *r = MHD_create_response_from_callback(
-            MHD_SIZE_UNKNOWN, 64 * 1024, sse_read, stream_of(&g), sse_free);
+        struct MHD_Response *r = srv_stream_response(stream_of(&g), MHD_SIZE_UNKNOWN);
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
         MHD_add_response_header(r, "Server", "llama.cpp");
         ret = MHD_queue_response(c, MHD_HTTP_OK, r);
