@@ -196,6 +196,50 @@ static void det_str(char *buf, size_t n, int same, int runs)
     snprintf(buf, n, "%d/%d", same, runs);
 }
 
+/*
+ * The stages by name, so that one rerun loop serves them all (their argument structs differ,
+ * their calling convention does not).
+ */
+enum stage { STAGE_K_PREP, STAGE_Q_PREP, STAGE_LOGITS_DECODE, STAGE_LOGITS_PREFILL, STAGE_TOPK };
+
+static int run_stage(const struct ck *c, enum stage s, const struct dsa_k_flags *f,
+                     const void *args)
+{
+    switch (s) {
+    case STAGE_K_PREP:
+        return c->impl->k_prep(f, args);
+    case STAGE_Q_PREP:
+        return c->impl->q_prep(f, args);
+    case STAGE_LOGITS_DECODE:
+        return c->impl->logits_decode(f, args);
+    case STAGE_LOGITS_PREFILL:
+        return c->impl->logits_prefill(f, args);
+    case STAGE_TOPK:
+        return c->impl->topk(f, args);
+    }
+    return DSA_K_EINVAL;
+}
+
+/*
+ * Determinism: reruns a stage c->o->reruns times on the same inputs, poisoning its output
+ * (dev_out, `bytes` long) before each run, and counts the results bitwise equal to `got`, the
+ * host copy of the first run. Writes "same/runs" to det; true when every rerun matched.
+ */
+static bool reruns_identical(const struct ck *c, struct dev *d, enum stage s,
+                             const struct dsa_k_flags *f, const void *args, void *dev_out,
+                             size_t bytes, const void *got, void *again, char *det, size_t detlen)
+{
+    int same = 0;
+    for (int r = 0; r < c->o->reruns; r++) {
+        d->api->memset_(dev_out, 0x5a, bytes);
+        if (run_stage(c, s, f, args) != DSA_K_OK || dget(d, again, dev_out, bytes))
+            break;
+        same += !memcmp(again, got, bytes);
+    }
+    det_str(det, detlen, same, c->o->reruns);
+    return same == c->o->reruns;
+}
+
 /* ---- S1 ---- */
 
 static void check_k_prep(struct ck *c, int T, const struct dsa_k_flags *f)
@@ -271,17 +315,9 @@ static void check_k_prep(struct ck *c, int T, const struct dsa_k_flags *f)
         snprintf(err, sizeof err, "%zu B", ndiff);
         pass = ndiff == 0;
     }
-    if (pass) {
-        int same = 0;
-        for (int r = 0; r < c->o->reruns; r++) {
-            d.api->memset_(da.cache, 0x5a, cbytes);
-            if (c->impl->k_prep(f, &da) != DSA_K_OK || dget(&d, again, da.cache, cbytes))
-                break;
-            same += !memcmp(again, got, cbytes);
-        }
-        det_str(det, sizeof det, same, c->o->reruns);
-        pass = same == c->o->reruns;
-    }
+    if (pass)
+        pass = reruns_identical(c, &d, STAGE_K_PREP, f, &da, da.cache, cbytes, got, again, det,
+                                sizeof det);
     row(c, "k_prep", name, pass ? "PASS" : "FAIL", err, "-", "-", "-", det);
     dfree(&d);
     free(k_raw);
@@ -388,17 +424,9 @@ static void check_q_prep(struct ck *c, int T, const struct dsa_k_flags *f)
         snprintf(err, sizeof err, "%zu B", ndiff);
         pass = ndiff == 0;
     }
-    if (pass) {
-        int same = 0;
-        for (int r = 0; r < c->o->reruns; r++) {
-            d.api->memset_(dall, 0x5a, out_bytes);
-            if (c->impl->q_prep(f, &da) != DSA_K_OK || dget(&d, again, dall, out_bytes))
-                break;
-            same += !memcmp(again, got, out_bytes);
-        }
-        det_str(det, sizeof det, same, c->o->reruns);
-        pass = same == c->o->reruns;
-    }
+    if (pass)
+        pass = reruns_identical(c, &d, STAGE_Q_PREP, f, &da, dall, out_bytes, got, again, det,
+                                sizeof det);
     row(c, "q_prep", name, pass ? "PASS" : "FAIL", err, "-", "-", "-", det);
     dfree(&d);
     free(q_raw);
@@ -554,17 +582,9 @@ static void check_decode(struct ck *c, int B, int N, long L, const struct dsa_k_
                               sizeof diff, mask);
         free(want);
     }
-    if (pass) {
-        int same = 0;
-        for (int r = 0; r < c->o->reruns; r++) {
-            d.api->memset_(da.logits, 0x5a, lbytes);
-            if (c->impl->logits_decode(f, &da) != DSA_K_OK || dget(&d, again, da.logits, lbytes))
-                break;
-            same += !memcmp(again, got, lbytes);
-        }
-        det_str(det, sizeof det, same, c->o->reruns);
-        pass = same == c->o->reruns;
-    }
+    if (pass)
+        pass = reruns_identical(c, &d, STAGE_LOGITS_DECODE, f, &da, da.logits, lbytes, got, again,
+                                det, sizeof det);
     row(c, "logits_decode", name, pass ? "PASS" : "FAIL", err, diff, mask, "-", det);
     dfree(&d);
     free(cache);
@@ -646,17 +666,9 @@ static void check_prefill(struct ck *c, int M, long NK, const struct dsa_k_flags
                               sizeof diff, mask);
         free(want);
     }
-    if (pass) {
-        int same = 0;
-        for (int r = 0; r < c->o->reruns; r++) {
-            d.api->memset_(da.logits, 0x5a, lbytes);
-            if (c->impl->logits_prefill(f, &da) != DSA_K_OK || dget(&d, again, da.logits, lbytes))
-                break;
-            same += !memcmp(again, got, lbytes);
-        }
-        det_str(det, sizeof det, same, c->o->reruns);
-        pass = same == c->o->reruns;
-    }
+    if (pass)
+        pass = reruns_identical(c, &d, STAGE_LOGITS_PREFILL, f, &da, da.logits, lbytes, got, again,
+                                det, sizeof det);
     row(c, "logits_prefill", name, pass ? "PASS" : "FAIL", err, diff, mask, "-", det);
     dfree(&d);
     free(q8);
@@ -773,17 +785,8 @@ static void check_topk(struct ck *c, int k, const char *data, const struct dsa_k
         }
     }
     strcpy(topk, pass ? "ok" : "DIFF");
-    if (pass) {
-        int same = 0;
-        for (int r = 0; r < c->o->reruns; r++) {
-            d.api->memset_(da.idx, 0x5a, ib);
-            if (c->impl->topk(f, &da) != DSA_K_OK || dget(&d, again, da.idx, ib))
-                break;
-            same += !memcmp(again, got, ib);
-        }
-        det_str(det, sizeof det, same, c->o->reruns);
-        pass = same == c->o->reruns;
-    }
+    if (pass)
+        pass = reruns_identical(c, &d, STAGE_TOPK, f, &da, da.idx, ib, got, again, det, sizeof det);
     row(c, "topk", name, pass ? "PASS" : "FAIL", "-", "-", "-", topk, det);
     dfree(&d);
     free(l);
