@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "datasets/tokenize.h"
+#include "evals/inproc_header.h"
 #include "kernels/plugin.h"
 #include "store/store.h"
 #include "util/buf.h"
@@ -86,24 +87,13 @@ int dsa_inproc_gsm8k_run(const struct dsa_inproc_opts *o, const char *mode,
     }
     if (!(ip = dsa_inproc_new(o)))
         return DSA_EXIT_BACKEND;
-    header = dsa_run_header_new("gsm8k", 1, 0, NULL);
-    if (o->command)
-        json_object_set(header, "command", o->command);
-    json_t *backend = dsa_inproc_describe(ip);
+    header = dsa_inproc_header_new(ip, "gsm8k", o);
+    json_t *backend = json_object_get(header, "backend"); /* borrowed from the header */
     json_t *match = json_object_get(header, "match");
-    json_object_set_new(match, "eval", json_string("gsm8k"));
     json_object_set_new(match, "dataset_sha256", json_string(dataset_sha256));
     json_object_set_new(match, "prompt", json_string(mode));
-    json_object_set_new(match, "backend", json_string("inprocess"));
-    json_object_set(match, "device", json_object_get(backend, "device"));
-    json_object_set(match, "kernels", json_object_get(backend, "kernels"));
-    json_object_set(match, "variant", json_object_get(backend, "variant"));
-    json_object_set_new(match, "topk", json_integer(o->topk));
-    json_object_set_new(match, "seed", json_integer((json_int_t)o->seed));
     json_object_set_new(match, "mtp", json_integer(o->mtp));
-    json_object_set_new(match, "proxy", json_string("proxy-v1"));
     json_object_set_new(match, "limit", json_integer((json_int_t)n));
-    json_object_set_new(header, "backend", backend);
     path = dsa_run_file_name(o->out_dir, 1);
     int orc = dsa_run_open(&run, path, header, o->force_new ? DSA_RUN_FORCE_NEW : 0);
     if (orc < 0) {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "evals/inproc_header.h"
 #include "datasets/mrcr.h"
 #include "datasets/tokenize.h"
 #include "kernels/plugin.h"
@@ -247,21 +248,10 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
         ret = DSA_EXIT_BACKEND;
         goto cleanup;
     }
-    header = dsa_run_header_new("mrcr", 1, 0, NULL);
-    if (o->command)
-        json_object_set(header, "command", o->command);
-    json_t *backend = dsa_inproc_describe(ip);
+    header = dsa_inproc_header_new(ip, "mrcr", o);
     json_t *match = json_object_get(header, "match");
-    json_object_set_new(match, "eval", json_string("mrcr"));
     json_object_set(match, "dataset_sha256", shas);
-    json_object_set_new(match, "backend", json_string("inprocess"));
-    json_object_set(match, "device", json_object_get(backend, "device"));
-    json_object_set(match, "kernels", json_object_get(backend, "kernels"));
-    json_object_set(match, "variant", json_object_get(backend, "variant"));
-    json_object_set_new(match, "topk", json_integer(o->topk));
-    json_object_set_new(match, "seed", json_integer((json_int_t)o->seed));
     json_object_set_new(match, "max_query", json_integer(o->max_query));
-    json_object_set_new(match, "proxy", json_string("proxy-v1"));
     json_object_set_new(match, "limit", json_integer(o->limit));
     json_object_set_new(match, "bins_mask", json_integer(o->bins_mask));
     json_object_set_new(match, "needles_mask", json_integer(o->needles_mask));
@@ -269,7 +259,6 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
     json_object_set_new(ds, "name",
                         json_string(o->dataset_name ? o->dataset_name : o->datasets[0]));
     json_object_set(ds, "files", files);
-    json_object_set_new(header, "backend", backend);
     path = dsa_run_file_name(o->out_dir, 1);
     int orc = dsa_run_open(&run, path, header, o->force_new ? DSA_RUN_FORCE_NEW : 0);
     if (orc < 0) {

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include "evals/inproc_header.h"
+
+#include "store/store.h"
+
+json_t *dsa_inproc_header_new(const dsa_inproc *ip, const char *eval,
+                              const struct dsa_inproc_opts *o)
+{
+    json_t *header = dsa_run_header_new(eval, 1, 0, NULL);
+    if (o->command)
+        json_object_set(header, "command", o->command);
+    json_t *backend = dsa_inproc_describe(ip);
+    json_t *match = json_object_get(header, "match");
+    json_object_set_new(match, "eval", json_string(eval));
+    json_object_set_new(match, "backend", json_string("inprocess"));
+    json_object_set(match, "device", json_object_get(backend, "device"));
+    json_object_set(match, "kernels", json_object_get(backend, "kernels"));
+    json_object_set(match, "variant", json_object_get(backend, "variant"));
+    json_object_set_new(match, "topk", json_integer(o->topk));
+    json_object_set_new(match, "seed", json_integer((json_int_t)o->seed));
+    json_object_set_new(match, "proxy", json_string("proxy-v1"));
+    json_object_set_new(header, "backend", backend);
+    return header;
+}
