@@ -1,7 +1,7 @@
 /*
- * bench_coverage: coverage study of the comparison CIs (specs/stats.md §3). For each scenario,
- * simulate REPS paired comparisons with a known truth (stats/coverage.h) and report how often
- * each 95 % CI contains it, with the binomial standard error of that rate. The methods we
+ * bench_coverage: coverage study of the comparison CIs (docs/compare.md "Coverage model"). For each
+ * scenario, simulate REPS paired comparisons with a known truth (stats/coverage.h) and report how
+ * often each 95 % CI contains it, with the binomial standard error of that rate. The methods we
  * recommend must be within 95 +- 1.5 %; the run-variance scenarios show where single-run and
  * sample-only CIs undercover. "as advised" is what `compare` tells the reader to use: the
  * two-level CI when the runs disagree (F-test p < 0.01 on either side), else the pooled

@@ -1,8 +1,9 @@
 /*
  * bench_grade: MRCR grading throughput of the C grader vs CPython's difflib on the same
  * pairs, both timed in this run. The pairs are the real (response, answer, prefix) rows of
- * the MRCR logs (default: the four logs under $DSA_SHARED/datasets/mrcr, else
- * ../shared/datasets/mrcr). CPython runs the official grade() of specs/mrcr.md §2 in a
+ * the MRCR logs (default: the four log subsets of tests/data/mrcr, 291 lines, 269 graded
+ * pairs; $DSA_DATA overrides tests/data). CPython runs the official grade() of docs/mrcr.md
+ * "Grading" in a
  * subprocess ($DSA_PYTHON, else python3 on PATH) that times only its grading loop; both
  * sides are timed in CPU seconds, one thread each; the scores of both sides are also
  * compared bit for bit (exit 1 if any differs).
@@ -121,12 +122,12 @@ int main(int argc, char **argv)
                                            "evaluation_log_gemini_3_pro_2needle.jsonl",
                                            "evaluation_log_gemini_3_flash_8needle.jsonl",
                                            "evaluation_log_gemini_3_flash_2needle.jsonl"};
-        const char *sh = getenv("DSA_SHARED");
-        if (!sh || !*sh)
-            sh = "../shared";
+        const char *data = getenv("DSA_DATA");
+        if (!data || !*data)
+            data = DSA_SOURCE_DIR "/tests/data";
         for (size_t k = 0; k < sizeof logs / sizeof logs[0]; k++) {
             char path[4096];
-            snprintf(path, sizeof path, "%s/datasets/mrcr/%s", sh, logs[k]);
+            snprintf(path, sizeof path, "%s/mrcr/%s", data, logs[k]);
             load_log(path, &pairs, &n, &cap);
         }
     }

@@ -1,6 +1,6 @@
 /*
  * Timings of the CUDA indexer kernels (S3a decode logits, S3b prefill logits, S4 top-k) at
- * shapes of specs/indexer_kernels.md §4, after warm-up, by CUDA events, next to the H200
+ * shapes of docs/kernels.md "Performance floors", after warm-up, by CUDA events, next to the H200
  * floors of that section and the peers measured there. Rotates among 2 input sets where
  * the inputs fit, so repeated runs do not measure the L2.
  *
@@ -17,7 +17,8 @@
 #include "dsa_kernels.h"
 #include "kernels/plugin.h"
 
-#define COPY_BW  4.28e12 /* measured D2D copy ceiling (bytes/s), spec §4 */
+#define COPY_BW                                                                                    \
+    4.28e12 /* measured D2D copy ceiling (bytes/s), docs/kernels.md "Performance floors" */
 #define FP8_PEAK 1979e12 /* dense FP8 FLOP/s */
 #define NSETS    2
 
@@ -243,8 +244,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_kernels: no CUDA kernels or no GPU in this build/machine\n");
         return 0; /* not a failure on CPU-only machines */
     }
-    printf("bench_kernels: %s, %s; floors: HBM copy %.2f TB/s, FP8 %.0f TFLOP/s (spec §4)\n",
-           api->device(), api->build, COPY_BW / 1e12, FP8_PEAK / 1e12);
+    printf(
+        "bench_kernels: %s, %s; floors: HBM copy %.2f TB/s, FP8 %.0f TFLOP/s (docs/kernels.md)\n",
+        api->device(), api->build, COPY_BW / 1e12, FP8_PEAK / 1e12);
     printf("%-5s %-28s %10s %9s %8s %8s %9s\n", "stage", "shape", "us", "floor_us", "x_floor",
            "peer_us", "target_us");
     bench_decode(1, 1, 128 * 1024, "35", "10");

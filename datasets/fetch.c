@@ -515,7 +515,7 @@ int dsa_fetch_gsm8k(const struct dsa_fetch_opts *o)
 
 /* ------------------------------------------------------------------ MRCR */
 
-/* specs/mrcr.md §1, §5: the merged train split of openai/mrcr holds 2needle rows 0-799,
+/* docs/mrcr.md "The dataset": the merged train split of openai/mrcr holds 2needle rows 0-799,
    4needle 800-1599, 8needle 1600-2399 */
 #define MRCR_ROWS_TOTAL      2400
 #define MRCR_ROWS_PER_NEEDLE 800

@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 
-/* GSM8K upstream: openai/grade-school-math at this commit (specs/gsm8k_mtp.md §1) */
+/* GSM8K upstream: openai/grade-school-math at this commit (docs/gsm8k.md "Prompt test vectors") */
 #define DSA_GSM8K_COMMIT       "3101c7d5072418e28b9008a6636bde82a006892c"
 #define DSA_GSM8K_TEST_SHA256  "3730d312f6e3440559ace48831e51066acaca737f6eabec99bccb9e4b3c39d14"
 #define DSA_GSM8K_TRAIN_SHA256 "17f347dc51477c50d4efb83959dbb7c56297aba886e5544ee2aaed3024813465"

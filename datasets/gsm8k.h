@@ -3,7 +3,7 @@
  *
  * JSON string escapes, \uXXXX included, are decoded to UTF-8 by jansson, so the question and
  * answer bytes are exactly what Python's json.loads() followed by .encode() gives; prompts
- * built from them hash to the spec's vectors (specs/gsm8k_mtp.md appendix).
+ * built from them hash to the documented vectors (docs/gsm8k.md "Prompt test vectors").
  * The gold answer is the text after the LAST "#### " of `answer`, trimmed of ASCII white
  * space, with every ',' removed ("2,125" -> "2125"; "-10" stays "-10").
  *

@@ -24,11 +24,11 @@
 #include "util/msg.h"
 #include "util/opt.h"
 
-/* specs/mrcr.md §8: block b of 100 rows (in file order per needle count) is bin
+/* docs/mrcr.md "Bins": block b of 100 rows (in file order per needle count) is bin
    BLOCK_TO_BIN[b] in the Dec-2025 openai/mrcr files */
 static const int block_to_bin[8] = {5, 2, 6, 3, 0, 7, 4, 1};
 #define ROWS_PER_BLOCK 100
-/* n_chars per o200k token measured on row 0 of 2needle (specs/mrcr.md §8); the sanity check
+/* n_chars per o200k token measured on row 0 of 2needle (docs/mrcr.md "Bins"); the sanity check
    only asks a block's median to land within a factor 2 of its bin, so the exact value does
    not matter */
 #define CHARS_PER_TOKEN 4.85
@@ -391,7 +391,7 @@ static int cmp_long(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* specs/mrcr.md §8 sanity check of the official layout for one needle count. */
+/* docs/mrcr.md "Bins" sanity check of the official layout for one needle count. */
 static int check_official(dsa_mrcr_reader *rd, int n)
 {
     struct needle_state *ns = &rd->ns[n];

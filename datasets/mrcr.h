@@ -9,7 +9,7 @@
  *
  * Ids: (n_needles, r) where r is the row's index among rows with that needle count in file
  * order (0..799 for the official data: {N}needle_0 rows then {N}needle_1 rows), printed
- * "n8/r0123". Official bins: BLOCK_TO_BIN[r/100] = {5,2,6,3,0,7,4,1} (specs/mrcr.md §8),
+ * "n8/r0123". Official bins: BLOCK_TO_BIN[r/100] = {5,2,6,3,0,7,4,1} (docs/mrcr.md "Bins"),
  * with the load-time sanity check; bin k has upper edge 8192 << k tokens, label "≤8K".
  *
  * Ownership: a row filled by dsa_mrcr_next() owns its strings and json until
@@ -81,7 +81,7 @@ long dsa_mrcr_nrows(const dsa_mrcr_reader *rd, int n_needles, int bin);
 long dsa_mrcr_nselected(const dsa_mrcr_reader *rd);
 /* "--max-bin 256k": mask of the bins whose upper edge is at most K; -1 on a bad value. */
 int dsa_mrcr_parse_max_bin(const char *edge, unsigned *mask);
-/* The official bin of row r of a needle count (the block map of specs/mrcr.md §8):
+/* The official bin of row r of a needle count (the block map of docs/mrcr.md "Bins"):
    BLOCK_TO_BIN[r/100]; -1 unless 0 <= r < 800. */
 int dsa_mrcr_official_bin(long r);
 /* The bin holding a token count: ≤8192 -> 0 (rows below 4096 included), …, ≤1048576 -> 7;

@@ -18,7 +18,7 @@
 #include "util/hash.h"
 #include "util/msg.h"
 
-/* The formats of the real rows (specs/mrcr.md §9). */
+/* The formats of the real rows (docs/mrcr.md "The dataset"). */
 static const char *const formats[] = {
     "poem",
     "song",
@@ -228,7 +228,7 @@ static void make_prefix(gsl_rng *rng, char out[11])
     out[10] = '\0';
 }
 
-/* messages[0]: the few-shot block, two short example conversations (§9). */
+/* messages[0]: the few-shot block, two short example conversations (docs/mrcr.md "The dataset"). */
 static void make_header(gsl_rng *rng, struct dsa_buf *b)
 {
     dsa_buf_adds(b, "Here are some examples of conversations succeeded by a follow-up question "

@@ -1,6 +1,6 @@
 /*
- * Synthetic MRCR rows in the real openai/mrcr schema and conversation shape (specs/mrcr.md
- * §1, §9), deterministic from a seed, sized by the built-in tokenizer (datasets/tokenize.h)
+ * Synthetic MRCR rows in the real openai/mrcr schema and conversation shape (docs/mrcr.md
+ * "The dataset"), deterministic from a seed, sized by the built-in tokenizer (datasets/tokenize.h)
  * to land inside each requested bin. Every row also carries "bin" and "context_tokens", so
  * the reader never guesses its bin.
  *

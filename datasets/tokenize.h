@@ -3,7 +3,7 @@
  * to size synthetic MRCR rows ("context_tokens") and to feed token ids to the in-process
  * kernels. It is not any model's tokenizer; it is stable, documented and fast.
  *
- * Definition (docs/datasets.md "Tokenizer"):
+ * Definition (docs/datasets.md "The built-in tokenizer"):
  *   1. Pre-tokenize UTF-8 text with the PCRE2 pattern DSA_TOK_PATTERN (UTF + UCP), taking
  *      the leftmost match at each position: in order of preference
  *        ' ?\p{L}+'            a run of letters, with one optional leading space

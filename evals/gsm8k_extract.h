@@ -1,5 +1,5 @@
 /*
- * GSM8K answer extraction, identical to the references (specs/gsm8k_mtp.md §2, §3):
+ * GSM8K answer extraction, identical to the references (docs/gsm8k.md "Answer extraction"):
  *
  *   cot-strict    lm-eval gsm8k_cot "strict-match":  The answer is (\-?[0-9\.\,]+).
  *   gsm8k-strict  lm-eval gsm8k "strict-match":      #### (\-?[0-9\.\,]+)

@@ -1,6 +1,6 @@
 /*
- * GSM8K prompt modes, byte-identical to the references (specs/gsm8k_mtp.md; the sha256 test
- * vectors are in docs/gsm8k.md and tests/unit/test_gsm8k.c):
+ * GSM8K prompt modes, byte-identical to the references (docs/gsm8k.md "Prompt modes"; the sha256
+ * test vectors are in docs/gsm8k.md and tests/unit/test_gsm8k.c):
  *
  *   vllm5    vLLM CI tests/evals/gsm8k: shots train[0..4], full solutions
  *              "Question: q\nAnswer: a\n\n" x5 + "Question: Q\nAnswer:"

@@ -88,7 +88,8 @@ static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, struct d
     struct toks t = {0};
     long needle_lo = -1, needle_hi = -1, q_lo = 0;
     size_t nmsg = json_array_size(row->messages);
-    long needle_msg = row->desired_msg_index + 1; /* specs/mrcr.md: the needle is messages[i+1] */
+    long needle_msg =
+        row->desired_msg_index + 1; /* docs/mrcr.md "The dataset": the needle is messages[i+1] */
     for (size_t i = 0; i < nmsg; i++) {
         json_t *m = json_array_get(row->messages, i);
         const char *role = json_string_value(json_object_get(m, "role"));

@@ -1,5 +1,5 @@
 /*
- * The MRCR evaluation loop (specs/mrcr.md §8 PROMPTING): streams rows from the reader, skips
+ * The MRCR evaluation loop (docs/mrcr.md "The dataset"): streams rows from the reader, skips
  * ids the run file already holds, counts prompt tokens where the backend can (over-context
  * rows are EXCLUDED, never scored), sends the prompt's messages verbatim, grades
  * message.content with the official grader, and appends one record per row to the run file

@@ -1,6 +1,7 @@
 /*
- * The official MRCR grader: the prefix rule (specs/mrcr.md §2) and a port of CPython's
- * difflib.SequenceMatcher(None, a, b).ratio() (§3) that returns the same double, bit for bit.
+ * The official MRCR grader: the prefix rule (docs/mrcr.md "Grading") and a port of CPython's
+ * difflib.SequenceMatcher(None, a, b).ratio() (docs/mrcr.md "Grading") that returns the same
+ * double, bit for bit.
  *
  * Data structures, chosen for tens of thousands of 2–4k code point pairs:
  *  - b2j: b's positions grouped by code point (a counting sort over dense ids, so positions

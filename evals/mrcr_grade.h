@@ -1,5 +1,5 @@
 /*
- * The official MRCR grader (specs/mrcr.md §2–3): the prefix rule, then a bit-exact C port of
+ * The official MRCR grader (docs/mrcr.md "Grading"): the prefix rule, then a bit-exact C port of
  * CPython's difflib.SequenceMatcher(None, a, b).ratio() over Unicode code points.
  * Inputs are borrowed (UTF-8 bytes or code point arrays); nothing is retained after a call.
  * dsa_mrcr_grade_line() hands the caller one jansson reference (out->ids) to json_decref.

@@ -1,5 +1,6 @@
 /*
- * MTP / speculative-decoding acceptance from server counters (specs/gsm8k_mtp.md §4).
+ * MTP / speculative-decoding acceptance from server counters (docs/gsm8k.md "MTP acceptance
+ * (`--mtp`)").
  *
  * vLLM: the run scrapes /metrics once before its first request and again after its last
  * response, re-reading until two consecutive reads agree (vLLM publishes scheduler stats
@@ -57,9 +58,9 @@ typedef int (*dsa_mtp_fetch_fn)(void *ctx, struct dsa_buf *body);
 
 /*
  * Reads the counters. With `settle`, re-reads every interval_s until two consecutive reads
- * are equal, for at most max_s (the spec: 0.5 s and 10 s); without, one read.
- * Returns 0; 1 if the counters never settled (the last read is in *out, a warning printed);
- * -1 on a fetch or parse error (printed).
+ * are equal, for at most max_s (docs/gsm8k.md "MTP acceptance (`--mtp`)": 0.5 s and 10 s); without,
+ * one read. Returns 0; 1 if the counters never settled (the last read is in *out, a warning
+ * printed); -1 on a fetch or parse error (printed).
  */
 int dsa_mtp_scrape(dsa_mtp_fetch_fn fetch, void *ctx, bool settle, double interval_s, double max_s,
                    struct dsa_mtp_counters *out);

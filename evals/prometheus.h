@@ -1,7 +1,7 @@
 /*
  * Prometheus text exposition format (version 0.0.4) parser, for the spec-decode counters of
- * vLLM's /metrics (specs/gsm8k_mtp.md §4). Accepted, line by line ('\n'; a '\r' before it
- * is tolerated):
+ * vLLM's /metrics (docs/gsm8k.md "MTP acceptance (`--mtp`)"). Accepted, line by line ('\n'; a '\r'
+ * before it is tolerated):
  *   - empty lines and lines whose first non-blank character is '#' (HELP, TYPE, comments);
  *   - samples  name[{label="value",...[,]}] value [timestamp]
  *     name: [a-zA-Z_:][a-zA-Z0-9_:]*, or a quoted UTF-8 name as the first item inside the

@@ -5,19 +5,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The test references are part of the test suite, not options: every test runs and none is
+# skipped (CPython difflib/re/json, numpy and scipy, prometheus_client, and a headless browser
+# that renders the HTML report).
 packages=(build-essential cmake pkg-config git
           libcurl4-openssl-dev libjansson-dev libpcre2-dev libgsl-dev libssl-dev
-          libmicrohttpd-dev libcmocka-dev curl
-          python3 python3-numpy python3-scipy python3-prometheus-client)   # test references
-if [ "${DSA_WITH_CHROMIUM:-0}" = 1 ]; then
-    packages+=(chromium)                          # renders the HTML report in its test
-fi
+          libmicrohttpd-dev libcmocka-dev curl openssl
+          python3 python3-numpy python3-scipy python3-prometheus-client)
 
 if [ "${DSA_SKIP_APT:-0}" != 1 ]; then
     SUDO=""
     [ "$(id -u)" -ne 0 ] && SUDO=sudo
     export DEBIAN_FRONTEND=noninteractive
     $SUDO apt-get update -qq
+    # Debian names the browser chromium; Ubuntu's deb of that name is chromium-browser
+    if apt-cache show chromium >/dev/null 2>&1; then packages+=(chromium); else packages+=(chromium-browser); fi
     $SUDO apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 fi
 

@@ -1,6 +1,6 @@
 /*
  * dsa-eval compare: paired per-bin differences with bootstrap CIs between two sets of runs
- * (specs/stats.md §9). The numbers come from stats/compare.h; this file prints them.
+ * (docs/compare.md "Statistics"). The numbers come from stats/compare.h; this file prints them.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include <math.h>

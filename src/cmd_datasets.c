@@ -114,8 +114,9 @@ static int synth_mrcr(int argc, char **argv)
  * needles    ≤8K   ≤16K   ≤32K  total
  *       8      5      5      5     15
  */
-/* --verify: every row read in full (prompt parsed), and the §9 invariants counted; the real
-   data may break an invariant on some rows, so they are reported, not fatal.
+/* --verify: every row read in full (prompt parsed), and the invariants of docs/mrcr.md "The
+ dataset" counted; the real data may break an invariant on some rows, so they are reported, not
+ fatal.
  *   verified  15 rows read in full
  *             answer starts with random_string_to_prepend: 15/15
  *             total_messages = len(messages): 15/15

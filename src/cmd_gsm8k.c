@@ -1,6 +1,6 @@
 /*
  * dsa-eval gsm8k: GSM8K greedy decoding against an endpoint, with the MTP acceptance length
- * measured from the server's spec-decode counters (docs/gsm8k.md; specs/gsm8k_mtp.md).
+ * measured from the server's spec-decode counters (docs/gsm8k.md "MTP acceptance (`--mtp`)").
  *
  *   dsa-eval gsm8k --endpoint http://127.0.0.1:8000 --mtp --limit 32 --out runs/main-gsm8k
  *   dsa-eval gsm8k --print-prompts --prompt cot8 --limit 3
@@ -118,7 +118,8 @@ static int print_prompts(struct run *r)
             ret = DSA_EXIT_DATA;
             break;
         }
-        /* each prompt then one NUL: the stream hashes to the spec's first-N vectors */
+        /* each prompt then one NUL: the stream hashes to the first-N vectors of docs/gsm8k.md
+         * "Prompt test vectors" */
         fwrite(p.data, 1, p.len, stdout);
         fputc('\0', stdout);
     }

@@ -1,5 +1,5 @@
 /*
- * S1 k_prep and S2 q_prep, the C reference (specs/indexer_kernels.md "Spec for developers").
+ * S1 k_prep and S2 q_prep, the C reference (docs/kernels.md "Numerics").
  * Every fp32 operation is written out with its rounding: one operation per expression, the
  * file is compiled with -ffp-contract=off (no FMA), and the two reductions (the LayerNorm
  * sums) follow the fixed tree below, which a CUDA warp reproduces with shuffles, so the CUDA

@@ -1,5 +1,5 @@
 /*
- * The DSA lightning-indexer stack as a C API with no CUDA types (specs/indexer_kernels.md,
+ * The DSA lightning-indexer stack as a C API with no CUDA types (docs/kernels.md "Numerics",
  * "Spec for developers"). Two implementations share these signatures: the C reference
  * (kernels/cpu/, prefix dsa_cpu_*) and the CUDA kernels (kernels/cuda/, prefix dsa_cuda_*).
  * A third party's build is loaded through the plugin ABI (struct dsa_kernels_api below).

@@ -1,6 +1,6 @@
 /*
- * The backend interface (DESIGN.md "Backend"): what evals/ uses to get model outputs, with no
- * knowledge of HTTP or CUDA. A backend is a vtable behind an opaque handle:
+ * The backend interface (docs/design.md "Contracts"): what evals/ uses to get model outputs, with
+ * no knowledge of HTTP or CUDA. A backend is a vtable behind an opaque handle:
  *
  *   describe()  identity for the run header (endpoint: URLs, model, server version,
  *               max_model_len, dialect; in-process: kernel build, device, variant)

@@ -51,7 +51,7 @@ long dsa_endpoint_max_model_len(const dsa_backend *b);
 const char *dsa_endpoint_dialect(const dsa_backend *b);
 
 /*
- * The API key as every command reads it (docs/endpoint.md "Authentication"): the first line
+ * The API key as every command reads it (docs/endpoint.md "API key"): the first line
  * of `file` with trailing white space removed, or, when file is NULL, $DSA_EVAL_API_KEY
  * (*key stays NULL when it is unset or empty). Returns 0, or -1 with the error printed
  * (unreadable or empty file; exit DSA_EXIT_USAGE). The key is never printed; release it with

@@ -1,5 +1,5 @@
 /*
- * Parsers of what OpenAI-compatible servers send back (specs/gsm8k_mtp.md §5): whole
+ * Parsers of what OpenAI-compatible servers send back (docs/gsm8k.md "Server responses"): whole
  * responses of /v1/chat/completions, /v1/completions, SGLang /generate and vLLM /tokenize;
  * streaming chunks (chat.completion.chunk, text_completion); and both error shapes
  *   {"error": {"message", "type", "param", "code"}}            current vLLM, OpenAI

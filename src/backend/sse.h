@@ -8,7 +8,8 @@
  * start with ':' are comments; "event:" sets the event type; "id:" and "retry:" are ignored
  * (we never reconnect a stream: a broken stream is retried as a whole request). An event
  * with no data line is not dispatched. An unterminated event at end of input is discarded
- * (the spec's rule), which is why callers treat a stream without "[DONE]" as truncated.
+ * (docs/gsm8k.md "Server responses"), which is why callers treat a stream without "[DONE]" as
+ * truncated.
  *
  * Memory is bounded: a line longer than DSA_SSE_MAX_LINE bytes is an error.
  *

@@ -1221,7 +1221,7 @@ static bool header_al(const struct dsa_cmp_side *s, double *al)
     return false;
 }
 
-/* the record's output text: "output" (run files), else "text" (the GSM8K spec's name) */
+/* the record's output text: "output" (run files), else "text" (the name `grade gsm8k` reads) */
 static json_t *rec_output(json_t *r)
 {
     json_t *o = json_object_get(r, "output");

@@ -1,5 +1,5 @@
 /*
- * The comparison of two sets of runs (DESIGN.md "Comparison"): loads run files or plain score
+ * The comparison of two sets of runs (docs/design.md "Contracts"): loads run files or plain score
  * files, pairs samples by id within each bin, applies one exclusion set to both sides, runs
  * stats.h per bin and overall, and builds the comparison document (JSON) that `compare`
  * prints and every report format renders. The document's schema is in docs/compare.md.

@@ -1,7 +1,7 @@
 /*
  * Coverage studies of the comparison CIs (bench/bench_coverage.c and the reduced unit test):
  * simulate many paired comparisons under a known truth and count how often each 95 % CI
- * contains it. Model (specs/stats.md §3): score of sample i in run r of an arm
+ * contains it. Model (docs/compare.md "Coverage model"): score of sample i in run r of an arm
  *     y = alpha_i + [cand: delta + gamma_i] + beta_r + eps_ir
  * alpha: sample difficulty (shared by both arms: the pairing), gamma: per-sample effect of
  * the change (mean 0), beta: a shift shared by every sample of one run (run-to-run variance),

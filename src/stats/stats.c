@@ -1,5 +1,5 @@
 /*
- * Paired bootstrap, run-level tests and latency ratios (specs/stats.md §9). See stats.h.
+ * Paired bootstrap, run-level tests and latency ratios (docs/compare.md "Statistics"). See stats.h.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 /* inline gsl_rng_uniform_int and gsl_rng_get in the resampling loops (same integer code as
@@ -282,8 +282,8 @@ static long gcd_l(long a, long b)
 }
 
 /*
- * Exact arithmetic for tied statistics (specs/stats.md §2.1 pitfall 1): when every value
- * times a small integer L is an integer (0/1 scores: L = 1; means over 3 runs: L = 3 or 6),
+ * Exact arithmetic for tied statistics (docs/compare.md "Exact arithmetic for ties"): when every
+ * value times a small integer L is an integer (0/1 scores: L = 1; means over 3 runs: L = 3 or 6),
  * the values are kept as those integers (exact in a double up to 2^53), so every sum is
  * exact and theta-hat and each replicate round the same way: sum / (count * L).
  * Returns L, or 0 when the values are not such rationals (then sums are plain doubles).
@@ -820,7 +820,8 @@ int dsa_stats_median_ratio(const double *base, const double *cand, size_t n,
     }
     gsl_rng_free(r);
     gsl_sort(reps, 1, Bn);
-    /* never BCa for a median: the jackknife is inconsistent there (spec §2.1) */
+    /* never BCa for a median: the jackknife is inconsistent there (docs/compare.md "Paired
+     * bootstrap") */
     dsa_stats_ci_percentile(reps, Bn, cfg->confidence, lo, hi);
     free(reps);
     free(tmp);

@@ -1,5 +1,5 @@
 /*
- * Statistics for paired comparisons of evaluation runs (specs/stats.md §9).
+ * Statistics for paired comparisons of evaluation runs (docs/compare.md "Statistics").
  *
  * Everything here is pure computation over arrays: no files, no JSON. compare.h turns run
  * files into the arrays and the results into the comparison document.
@@ -60,7 +60,8 @@ const char *dsa_stats_rng_name(enum dsa_rng_kind k);
 const char *dsa_stats_ci_name(enum dsa_ci_method m);
 /* A generator of the given kind seeded with gsl_rng_set(r, seed). Free with gsl_rng_free. */
 gsl_rng *dsa_stats_rng_new(enum dsa_rng_kind k, uint32_t seed);
-/* low32(splitmix64(S ^ fnv1a64(label))), 0 mapped to 1 (specs/stats.md §7) */
+/* low32(splitmix64(S ^ fnv1a64(label))), 0 mapped to 1 (docs/compare.md "Seeds and random streams")
+ */
 uint32_t dsa_stats_stream_seed(uint64_t S, const char *label);
 
 /* (z_{1-alpha/2} + z_{power}) * se: the smallest true difference detected with that power */
@@ -68,12 +69,12 @@ double dsa_stats_mde(double se, double confidence, double power);
 
 /* Sample size per arm-pair to detect `delta` at two-sided `confidence` and `power` when a
    paired difference has variance var_d: (z_{1-a/2} + z_power)^2 var_d / delta^2 (real-valued:
-   round up for a count). specs/stats.md §1.5. */
+   round up for a count). docs/compare.md "Power, MDE and runs needed". */
 double dsa_stats_power_n(double var_d, double delta, double confidence, double power);
 
-/* Standard errors of a mean with clustered samples (specs/stats.md §1.2, TV6): out[0] Miller's
-   SE_clustered, out[1] Liang-Zeger CR0, out[2] CR0 * sqrt(C/(C-1)) (inspect_ai). cluster[i] <
-   n_clusters. Returns -1 when n < 2. */
+/* Standard errors of a mean with clustered samples (docs/compare.md "Clustered standard errors",
+   TV6): out[0] Miller's SE_clustered, out[1] Liang-Zeger CR0, out[2] CR0 * sqrt(C/(C-1))
+   (inspect_ai). cluster[i] < n_clusters. Returns -1 when n < 2. */
 int dsa_stats_se_clustered(const double *s, const size_t *cluster, size_t n, size_t n_clusters,
                            double out[3]);
 
@@ -110,9 +111,9 @@ double dsa_stats_jackknife_accel_mean(const double *d, size_t n);
 
 /* ---- planning: how many runs per side ----------------------------------------------------- */
 
-/* Variance components of one arm from an n x R complete matrix y[r*n + i] (specs/stats.md
-   §3: y = mu + alpha_i + beta_r + eps): var_sample = variance of the per-sample means;
-   with R >= 2, var_resid = MS_resid (eps) and var_run = max(0, (MS_run - MS_resid)/n)
+/* Variance components of one arm from an n x R complete matrix y[r*n + i] (docs/compare.md
+   "Coverage model": y = mu + alpha_i + beta_r + eps): var_sample = variance of the per-sample
+   means; with R >= 2, var_resid = MS_resid (eps) and var_run = max(0, (MS_run - MS_resid)/n)
    (beta). With R == 1 the run-to-run noise is not identifiable: var_resid is bounded by
    the per-sample variance and var_run is 0, and `bound` is set. */
 struct dsa_var_components {

@@ -1,5 +1,5 @@
 /*
- * Run files: one append-only JSONL file per run (DESIGN.md "Run file").
+ * Run files: one append-only JSONL file per run (docs/design.md "Contracts"; docs/runfiles.md).
  *
  * Line 1 is the header, a JSON object:
  *   {"dsa_eval_run": 1,                     format version

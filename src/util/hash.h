@@ -1,7 +1,7 @@
 /*
  * Hashing: SHA-256 through OpenSSL libcrypto (dataset checksums, prompt hashes, selection
- * hashes), and FNV-1a-64 + splitmix64 for seed derivation (specs/stats.md §7).
- * SPDX-License-Identifier: GPL-3.0-or-later
+ * hashes), and FNV-1a-64 + splitmix64 for seed derivation (docs/compare.md "Seeds and random
+ * streams"). SPDX-License-Identifier: GPL-3.0-or-later
  */
 #ifndef DSA_UTIL_HASH_H
 #define DSA_UTIL_HASH_H

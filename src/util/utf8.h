@@ -3,7 +3,7 @@
  * UTF-8 (U+D800..U+DFFF), code points above U+10FFFF, stray continuation bytes and truncated
  * sequences are all rejected. NUL bytes are ordinary code points (U+0000).
  * Used wherever a string must be measured or compared in code points, as Python's str does
- * (the MRCR grader counts lengths and matches in code points, specs/mrcr.md §3).
+ * (the MRCR grader counts lengths and matches in code points, docs/mrcr.md "Grading").
  * Ownership: the caller owns every buffer; dsa_utf8_decode_alloc() returns a malloc'ed array
  * the caller frees.
  * SPDX-License-Identifier: GPL-3.0-or-later

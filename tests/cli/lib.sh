@@ -1,6 +1,6 @@
 # Shared helpers for the CLI tests (sourced). TAP output: "ok N - title" / "not ok N - title".
-# Environment from ctest: DSA_BIN (the binary), DSA_SRC, DSA_SHARED, DSA_BUILD, DSA_PYTHON,
-# DSA_TEST_SERVER.
+# Environment from ctest: DSA_BIN (the binary), DSA_SRC, DSA_DATA (tests/data), DSA_BUILD,
+# DSA_PYTHON, DSA_TEST_SERVER.
 set -u
 : "${DSA_BIN:?run through ctest}"
 tap_n=0
@@ -27,6 +27,18 @@ expect_code() {
 # expect_eq TITLE GOT WANT
 expect_eq() {
     if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1"; echo "#   got:  $2"; echo "#   want: $3"; fi
+}
+# require_python [MODULE...]: the test references are required, never skipped: without python3
+# (or one of the modules) the script bails out, which ctest counts as a failure
+require_python() {
+    if [ -z "${DSA_PYTHON:-}" ]; then
+        echo "Bail out! python3 is required by this test (scripts/setup.sh installs it)"; exit 1
+    fi
+    local m
+    for m in "$@"; do
+        "$DSA_PYTHON" -c "import $m" 2>/dev/null ||
+            { echo "Bail out! python3 module '$m' is required (scripts/setup.sh installs it)"; exit 1; }
+    done
 }
 done_testing() {
     echo "1..$tap_n"

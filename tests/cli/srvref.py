@@ -248,7 +248,7 @@ def sse_events(raw: bytes):
 
 def mrcr_conversation(n_needles=3, fmt="poem", topic="tapirs", k=3, prefix="AbCdEfGhIj",
                       filler=2, seed=1):
-    """A small synthetic MRCR conversation in the real layout (specs/mrcr.md §9)."""
+    """A small synthetic MRCR conversation in the real layout (docs/mrcr.md "The dataset")."""
     msgs = [{"role": "user", "content": "Here are some examples of conversations succeeded by a "
              "follow-up question answered correctly:\n\n======EXAMPLE======\nUser: write a poem "
              "about cats\nAssistant: Cats sleep.\n======END EXAMPLE======"}]

@@ -100,7 +100,8 @@ expect_code 2 "no subcommand" "$DSA_BIN" datasets
 expect_success "datasets --help" "$DSA_BIN" datasets --help
 
 # --- official block map: 800 rows in the openai/mrcr order; a shuffled order fails
-if [ -n "${DSA_PYTHON:-}" ]; then
+require_python
+{
     "$DSA_PYTHON" - "$TMP" <<'PY'
 import json, sys
 tmp = sys.argv[1]
@@ -126,7 +127,5 @@ PY
     expect_code 3 "shuffled layout fails the sanity check" "$DSA_BIN" datasets info "$TMP/shuffled.jsonl"
     grep -q "not in the official openai/mrcr layout" "$TMP/err" && ok "sanity check message" ||
         not_ok "sanity check message"
-else
-    ok "# SKIP no python3"
-fi
+}
 done_testing

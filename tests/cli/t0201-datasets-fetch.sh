@@ -11,18 +11,26 @@ REV=f4c69fae7cf81f7ca26b9fee34b392a50f6b8a1d
 COMMIT=3101c7d5072418e28b9008a6636bde82a006892c
 
 # --- GSM8K from a file:// copy of the repository layout
-gsm="$DSA_SHARED/datasets/gsm8k"
-if [ -f "$gsm/test.jsonl" ]; then
+# tests/data/gsm8k holds the whole test split and the first 5 rows of train (README there): the
+# pinned train checksum cannot match that subset, so the full fetch is of the test split, and a
+# fetch of the subset as train must be refused with the checksum message.
+gsm="$DSA_DATA/gsm8k"
+[ -f "$gsm/test.jsonl" ] || { echo "Bail out! no '$gsm/test.jsonl'"; exit 1; }
+{
     mkdir -p "$TMP/gh/$COMMIT/grade_school_math/data"
     ln -s "$gsm/test.jsonl" "$gsm/train.jsonl" "$TMP/gh/$COMMIT/grade_school_math/data/"
     dest="$DSA_EVAL_CACHE/gsm8k/$COMMIT"
-    expect_success "fetch gsm8k" "$DSA_BIN" datasets fetch gsm8k --base-url "file://$TMP/gh"
-    expect_eq "prints the cached paths" "$(cat "$TMP/out")" "$dest/test.jsonl
-$dest/train.jsonl"
+    expect_success "fetch gsm8k" "$DSA_BIN" datasets fetch gsm8k --split test --base-url "file://$TMP/gh"
+    expect_eq "prints the cached path" "$(cat "$TMP/out")" "$dest/test.jsonl"
+    expect_code 3 "a train split that is not the pinned one: exit 3" \
+        "$DSA_BIN" datasets fetch gsm8k --split train --base-url "file://$TMP/gh"
+    grep -q "downloaded with sha256 5cf05b0c.*, expected 17f347dc" "$TMP/err" &&
+        ok "train checksum message" || not_ok "train checksum message"
+    [ ! -e "$dest/train.jsonl" ] && ok "refused train not kept" || not_ok "refused train not kept"
     cmp -s "$dest/test.jsonl" "$gsm/test.jsonl" && ok "test.jsonl byte-identical" || not_ok "test.jsonl byte-identical"
     grep -q '"sha256": "3730d312f6e3440559ace48831e51066acaca737f6eabec99bccb9e4b3c39d14"' \
         "$dest/test.jsonl.meta.json" && ok "sha256 recorded" || not_ok "sha256 recorded"
-    expect_success "fetch again reuses" "$DSA_BIN" datasets fetch gsm8k --base-url "file://$TMP/nowhere"
+    expect_success "fetch again reuses" "$DSA_BIN" datasets fetch gsm8k --split test --base-url "file://$TMP/nowhere"
     grep -q "up to date (sha256 verified)" "$TMP/err" && ok "reuse verified" || not_ok "reuse verified"
     # resume: a .part holding the first 1000 bytes completes to the right file
     rm "$dest/test.jsonl" "$dest/test.jsonl.meta.json"
@@ -42,15 +50,15 @@ $dest/train.jsonl"
     expect_code 3 "checksum mismatch: exit 3" "$DSA_BIN" datasets fetch gsm8k --split test --base-url "file://$TMP/bad"
     grep -q "downloaded with sha256 .*, expected 3730d312" "$TMP/err" && ok "checksum message" || not_ok "checksum message"
     [ ! -e "$dest/test.jsonl" ] && [ ! -e "$dest/test.jsonl.part" ] && ok "bad download not kept" || not_ok "bad download not kept"
-    expect_success "info on the fetched file" "$DSA_BIN" datasets info "$dest/train.jsonl"
-    grep -q "^revision  openai/grade-school-math@$COMMIT train.jsonl" "$TMP/out" && ok "gsm8k info revision" || not_ok "gsm8k info revision"
-    grep -q "^rows      7473" "$TMP/out" && ok "gsm8k info rows" || not_ok "gsm8k info rows"
-else
-    ok "# SKIP no shared GSM8K data"
-fi
+    DSA_EVAL_GSM8K_BASE="file://$TMP/gh" expect_success "fetch test again" "$DSA_BIN" datasets fetch gsm8k --split test
+    expect_success "info on the fetched file" "$DSA_BIN" datasets info "$dest/test.jsonl"
+    grep -q "^revision  openai/grade-school-math@$COMMIT test.jsonl" "$TMP/out" && ok "gsm8k info revision" || not_ok "gsm8k info revision"
+    grep -q "^rows      1319" "$TMP/out" && ok "gsm8k info rows" || not_ok "gsm8k info rows"
+}
 
 # --- no network: fails fast naming the URL, exit 4
-expect_code 4 "no network: gsm8k" "$DSA_BIN" datasets fetch gsm8k --base-url http://127.0.0.1:9
+DSA_EVAL_CACHE="$TMP/empty-cache" expect_code 4 "no network: gsm8k" "$DSA_BIN" datasets fetch gsm8k \
+    --base-url http://127.0.0.1:9
 grep -q "cannot fetch 'http://127.0.0.1:9/$COMMIT/grade_school_math/data/test.jsonl'" "$TMP/err" &&
     ok "no network message names the URL" || not_ok "no network message names the URL"
 expect_code 4 "no network: mrcr" "$DSA_BIN" datasets fetch mrcr --hub-url http://127.0.0.1:9 --base-url http://127.0.0.1:9
@@ -58,7 +66,7 @@ grep -q "cannot fetch 'http://127.0.0.1:9/api/datasets/openai/mrcr'" "$TMP/err" 
     ok "mrcr no network message" || not_ok "mrcr no network message"
 
 # --- MRCR from file:// /rows pages: BASE/rows/<offset>-<length>.json, Hub at BASE/api/datasets/openai/mrcr
-if [ -z "${DSA_PYTHON:-}" ]; then ok "# SKIP no python3"; done_testing; exit; fi
+require_python
 "$DSA_PYTHON" - "$TMP" "$REV" <<'PY'
 import json, os, sys
 tmp, rev = sys.argv[1], sys.argv[2]

@@ -5,9 +5,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 . "$(dirname "$0")/lib.sh"
 
-if [ -z "${DSA_PYTHON:-}" ] || [ ! -f "$DSA_SHARED/datasets/gsm8k/test.jsonl" ]; then
-    ok "# SKIP needs python3 and the shared GSM8K data"; done_testing; exit
-fi
+require_python
+[ -f "$DSA_DATA/gsm8k/test.jsonl" ] || { echo "Bail out! no '$DSA_DATA/gsm8k/test.jsonl'"; exit 1; }
 export DSA_EVAL_CACHE="$TMP/cache"
 unset DSA_EVAL_HF_BASE DSA_EVAL_HUB_BASE DSA_EVAL_GSM8K_BASE
 REV=f4c69fae7cf81f7ca26b9fee34b392a50f6b8a1d
@@ -81,7 +80,7 @@ open(f"{tmp}/port.tmp", "w").write(str(s.server_address[1]))
 os.rename(f"{tmp}/port.tmp", f"{tmp}/port")
 s.serve_forever()
 PY
-"$DSA_PYTHON" "$TMP/server.py" "$TMP" "$REV" "$COMMIT" "$DSA_SHARED/datasets/gsm8k/test.jsonl" &
+"$DSA_PYTHON" "$TMP/server.py" "$TMP" "$REV" "$COMMIT" "$DSA_DATA/gsm8k/test.jsonl" &
 server=$!
 trap 'kill $server 2>/dev/null; rm -rf "$TMP"' EXIT
 for _ in $(seq 100); do [ -f "$TMP/port" ] && break; sleep 0.1; done
@@ -108,18 +107,18 @@ cmp -s "$mdest/8needle.jsonl" "$TMP/expected.jsonl" && ok "resumed rows identica
 
 gdest="$DSA_EVAL_CACHE/gsm8k/$COMMIT"
 mkdir -p "$gdest"
-head -c 1000 "$DSA_SHARED/datasets/gsm8k/test.jsonl" >"$gdest/test.jsonl.part"
+head -c 1000 "$DSA_DATA/gsm8k/test.jsonl" >"$gdest/test.jsonl.part"
 : >"$TMP/requests.log"
 expect_success "gsm8k resume over http (Range)" "$DSA_BIN" datasets fetch gsm8k --split test --base-url "$URL"
 grep -q "range=bytes=1000-" "$TMP/requests.log" && ok "Range: bytes=1000- sent" || not_ok "Range: bytes=1000- sent"
-cmp -s "$gdest/test.jsonl" "$DSA_SHARED/datasets/gsm8k/test.jsonl" && ok "resumed gsm8k identical" ||
+cmp -s "$gdest/test.jsonl" "$DSA_DATA/gsm8k/test.jsonl" && ok "resumed gsm8k identical" ||
     not_ok "resumed gsm8k identical"
 rm "$gdest"/test.jsonl*
-head -c 1000 "$DSA_SHARED/datasets/gsm8k/test.jsonl" | tr 'a-z' 'A-Z' >"$gdest/test.jsonl.part"
+head -c 1000 "$DSA_DATA/gsm8k/test.jsonl" | tr 'a-z' 'A-Z' >"$gdest/test.jsonl.part"
 touch "$TMP/ignore-range"
 expect_success "a server that ignores Range" "$DSA_BIN" datasets fetch gsm8k --split test --base-url "$URL"
 grep -q "does not serve byte ranges; downloading it from the start" "$TMP/err" && ok "restart noted" ||
     not_ok "restart noted"
-cmp -s "$gdest/test.jsonl" "$DSA_SHARED/datasets/gsm8k/test.jsonl" && ok "whole file taken, stale .part bytes dropped" ||
+cmp -s "$gdest/test.jsonl" "$DSA_DATA/gsm8k/test.jsonl" && ok "whole file taken, stale .part bytes dropped" ||
     not_ok "whole file taken, stale .part bytes dropped"
 done_testing

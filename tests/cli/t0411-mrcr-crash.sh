@@ -6,7 +6,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 . "$DSA_SRC/tests/cli/lib.sh"
 . "$DSA_SRC/tests/cli/srvlib.sh"
-[ -n "${DSA_PYTHON:-}" ] || { echo "1..0 # SKIP no python3"; exit 0; }
+require_python
 
 DS=$TMP/ds.jsonl
 expect_success "make a synthetic dataset" \

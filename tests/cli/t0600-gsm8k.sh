@@ -5,15 +5,15 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/srvlib.sh"
 
-D="$DSA_SHARED/datasets/gsm8k"
+D="$DSA_DATA/gsm8k"
 if [ ! -f "$D/test.jsonl" ] || [ ! -f "$D/train.jsonl" ]; then
-    echo "1..0 # SKIP no GSM8K data under \$DSA_SHARED"
-    exit 0
+    echo "Bail out! no GSM8K data under $D"
+    exit 1
 fi
 G=("$DSA_BIN" gsm8k --data "$D")
 h() { sha256sum | cut -d' ' -f1; }
 
-# ---- prompts: specs/gsm8k_mtp.md appendix (each prompt then one NUL byte)
+# ---- prompts: docs/gsm8k.md "Prompt test vectors" (each prompt then one NUL byte)
 expect_eq "vllm5 first-32 prompts" "$("${G[@]}" --print-prompts --limit 32 | h)" \
     5469eda54a031a728e0bb7f47e458dfe8609a12e9e4fa22a92180e2b719a7d17
 expect_eq "cot8 first-32 prompts" "$("${G[@]}" --print-prompts --prompt cot8 --limit 32 | h)" \

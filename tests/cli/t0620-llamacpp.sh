@@ -10,7 +10,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/srvlib.sh"
-[ -n "${DSA_PYTHON:-}" ] || { echo "1..0 # SKIP no python3"; exit 0; }
+require_python
 
 # The test server's llamacpp chat template and counts, restated (docs/test-server.md).
 cat >"$TMP/llref.py" <<'EOF'
@@ -50,9 +50,8 @@ lpy() {
         not_ok "$title"; sed 's/^/#   /' "$TMP/py.out" | tail -20
     fi
 }
-D="$DSA_SHARED/datasets/gsm8k"
-HAVE_GSM8K=""
-[ -f "$D/test.jsonl" ] && [ -f "$D/train.jsonl" ] && HAVE_GSM8K=1
+D="$DSA_DATA/gsm8k"
+[ -f "$D/test.jsonl" ] && [ -f "$D/train.jsonl" ] || { echo "Bail out! no GSM8K data under $D"; exit 1; }
 
 DS=$TMP/ds.jsonl
 expect_success "make a synthetic dataset" \
@@ -219,7 +218,7 @@ expect_code 4 "wrong key: exit 4" env DSA_EVAL_API_KEY=sk-bad "$DSA_BIN" mrcr \
     --endpoint "$SERVER_URL" --dataset "$DS" --needles 2,8 --out "$TMP/auth1" -q
 expect_eq "wrong key: the message names the endpoint and the server's reason" "$(cat "$TMP/err")" \
     "dsa-eval: '$SERVER_URL' refused the API key (HTTP 401: Invalid API Key); set DSA_EVAL_API_KEY or --api-key-file"
-[ -n "$HAVE_GSM8K" ] && expect_code 4 "wrong key (gsm8k): exit 4" env DSA_EVAL_API_KEY=sk-bad \
+expect_code 4 "wrong key (gsm8k): exit 4" env DSA_EVAL_API_KEY=sk-bad \
     "$DSA_BIN" gsm8k --endpoint "$SERVER_URL" --limit 2 --data "$D" -q
 # past the probe (dialect openai asks nothing but /v1/models): the first 401 stops the run
 : >"$TMP/auth.jsonl"
@@ -250,7 +249,7 @@ expect_eq "old /v1/models: the context from /props" \
 stop_server
 
 # ---- GSM8K --mtp: acceptance length from the llamacpp: counters, cross-checked with timings
-if [ -n "$HAVE_GSM8K" ]; then
+{
     RATES=0.9,0.6,0.3
     start_server --dialect llamacpp --metrics --spec-tokens 3 --acceptance-rates $RATES \
         --gsm8k-data "$D/test.jsonl" --max-model-len 8192 --log-requests "$TMP/g.jsonl" ||
@@ -357,7 +356,5 @@ EOF
     grep -q "Start it with \`--metrics\`" "$TMP/err" && ok "the error says to start it with --metrics" ||
         { not_ok "the error says to start it with --metrics"; sed 's/^/#   /' "$TMP/err"; }
     stop_server
-else
-    ok "# SKIP gsm8k: no GSM8K data under \$DSA_SHARED"
-fi
+}
 done_testing

@@ -2,9 +2,9 @@
 # dsa-eval gsm8k --backend inprocess --mtp N: batched MTP verify rows select exactly what the
 # same rows select one at a time (CPU reference); records, resume, bad options.
 . "$(dirname "$0")/lib.sh"
-DATA="$DSA_SHARED/datasets/gsm8k"
+DATA="$DSA_DATA/gsm8k"
 G=("$DSA_BIN" gsm8k --backend inprocess --device cpu --data "$DATA")
-if [ ! -f "$DATA/test.jsonl" ]; then echo "1..0 # SKIP no GSM8K data at $DATA"; exit 0; fi
+if [ ! -f "$DATA/test.jsonl" ]; then echo "Bail out! no GSM8K data at $DATA"; exit 1; fi
 
 expect_success "mtp 3, 3 questions" "${G[@]}" --mtp 3 --limit 3 --out "$TMP/g"
 grep -q '^identical selections: 3/3 questions; bit-identical logits: 3/3$' "$TMP/out" && ok "verdict line" || not_ok "verdict line"

@@ -45,7 +45,7 @@ assert b["run_effect"]["disagree"] and b["two_level"]["ci"][0] < 0 < b["two_leve
 PY
     then ok "256K episode: one run negative, pooled across zero"; else not_ok "256K episode: one run negative, pooled across zero"; fi
 else
-    ok "256K episode # SKIP python not available"
+    not_ok "256K episode (python not available: scripts/setup.sh installs it)"
 fi
 
 # reproducible: the same inputs and seed give the same bytes; another seed moves the CIs
@@ -140,7 +140,7 @@ for row in doc["bins"]:
 PY
     then ok "python parity of the deterministic numbers"; else not_ok "python parity of the deterministic numbers"; fi
 else
-    ok "python parity of the deterministic numbers # SKIP numpy not available"
+    not_ok "python parity of the deterministic numbers (numpy not available: scripts/setup.sh installs it)"
 fi
 
 # HTML: self-contained (no http(s) resource), renders in headless Chromium, and the plots have
@@ -161,7 +161,7 @@ if [ -n "$CHROMIUM" ]; then
     [ -s "$TMP/r.png" ] && ok "chromium: screenshot" || not_ok "chromium: screenshot"
 else
     for t in "score plot points" "difference plot points" "CI band" "screenshot"; do
-        ok "chromium: $t # SKIP chromium not installed"
+        not_ok "chromium: $t (chromium not installed: scripts/setup.sh installs it)"
     done
 fi
 done_testing

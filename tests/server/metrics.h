@@ -11,11 +11,10 @@
  * num_draft_tokens += K, num_accepted_tokens += n_s, per_pos[i] += 1 for i < n_s, exactly as
  * vLLM's SpecDecodingStats.observe_draft. Counts depend on the request only, never on timing.
  *
- * The page is written the way prometheus_client's generate_latest writes it (specs/
- * gsm8k_mtp.md §4): # HELP/# TYPE, labels sorted by name, counters as <name>_total followed by
- * a <name>_created gauge block, values through floatToGoString.
- * Ownership: srv_metrics is a process-wide singleton guarded by its own mutex.
- * SPDX-License-Identifier: GPL-3.0-or-later
+ * The page is written the way prometheus_client's generate_latest writes it (docs/gsm8k.md
+ * "MTP acceptance (`--mtp`)"): # HELP/# TYPE, labels sorted by name, counters as <name>_total
+ * followed by a <name>_created gauge block, values through floatToGoString. Ownership: srv_metrics
+ * is a process-wide singleton guarded by its own mutex. SPDX-License-Identifier: GPL-3.0-or-later
  */
 #ifndef DSA_SRV_METRICS_H
 #define DSA_SRV_METRICS_H

@@ -3,7 +3,7 @@
  * conversation, answer prefix + the assistant message that follows it, then apply the seeded
  * wrong-needle / garble / build decisions (docs/test-server.md "Determinism contract").
  *
- * Question (specs/mrcr.md §1, the real phrasing):
+ * Question (docs/mrcr.md "The dataset", the real phrasing):
  *   "Prepend P to the Kth (1 indexed) FORMAT about TOPIC. Do not include any other text in
  *    your response."
  * Requests: user messages reading "write a FORMAT about TOPIC" ("an" accepted, case-insensitive,

@@ -1,8 +1,8 @@
 /*
- * Unit tests of the official MRCR grader (evals/mrcr_grade.h, specs/mrcr.md §2–3, §8):
- *  - the checked-in vectors of §3;
- *  - the real Gemini logs in $DSA_SHARED/datasets/mrcr: the pro logs reproduce the logged
- *    score bit for bit on all 720 graded rows; the flash logs were graded after
+ * Unit tests of the official MRCR grader (evals/mrcr_grade.h, docs/mrcr.md "Grading"):
+ *  - the vectors of docs/mrcr.md "Vectors for unit tests";
+ *  - subsets of real Gemini logs in tests/data/mrcr: the pro logs reproduce the logged
+ *    score bit for bit on all 98 graded rows; the flash logs were graded after
  *    response.strip(), so they differ from the official grade exactly where strip() changes
  *    the response (36 rows) and equal the grade of the stripped response everywhere;
  *  - parity with CPython's difflib run by this test ($DSA_PYTHON) on >= 5,000 generated
@@ -62,7 +62,7 @@ static char *repeat(const char *s, int n)
     return dsa_buf_detach(&b, NULL);
 }
 
-/* specs/mrcr.md §3 "Vectors for unit tests" (Python 3.11) */
+/* docs/mrcr.md "Grading" "Vectors for unit tests" (Python 3.11) */
 static void test_spec_vectors(void **state)
 {
     (void)state;
@@ -71,7 +71,7 @@ static void test_spec_vectors(void **state)
     assert_same_double(ratio_str("diet", "tide"), 0.5);
     assert_same_double(ratio_str("", ""), 1.0);
     assert_same_double(ratio_str("", "x"), 0.0);
-    /* not in the spec: CPython 3.11 values of pairs where a j2len leaking from one
+    /* not in the docs: CPython 3.11 values of pairs where a j2len leaking from one
        find_longest_match call into the next would give 1.0 */
     assert_same_double(ratio_str("ab", "acbb"), 0.6666666666666666);
     assert_same_double(ratio_str("abc", "acb"), 0.6666666666666666);
@@ -87,7 +87,8 @@ static void test_spec_vectors(void **state)
     free(b);
 }
 
-/* The grader's prefix rule (§2): exact, case-sensitive, no strip; the prefix leaves both. */
+/* The grader's prefix rule (docs/mrcr.md "Grading"): exact, case-sensitive, no strip; the prefix
+ * leaves both. */
 static void test_prefix_rule(void **state)
 {
     (void)state;
@@ -190,10 +191,13 @@ static void test_line_surrogates(void **state)
     dsa_buf_release(&b);
 }
 
-static const char *shared_dir(void)
+/* tests/data (env DSA_DATA, set by ctest): its mrcr/ holds subsets of real grading logs */
+static const char *data_dir(void)
 {
-    const char *s = getenv("DSA_SHARED");
-    return s && *s ? s : NULL;
+    const char *s = getenv("DSA_DATA");
+    if (!s || !*s)
+        fail_msg("DSA_DATA is not set (run the tests through ctest)");
+    return s;
 }
 
 static json_t *load_line(const char *line, size_t len)
@@ -205,17 +209,15 @@ static json_t *load_line(const char *line, size_t len)
     return v;
 }
 
-/* §3: a real 2,170-code-point answer. The first row of the pro 8-needle log has a
-   ground_truth of 2,180 code points, i.e. 2,170 after its 10-character prefix; it gives all
-   three vectors of the spec, so it is the spec's answer (or one with the same statistics). */
+/* docs/mrcr.md "Vectors for unit tests": a real 2,170-code-point answer. The first row of the pro
+   8-needle log has a ground_truth of 2,180 code points, i.e. 2,170 after its 10-character prefix;
+   it gives all three documented vectors, so it is the answer they were computed on (or one with the
+   same statistics). */
 static void test_spec_vectors_real_answer(void **state)
 {
     (void)state;
-    const char *sh = shared_dir();
-    if (!sh)
-        skip();
     char path[4096];
-    snprintf(path, sizeof path, "%s/datasets/mrcr/evaluation_log_gemini_3_pro_8needle.jsonl", sh);
+    snprintf(path, sizeof path, "%s/mrcr/evaluation_log_gemini_3_pro_8needle.jsonl", data_dir());
     dsa_lines *in = dsa_lines_open(path);
     assert_non_null(in);
     const char *line;
@@ -265,7 +267,7 @@ struct log_stats {
 static void run_log(const char *name, bool strip, struct log_stats *st)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/datasets/mrcr/%s", shared_dir(), name);
+    snprintf(path, sizeof path, "%s/mrcr/%s", data_dir(), name);
     dsa_lines *in = dsa_lines_open(path);
     assert_non_null(in);
     const char *line;
@@ -345,34 +347,32 @@ static void run_log(const char *name, bool strip, struct log_stats *st)
 static void test_pro_logs_exact(void **state)
 {
     (void)state;
-    if (!shared_dir())
-        skip();
     struct log_stats st = {0};
     run_log("evaluation_log_gemini_3_pro_8needle.jsonl", false, &st);
-    assert_int_equal(st.graded, 695);
+    assert_int_equal(st.graded, 73);
     assert_int_equal(st.skipped, 7);
     run_log("evaluation_log_gemini_3_pro_2needle.jsonl", false, &st);
-    assert_int_equal(st.graded, 720);
-    assert_int_equal(st.same, 720);
+    assert_int_equal(st.graded, 98);
+    assert_int_equal(st.same, 98);
     assert_int_equal(st.differ, 0);
 }
 
 static void test_flash_logs_no_strip(void **state)
 {
     (void)state;
-    if (!shared_dir())
-        skip();
     struct log_stats st = {0};
+    /* the subsets keep every row of the full logs where strip() changes the response, so the
+       counts of those rows are the full logs' (tests/data/mrcr/README.md) */
     run_log("evaluation_log_gemini_3_flash_8needle.jsonl", true, &st);
-    assert_int_equal(st.graded, 792);
+    assert_int_equal(st.graded, 115);
     assert_int_equal(st.differ, 32);
     run_log("evaluation_log_gemini_3_flash_2needle.jsonl", true, &st);
-    assert_int_equal(st.graded, 792 + 534);
-    assert_int_equal(st.skipped, 25);
+    assert_int_equal(st.graded, 115 + 69);
+    assert_int_equal(st.skipped, 2);
     assert_int_equal(st.differ, 36);
     /* strip() changes 48 responses; 12 of them score the same either way (measured) */
     assert_int_equal(st.strip_changed, 48);
-    assert_int_equal(st.stripped_same, 792 + 534);
+    assert_int_equal(st.stripped_same, 115 + 69);
 }
 
 /* ---- parity with CPython, computed here ---- */
@@ -556,7 +556,7 @@ static const char py_ratio[] =
     "        a = ''.join(map(chr, a)); b = ''.join(map(chr, b))\n"
     "        out.write(SequenceMatcher(None, a, b).ratio().hex() + '\\n')\n";
 
-/* the official grade() of specs/mrcr.md §2 over JSON lines read by json.loads */
+/* the official grade() of docs/mrcr.md "Grading" over JSON lines read by json.loads */
 static const char py_grade[] =
     "import sys, json\n"
     "from difflib import SequenceMatcher\n"
@@ -616,7 +616,7 @@ static void test_python_parity_ratio(void **state)
     (void)state;
     const char *py = getenv("DSA_PYTHON");
     if (!py || !*py)
-        skip();
+        fail_msg("python3 is required: DSA_PYTHON (set by ctest; scripts/setup.sh installs it)");
     char dir[] = "/tmp/dsa-mrcr-parity.XXXXXX";
     assert_non_null(mkdtemp(dir));
     char in[4200];
@@ -691,7 +691,7 @@ static void test_python_parity_lines(void **state)
     (void)state;
     const char *py = getenv("DSA_PYTHON");
     if (!py || !*py)
-        skip();
+        fail_msg("python3 is required: DSA_PYTHON (set by ctest; scripts/setup.sh installs it)");
     char dir[] = "/tmp/dsa-mrcr-lines.XXXXXX";
     assert_non_null(mkdtemp(dir));
     char in[4200];

@@ -173,7 +173,7 @@ static void test_delta_al(void **state)
     dsa_buf_init(&b);
     struct dsa_mtp_counters before, after;
     /* synthetic acceptance length 3.0 with 3 draft tokens = rates [1,1,0]: each draft
-       accepts exactly 2 (specs/gsm8k_mtp.md §4 self-test) */
+       accepts exactly 2 (docs/gsm8k.md "MTP acceptance (`--mtp`)" self-test) */
     counters_text(&b, 100, 300, 200, (double[]){100, 100, 0}, 3);
     counters_of(b.data, &before);
     counters_text(&b, 400, 1200, 800, (double[]){400, 400, 0}, 3);

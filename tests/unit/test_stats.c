@@ -1,7 +1,7 @@
-/* Unit tests of src/stats/stats.c: the test vectors of specs/stats.md §8 (TV1..TV7 and the RNG
- * smoke vectors), seed-free bands, and a reduced coverage study.
- * Tolerances (spec §8): deterministic values 1e-9 (or the digits the spec prints), seeded GSL
- * vectors 1e-12, seed-free checks the atom/order-statistic bands of the spec.
+/* Unit tests of src/stats/stats.c: the test vectors of docs/compare.md "Test vectors" (TV1..TV7 and
+ * the RNG smoke vectors), seed-free bands, and a reduced coverage study. Tolerances
+ * (docs/compare.md "Test vectors"): deterministic values 1e-9 (or the digits the docs print),
+ * seeded GSL vectors 1e-12, seed-free checks the atom/order-statistic bands of the docs.
  * SPDX-License-Identifier: GPL-3.0-or-later */
 #include <math.h>
 #include <setjmp.h>
@@ -394,11 +394,12 @@ static void test_reproducible(void **state)
 }
 
 /*
- * Exact parity with scipy.stats.bootstrap (spec §6): scipy with random_state=s draws from the
- * legacy MT19937 (the same stream as gsl_rng_mt19937 seeded s != 0) and maps each 32-bit draw
- * to an index by masked rejection (u & 1023 until < 800). With those indices the ends of our
- * percentile and BCa functions must equal scipy's for TV1 (B = 9999, paired). The scipy values
- * are checked in (scipy 1.10.1) and, when $DSA_PYTHON has scipy, recomputed here.
+ * Exact parity with scipy.stats.bootstrap (docs/compare.md "Test vectors"): scipy with
+ * random_state=s draws from the legacy MT19937 (the same stream as gsl_rng_mt19937 seeded s != 0)
+ * and maps each 32-bit draw to an index by masked rejection (u & 1023 until < 800). With those
+ * indices the ends of our percentile and BCa functions must equal scipy's for TV1 (B = 9999,
+ * paired). The scipy values are checked in (scipy 1.10.1) and, when $DSA_PYTHON has scipy,
+ * recomputed here.
  */
 static void scipy_style_ci(uint32_t seed, int bca, double *lo, double *hi)
 {

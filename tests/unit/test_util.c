@@ -40,7 +40,7 @@ static uint32_t stream_seed(uint64_t s, const char *label)
 static void test_seed_derivation_vectors(void **state)
 {
     (void)state;
-    /* specs/stats.md §7, "Stream-seed derivation" vectors */
+    /* docs/compare.md "Seeds and random streams", "Stream-seed derivation" vectors */
     assert_int_equal(stream_seed(1, "main..cand/<=8K"), 3811829139u);
     assert_int_equal(stream_seed(1, "main..cand/256K"), 2007255372u);
     assert_int_equal(stream_seed(42, "main..cand/<=8K"), 2280725362u);

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The third-party test data is what its README says: every data file of tests/data/gsm8k and
+# tests/data/mrcr is listed in the README.md beside it with its sha256, and the bytes match.
+# SPDX-License-Identifier: GPL-3.0-or-later
+. "$(dirname "$0")/lib.sh"
+
+for dir in gsm8k mrcr; do
+    readme="$DSA_DATA/$dir/README.md"
+    [ -f "$readme" ] || { not_ok "$dir: README.md exists"; continue; }
+    # table rows: | `file` | ... | `sha256` |
+    listed=$(grep -E '^\| `[^`]+\.jsonl` \|' "$readme" | sed -E 's/^\| `([^`]+)` \|.*`([0-9a-f]{64})` \|$/\1 \2/')
+    [ -n "$listed" ] && ok "$dir: README lists files" || not_ok "$dir: README lists files"
+    while read -r file sum; do
+        got=$(sha256sum "$DSA_DATA/$dir/$file" 2>/dev/null | cut -d' ' -f1)
+        expect_eq "$dir/$file: sha256 as its README says" "$got" "$sum"
+    done <<<"$listed"
+    for f in "$DSA_DATA/$dir"/*.jsonl; do
+        name=$(basename "$f")
+        grep -q "^$name " <<<"$listed" && ok "$dir/$name: listed with its sha256" ||
+            not_ok "$dir/$name: listed with its sha256"
+    done
+done
+# the tests themselves read nothing outside the repository (the pattern is spelled in pieces so
+# that this file does not match it)
+pat="DSA_""SHARED|\\.\\./""shared"
+if grep -rlE "$pat" "$DSA_SRC/tests" "$DSA_SRC/bench" "$DSA_SRC/CMakeLists.txt" \
+    "$DSA_SRC/.ci" "$DSA_SRC/scripts" >"$TMP/outside" 2>/dev/null; then
+    not_ok "no test, benchmark or script reads outside the repository"; sed 's/^/#   /' "$TMP/outside"
+else
+    ok "no test, benchmark or script reads outside the repository"
+fi
+done_testing
