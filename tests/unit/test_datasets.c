@@ -350,8 +350,8 @@ static void test_explicit_bins_and_filters(void **state)
     /* 4-needle rows with explicit bins in every accepted spelling */
     static const char *const extra[] = {
         ",\"bin\":\"8k\"",
-        ",\"bin\":\"\xe2\x89\xa4"
-        "16K\"",
+        (",\"bin\":\"\xe2\x89\xa4"
+         "16K\""),
         ",\"bin\":32768",
         ",\"context_tokens\":5000",
         ",\"context_tokens\":20000,\"bin\":\"32k\"",
