@@ -4,8 +4,6 @@
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include <errno.h>
-#include <poll.h>
-#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +11,7 @@
 
 #include "commands.h"
 #include "util/exitcode.h"
+#include "util/fs.h"
 #include "util/msg.h"
 #include "util/opt.h"
 
@@ -41,16 +40,6 @@ static void on_signal(int sig)
 {
     (void)sig;
     dsa_interrupted = 1;
-}
-
-/* Is stdout a pipe whose reader has gone (dsa-eval compare a b | head)? Linux reports
-   POLLERR on such a write end; errno of the failed write is long overwritten by then. */
-static bool reader_gone(void)
-{
-    if (errno == EPIPE)
-        return true;
-    struct pollfd p = {STDOUT_FILENO, 0, 0};
-    return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
 }
 
 /* As git does (check_pipe()): a reader that stopped reading is not an error to report; die
@@ -97,7 +86,7 @@ static int run_command(const struct dsa_command *c, int argc, char **argv)
 
     /* one place checks that everything reached stdout (git's run_builtin) */
     if (fflush(stdout) || ferror(stdout)) {
-        if (reader_gone())
+        if (dsa_fd_reader_gone(STDOUT_FILENO))
             quiet_pipe_exit();
         /* a command that failed has said why in its one line; a second line would repeat it */
         if (ret == DSA_EXIT_OK)
@@ -127,7 +116,7 @@ int main(int argc, char **argv)
         }
         print_help(stdout);
         if (fflush(stdout) || ferror(stdout)) {
-            if (reader_gone())
+            if (dsa_fd_reader_gone(STDOUT_FILENO))
                 quiet_pipe_exit();
             dsa_errorf("cannot write to standard output: %s", strerror(errno ? errno : EIO));
             return DSA_EXIT_IO;
