@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_statistics_double.h>
 
 #include "stats/compare.h"
@@ -20,6 +21,7 @@
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
+#include "util/fmt.h"
 #include "util/msg.h"
 #include "util/opt.h"
 
@@ -606,6 +608,42 @@ static void job_release(struct bin_job *j)
     free(j->stratum);
 }
 
+/*
+ * The CI of one side's mean, for the plots and the CSV: Wilson's score interval when every
+ * per-sample value is 0 or 1 (a normal interval of a proportion near 0 or 1 leaves [0, 1]);
+ * else the normal interval, clipped to [0, 1] when every value lies there (MRCR scores,
+ * recall). null for n < 2.
+ */
+static json_t *mean_ci(const double *x, size_t n, double confidence)
+{
+    if (n < 2)
+        return json_null();
+    bool binary = true, unit = true;
+    double sum = 0;
+    for (size_t k = 0; k < n; k++) {
+        binary &= x[k] == 0 || x[k] == 1;
+        unit &= x[k] >= 0 && x[k] <= 1;
+        sum += x[k];
+    }
+    double z = gsl_cdf_ugaussian_Pinv(0.5 + confidence / 2), nn = (double)n, mu = sum / nn;
+    double lo, hi;
+    if (binary) {
+        double den = 1 + z * z / nn, centre = (mu + z * z / (2 * nn)) / den;
+        double half = z / den * sqrt(mu * (1 - mu) / nn + z * z / (4 * nn * nn));
+        lo = centre - half;
+        hi = centre + half;
+    } else {
+        double se = gsl_stats_sd(x, 1, n) / sqrt(nn);
+        lo = mu - z * se;
+        hi = mu + z * se;
+    }
+    if (unit) {
+        lo = lo < 0 ? 0 : lo;
+        hi = hi > 1 ? 1 : hi;
+    }
+    return jci(lo, hi);
+}
+
 /* the bin's JSON object (statistics part) */
 static json_t *job_json(const struct bin_job *j)
 {
@@ -644,6 +682,8 @@ static json_t *job_json(const struct bin_job *j)
                         jreal(m >= 2 ? gsl_stats_sd(bm, 1, m) / sqrt((double)m) : NAN));
     json_object_set_new(o, "cand_se",
                         jreal(m >= 2 ? gsl_stats_sd(cm, 1, m) / sqrt((double)m) : NAN));
+    json_object_set_new(o, "base_ci", mean_ci(bm, m, j->cfg->confidence));
+    json_object_set_new(o, "cand_ci", mean_ci(cm, m, j->cfg->confidence));
     free(bm);
     free(cm);
     json_object_set_new(o, "small_n", json_boolean(r.small_n));
@@ -853,6 +893,8 @@ static json_t *side_json(const struct dsa_cmp_side *s, const char *label)
     return json_pack("{s:s,s:s,s:o}", "label", label, "path", s->path, "runs", runs);
 }
 
+static void add_verdicts(json_t *doc, double tolerance);
+
 static const char *side_eval(const struct dsa_cmp_side *s)
 {
     for (size_t q = 0; q < s->n_runs; q++) {
@@ -997,6 +1039,7 @@ json_t *dsa_cmp_build(const struct dsa_cmp_side *base, const struct dsa_cmp_side
     if (fn != dsa_cmp_identity_builtin || !ev || !strcmp(ev, "gsm8k"))
         ident = fn(base, cand);
     json_object_set_new(doc, "identity", ident ? ident : json_null());
+    add_verdicts(doc, opts->fail_if_worse);
 
     if (!isnan(opts->fail_if_worse)) {
         json_t *worse = json_array();
@@ -1018,6 +1061,202 @@ json_t *dsa_cmp_build(const struct dsa_cmp_side *base, const struct dsa_cmp_side
         side_data_release(&sa);
     universe_release(&u);
     return doc;
+}
+
+/* ---- verdicts ---------------------------------------------------------------------------- */
+
+/* n below which a CI that covers zero says too little to call "no change" (docs/compare.md
+   "Verdicts"); the same n the outputs mark "small n" */
+#define VERDICT_SMALL_N 30
+
+static bool ci_pair(json_t *ci, double *lo, double *hi)
+{
+    if (!json_is_array(ci) || json_array_size(ci) != 2 || !json_is_number(json_array_get(ci, 0)))
+        return false;
+    *lo = json_number_value(json_array_get(ci, 0));
+    *hi = json_number_value(json_array_get(ci, 1));
+    return true;
+}
+
+static double jnum(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/*
+ * One bin's verdict from its CI and MDE80 (the rule of docs/compare.md "Verdicts"):
+ *   identical (every paired difference 0)                 -> no change detected (identical)
+ *   no CI (n < 2)                                          -> inconclusive (n too small)
+ *   runs disagree: the two-level CI is the interval that counts
+ *   CI wholly below 0 / above 0                            -> worse / better
+ *   CI covers 0 and the runs disagree                      -> inconclusive (runs disagree)
+ *   CI covers 0, n < 30, or MDE80 above --fail-if-worse X  -> inconclusive (n too small)
+ *   CI covers 0 otherwise                                  -> no change detected (MDE80 m)
+ */
+json_t *dsa_cmp_bin_verdict(json_t *bin, double tolerance)
+{
+    double lo, hi, d = jnum(bin, "diff"), mde = jnum(bin, "mde80");
+    long n = (long)json_integer_value(json_object_get(bin, "n"));
+    bool has_ci = ci_pair(json_object_get(bin, "ci"), &lo, &hi);
+    bool disagree = json_is_true(json_object_get(json_object_get(bin, "run_effect"), "disagree"));
+    const char *word, *reason = NULL, *interval = "bootstrap";
+    struct dsa_buf text = DSA_BUF_INIT;
+    if (has_ci && json_is_true(json_object_get(bin, "degenerate")) && d == 0) {
+        word = "no change detected";
+        reason = "identical";
+        dsa_buf_adds(&text, "no change detected (identical)");
+        goto done;
+    }
+    if (disagree && ci_pair(json_object_get(json_object_get(bin, "two_level"), "ci"), &lo, &hi))
+        interval = "two-level";
+    if (!has_ci || n < 2) {
+        word = "inconclusive";
+        reason = "n too small";
+    } else if (hi < 0 || lo > 0) {
+        word = hi < 0 ? "worse" : "better";
+    } else if (disagree) {
+        word = "inconclusive";
+        reason = "runs disagree";
+    } else if (n < VERDICT_SMALL_N || (!isnan(tolerance) && mde > tolerance)) {
+        word = "inconclusive";
+        reason = "n too small";
+    } else {
+        word = "no change detected";
+    }
+    dsa_buf_adds(&text, word);
+    if (reason)
+        dsa_buf_addf(&text, " (%s)", reason);
+    else if (!strcmp(word, "no change detected")) {
+        dsa_buf_adds(&text, " (MDE80 ");
+        dsa_fmt_sig(&text, mde, 3);
+        dsa_buf_adds(&text, ")");
+    }
+done:;
+    json_t *v = json_pack("{s:s,s:o,s:s,s:s}", "verdict", word, "reason",
+                          reason ? json_string(reason) : json_null(), "interval", interval, "text",
+                          text.data);
+    dsa_buf_release(&text);
+    return v;
+}
+
+/* "≤8K, ≤16K" of the bins whose verdict is `word` and, when not NULL, reason `reason` */
+static size_t bins_with(json_t *bins, const char *word, const char *reason, struct dsa_buf *out)
+{
+    size_t c = 0;
+    for (size_t k = 0; k < json_array_size(bins); k++) {
+        json_t *b = json_array_get(bins, k), *v = json_object_get(b, "verdict");
+        const char *r = json_string_value(json_object_get(v, "reason"));
+        if (strcmp(json_string_value(json_object_get(v, "verdict")), word) ||
+            (reason && (!r || strcmp(r, reason))))
+            continue;
+        dsa_buf_addf(out, "%s%s", c++ ? ", " : "", json_string_value(json_object_get(b, "bin")));
+    }
+    return c;
+}
+
+/* "≤8K, ≤16K (runs disagree) and ≤32K (n too small)" */
+static size_t inconclusive_bins(json_t *bins, struct dsa_buf *out)
+{
+    static const char *const reasons[] = {"runs disagree", "n too small"};
+    size_t total = 0;
+    for (int r = 0; r < 2; r++) {
+        struct dsa_buf one = DSA_BUF_INIT;
+        size_t c = bins_with(bins, "inconclusive", reasons[r], &one);
+        if (c)
+            dsa_buf_addf(out, "%s%s (%s)", total ? " and " : "", one.data, reasons[r]);
+        total += c;
+        dsa_buf_release(&one);
+    }
+    return total;
+}
+
+/* the bin with the largest MDE80 among the "no change detected" ones (NULL if none) */
+static json_t *largest_mde(json_t *bins)
+{
+    json_t *best = NULL;
+    for (size_t k = 0; k < json_array_size(bins); k++) {
+        json_t *b = json_array_get(bins, k);
+        const char *w =
+            json_string_value(json_object_get(json_object_get(b, "verdict"), "verdict"));
+        if (strcmp(w, "no change detected") || isnan(jnum(b, "mde80")))
+            continue;
+        if (!best || jnum(b, "mde80") > jnum(best, "mde80"))
+            best = b;
+    }
+    return best;
+}
+
+/* The summary over bins: "worse in ≤8K, ≤16K (all -0.075 [-0.089, -0.060])", "no change
+   detected in any bin (largest MDE80 0.044 at ≤256K)", "inconclusive in ≤8K (n too small);
+   no change detected elsewhere (largest MDE80 …)". */
+json_t *dsa_cmp_overall_verdict(json_t *bins)
+{
+    struct dsa_buf t = DSA_BUF_INIT, w = DSA_BUF_INIT, bt = DSA_BUF_INIT, inc = DSA_BUF_INIT;
+    size_t nb = json_array_size(bins);
+    size_t nw = bins_with(bins, "worse", NULL, &w), nbt = bins_with(bins, "better", NULL, &bt);
+    size_t ni = inconclusive_bins(bins, &inc);
+    size_t nn = nb - nw - nbt - ni;
+    json_t *all = json_array_get(bins, nb - 1), *big = largest_mde(bins);
+    const char *word;
+    bool single = nb == 1;
+    if (nw || nbt) {
+        word = nw && nbt ? "mixed" : nw ? "worse" : "better";
+        if (nw)
+            dsa_buf_addf(&t, "worse in %s", w.data);
+        if (nbt)
+            dsa_buf_addf(&t, "%sbetter in %s", nw ? "; " : "", bt.data);
+        double lo, hi, d = jnum(all, "diff");
+        if (ci_pair(json_object_get(all, "ci"), &lo, &hi)) {
+            dsa_buf_adds(&t, " (all ");
+            dsa_fmt_diff_ci(&t, d, true, lo, hi, dsa_fmt_diff_decimals(d, lo, hi));
+            dsa_buf_adds(&t, ")");
+        }
+    } else if (ni) {
+        word = "inconclusive";
+        if (single)
+            dsa_buf_adds(
+                &t, json_string_value(json_object_get(json_object_get(all, "verdict"), "text")));
+        else
+            dsa_buf_addf(&t, "inconclusive in %s", inc.data);
+        if (nn == 1 && big) {
+            dsa_buf_addf(&t, "; no change detected in %s (MDE80 ",
+                         json_string_value(json_object_get(big, "bin")));
+            dsa_fmt_sig(&t, jnum(big, "mde80"), 3);
+            dsa_buf_adds(&t, ")");
+        } else if (nn && big) {
+            dsa_buf_adds(&t, "; no change detected elsewhere (largest MDE80 ");
+            dsa_fmt_sig(&t, jnum(big, "mde80"), 3);
+            dsa_buf_addf(&t, " at %s)", json_string_value(json_object_get(big, "bin")));
+        }
+    } else {
+        word = "no change detected";
+        if (single || !big)
+            dsa_buf_adds(
+                &t, json_string_value(json_object_get(json_object_get(all, "verdict"), "text")));
+        else {
+            dsa_buf_adds(&t, "no change detected in any bin (largest MDE80 ");
+            dsa_fmt_sig(&t, jnum(big, "mde80"), 3);
+            dsa_buf_addf(&t, " at %s)", json_string_value(json_object_get(big, "bin")));
+        }
+    }
+    json_t *v = json_pack("{s:s,s:s}", "verdict", word, "text", t.data);
+    dsa_buf_release(&t);
+    dsa_buf_release(&w);
+    dsa_buf_release(&bt);
+    dsa_buf_release(&inc);
+    return v;
+}
+
+static void add_verdicts(json_t *doc, double tolerance)
+{
+    json_t *bins = json_object_get(doc, "bins");
+    for (size_t k = 0; k < json_array_size(bins); k++) {
+        json_t *b = json_array_get(bins, k);
+        json_object_set_new(b, "verdict", dsa_cmp_bin_verdict(b, tolerance));
+    }
+    if (json_array_size(bins))
+        json_object_set_new(doc, "verdict", dsa_cmp_overall_verdict(bins));
 }
 
 int dsa_cmp_load_build(const char *base_path, const char *cand_path, const char *aa_path,
