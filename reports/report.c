@@ -407,13 +407,13 @@ static void add_cell(struct dsa_buf *b, const json_t *bin, enum table_row r)
             add_ci(b, get(bin, "ci"), dec);
         break;
     case ROW_SE:
-        if (same)
+        if (same || json_is_true(get(bin, "degenerate")))
             dsa_buf_adds(b, "–");
         else
             dsa_fmt_sig(b, num(bin, "se"), 4);
         break;
     case ROW_MDE:
-        if (same)
+        if (same || json_is_true(get(bin, "degenerate")))
             dsa_buf_adds(b, "–");
         else
             dsa_fmt_sig(b, num(bin, "mde80"), 3);

@@ -109,7 +109,9 @@ static void print_bin(json_t *b, const char *lb, const char *lc)
         printf("0 (identical: all %ld paired differences are 0)", inum(b, "n"));
     } else {
         print_diff_ci(num(b, "diff"), json_object_get(b, "ci"), dec);
-        if (!isnan(num(b, "se"))) {
+        if (json_is_true(json_object_get(b, "degenerate"))) {
+            printf("  (all %ld paired differences are equal: no spread)", inum(b, "n"));
+        } else if (!isnan(num(b, "se"))) {
             struct dsa_buf t = DSA_BUF_INIT;
             dsa_buf_adds(&t, "  SE ");
             dsa_fmt_sig(&t, num(b, "se"), 4);

@@ -1140,11 +1140,12 @@ done:;
     return v;
 }
 
-/* "≤8K, ≤16K" of the bins whose verdict is `word` and, when not NULL, reason `reason` */
+/* "≤8K, ≤16K" of the bins whose verdict is `word` and, when not NULL, reason `reason`; "all"
+   is named only when it is the only bin (the overall clause speaks for it otherwise) */
 static size_t bins_with(json_t *bins, const char *word, const char *reason, struct dsa_buf *out)
 {
-    size_t c = 0;
-    for (size_t k = 0; k < json_array_size(bins); k++) {
+    size_t c = 0, nb = json_array_size(bins);
+    for (size_t k = 0; k < (nb > 1 ? nb - 1 : nb); k++) {
         json_t *b = json_array_get(bins, k), *v = json_object_get(b, "verdict");
         const char *r = json_string_value(json_object_get(v, "reason"));
         if (strcmp(json_string_value(json_object_get(v, "verdict")), word) ||
@@ -1187,58 +1188,79 @@ static json_t *largest_mde(json_t *bins)
     return best;
 }
 
-/* The summary over bins: "worse in ≤8K, ≤16K (all -0.075 [-0.089, -0.060])", "no change
-   detected in any bin (largest MDE80 0.044 at ≤256K)", "inconclusive in ≤8K (n too small);
-   no change detected elsewhere (largest MDE80 …)". */
+static const char *verdict_word(json_t *bin)
+{
+    return json_string_value(json_object_get(json_object_get(bin, "verdict"), "verdict"));
+}
+
+/* "; no change detected elsewhere (largest MDE80 0.044 at ≤256K)" */
+static void add_mde_clause(struct dsa_buf *t, json_t *big, const char *lead)
+{
+    dsa_buf_addf(t, "%s (largest MDE80 ", lead);
+    dsa_fmt_sig(t, jnum(big, "mde80"), 3);
+    dsa_buf_addf(t, " at %s)", json_string_value(json_object_get(big, "bin")));
+}
+
+/* " (all -0.075 [-0.089, -0.060])" */
+static void add_all_clause(struct dsa_buf *t, json_t *all)
+{
+    double lo, hi, d = jnum(all, "diff");
+    if (!ci_pair(json_object_get(all, "ci"), &lo, &hi))
+        return;
+    dsa_buf_adds(t, " (all ");
+    dsa_fmt_diff_ci(t, d, true, lo, hi, dsa_fmt_diff_decimals(d, lo, hi));
+    dsa_buf_adds(t, ")");
+}
+
+/*
+ * The summary over bins, "all" judged beside them:
+ *   worse in ≤8K, ≤16K (all -0.075 [-0.089, -0.060])          any bin worse (or better)
+ *   worse over all bins pooled (all …)                         only "all" worse
+ *   inconclusive in ≤8K, ≤16K (runs disagree); no change detected elsewhere (largest …)
+ *   no change detected in any bin (largest MDE80 0.044 at ≤256K)
+ * One-bin comparisons (GSM8K) take the bin's own text.
+ */
 json_t *dsa_cmp_overall_verdict(json_t *bins)
 {
     struct dsa_buf t = DSA_BUF_INIT, w = DSA_BUF_INIT, bt = DSA_BUF_INIT, inc = DSA_BUF_INIT;
     size_t nb = json_array_size(bins);
     size_t nw = bins_with(bins, "worse", NULL, &w), nbt = bins_with(bins, "better", NULL, &bt);
     size_t ni = inconclusive_bins(bins, &inc);
-    size_t nn = nb - nw - nbt - ni;
     json_t *all = json_array_get(bins, nb - 1), *big = largest_mde(bins);
-    const char *word;
-    bool single = nb == 1;
-    if (nw || nbt) {
-        word = nw && nbt ? "mixed" : nw ? "worse" : "better";
+    const char *word, *aw = verdict_word(all);
+    json_t *av = json_object_get(all, "verdict");
+    if (nb == 1) {
+        word = aw;
+        dsa_buf_adds(&t, json_string_value(json_object_get(av, "text")));
+    } else if (nw || nbt || !strcmp(aw, "worse") || !strcmp(aw, "better")) {
+        word = nw && nbt ? "mixed" : nw ? "worse" : nbt ? "better" : aw;
         if (nw)
             dsa_buf_addf(&t, "worse in %s", w.data);
         if (nbt)
             dsa_buf_addf(&t, "%sbetter in %s", nw ? "; " : "", bt.data);
-        double lo, hi, d = jnum(all, "diff");
-        if (ci_pair(json_object_get(all, "ci"), &lo, &hi)) {
-            dsa_buf_adds(&t, " (all ");
-            dsa_fmt_diff_ci(&t, d, true, lo, hi, dsa_fmt_diff_decimals(d, lo, hi));
-            dsa_buf_adds(&t, ")");
-        }
-    } else if (ni) {
+        if (!nw && !nbt)
+            dsa_buf_addf(&t, "%s over all bins pooled", aw);
+        add_all_clause(&t, all);
+    } else if (ni || strcmp(aw, "no change detected")) {
         word = "inconclusive";
-        if (single)
-            dsa_buf_adds(
-                &t, json_string_value(json_object_get(json_object_get(all, "verdict"), "text")));
-        else
+        if (ni)
             dsa_buf_addf(&t, "inconclusive in %s", inc.data);
-        if (nn == 1 && big) {
-            dsa_buf_addf(&t, "; no change detected in %s (MDE80 ",
-                         json_string_value(json_object_get(big, "bin")));
-            dsa_fmt_sig(&t, jnum(big, "mde80"), 3);
+        else
+            dsa_buf_addf(&t, "inconclusive over all bins pooled (%s)",
+                         json_string_value(json_object_get(av, "reason")));
+        if (ni && !strcmp(aw, "no change detected") && ni == nb - 1) {
+            dsa_buf_adds(&t, "; no change detected over all bins pooled (MDE80 ");
+            dsa_fmt_sig(&t, jnum(all, "mde80"), 3);
             dsa_buf_adds(&t, ")");
-        } else if (nn && big) {
-            dsa_buf_adds(&t, "; no change detected elsewhere (largest MDE80 ");
-            dsa_fmt_sig(&t, jnum(big, "mde80"), 3);
-            dsa_buf_addf(&t, " at %s)", json_string_value(json_object_get(big, "bin")));
+        } else if (ni && big) {
+            add_mde_clause(&t, big, "; no change detected elsewhere");
         }
     } else {
         word = "no change detected";
-        if (single || !big)
-            dsa_buf_adds(
-                &t, json_string_value(json_object_get(json_object_get(all, "verdict"), "text")));
-        else {
-            dsa_buf_adds(&t, "no change detected in any bin (largest MDE80 ");
-            dsa_fmt_sig(&t, jnum(big, "mde80"), 3);
-            dsa_buf_addf(&t, " at %s)", json_string_value(json_object_get(big, "bin")));
-        }
+        if (big)
+            add_mde_clause(&t, big, "no change detected in any bin");
+        else
+            dsa_buf_adds(&t, "no change detected in any bin (identical)");
     }
     json_t *v = json_pack("{s:s,s:s}", "verdict", word, "text", t.data);
     dsa_buf_release(&t);

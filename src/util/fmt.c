@@ -15,8 +15,9 @@ int dsa_fmt_decimals(double scale, int sig, int min_dec)
 
 int dsa_fmt_diff_decimals(double d, double lo, double hi)
 {
-    double w = hi - lo;
-    return dsa_fmt_decimals(isfinite(w) && w > 0 ? w : d, 2, 3);
+    /* a width at the level of rounding noise (every paired difference equal) is no width */
+    double w = hi - lo, scale = fabs(d) > 1 ? fabs(d) : 1;
+    return dsa_fmt_decimals(isfinite(w) && w > 1e-12 * scale ? w : d, 2, 3);
 }
 
 static void add_signed(struct dsa_buf *b, double x, int dec)
@@ -43,7 +44,7 @@ void dsa_fmt_sig(struct dsa_buf *b, double x, int min_dec)
 {
     if (isnan(x))
         dsa_buf_adds(b, "n/a");
-    else if (x == 0)
+    else if (fabs(x) < 1e-12) /* 0, or rounding noise of a sum that is 0 */
         dsa_buf_adds(b, "0");
     else
         dsa_buf_addf(b, "%.*f", dsa_fmt_decimals(x, 2, min_dec), x);

@@ -143,6 +143,143 @@ else
     not_ok "python parity of the deterministic numbers (numpy not available: scripts/setup.sh installs it)"
 fi
 
+
+# ---- issue #11: outputs tell the truth at a glance ----------------------------------------
+# plain score files made here with known outcomes per bin (python's random, seeded):
+#   8k worse (every candidate score 0.1 lower), 16k identical, 24k every sample excluded
+#   (an empty bin), 32k zero-mean noise (no change), 64k five samples (n too small);
+#   nochange/: two bins of zero-mean noise; tiny/: a +1e-4 shift (a bf16-sized effect)
+if [ -n "${DSA_PYTHON:-}" ]; then
+"$DSA_PYTHON" - "$TMP" <<'PY'
+import json, os, random, sys
+t = sys.argv[1]
+rng = random.Random(11)
+def write(path, recs):
+    with open(path, "w") as f:
+        for r in recs:
+            f.write(json.dumps(r) + "\n")
+def pair(name, spec):
+    os.makedirs(os.path.join(t, name), exist_ok=True)
+    B, C = [], []
+    for label, tokens, n, kind in spec:
+        for i in range(n):
+            rid = "%s/%03d" % (label, i)
+            b = rng.uniform(0.3, 0.9)
+            e = 0.05 * (1 if i % 2 else -1) * rng.uniform(0.5, 1.0) if kind == "noise" else 0
+            # zero-mean noise: pairs of samples carry +e and -e
+            if kind == "noise" and i % 2:
+                e = -B_last_e
+            B_last_e = e
+            c = {"worse": b - 0.1, "same": b, "noise": b + e, "small": b + e,
+                 "tiny": b + 1e-4 + (2e-5 if i % 2 else -2e-5), "excl": b}[kind]
+            st = "excluded" if kind == "excl" else "ok"
+            B.append({"id": rid, "bin": label, "bin_tokens": tokens, "score": b, "status": st})
+            C.append({"id": rid, "bin": label, "bin_tokens": tokens, "score": c, "status": st})
+    write(os.path.join(t, name, "base.jsonl"), B)
+    write(os.path.join(t, name, "cand.jsonl"), C)
+pair("verdict", [("8k", 8192, 200, "worse"), ("16k", 16384, 200, "same"),
+                 ("24k", 24576, 50, "excl"), ("32k", 32768, 200, "noise"),
+                 ("64k", 65536, 5, "noise")])
+pair("nochange", [("8k", 8192, 200, "noise"), ("16k", 16384, 300, "noise")])
+pair("tiny", [("all", 0, 400, "tiny")])
+PY
+else
+    echo "Bail out! python3 is required by this test (scripts/setup.sh installs it)"; exit 1
+fi
+V=$TMP/verdict
+expect_code 0 "a verdict never changes the exit status" "$DSA_BIN" compare $V/base.jsonl $V/cand.jsonl
+cp "$TMP/out" "$TMP/verdict.txt"
+grep -qx "verdict     worse in 8k (all .*)" "$TMP/verdict.txt" && ok "overall verdict: worse in 8k" || not_ok "overall verdict: worse in 8k"
+for want in "worse" "no change detected (identical)" "no change detected (MDE80 0.0[0-9]*)" "inconclusive (n too small)"; do
+    grep -qx "  verdict     $want" "$TMP/verdict.txt" && ok "bin verdict: $want" || not_ok "bin verdict: $want"
+done
+grep -q "^  difference  0 (identical: all 200 paired differences are 0)$" "$TMP/verdict.txt" \
+    && ok "an exact zero says identical" || not_ok "an exact zero says identical"
+grep -q "MDE80 0.000\|+0.000 \[+0.000, +0.000\]" "$TMP/verdict.txt" && not_ok "no 'MDE80 0.000'" || ok "no 'MDE80 0.000'"
+"$DSA_BIN" compare $V/base.jsonl $V/cand.jsonl --json >"$TMP/verdict.json"
+# the rule of docs/compare.md "Verdicts", recomputed from the document's own numbers
+if "$DSA_PYTHON" - "$TMP/verdict.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for b in doc["bins"]:
+    v = b["verdict"]
+    ci = b.get("ci")
+    if ci and b.get("degenerate") and b["diff"] == 0:
+        want = ("no change detected", "identical")
+    else:
+        tl = b.get("two_level")
+        dis = b.get("run_effect", {}).get("disagree", False)
+        if dis and tl and tl["ci"]:
+            ci = tl["ci"]
+        if not ci or b["n"] < 2:
+            want = ("inconclusive", "n too small")
+        elif ci[1] < 0 or ci[0] > 0:
+            want = ("worse" if ci[1] < 0 else "better", None)
+        elif dis:
+            want = ("inconclusive", "runs disagree")
+        elif b["n"] < 30:
+            want = ("inconclusive", "n too small")
+        else:
+            want = ("no change detected", None)
+    assert (v["verdict"], v["reason"]) == want, (b["bin"], v, want)
+assert [b["verdict"]["verdict"] for b in doc["bins"]] == ["worse", "no change detected", "inconclusive", "no change detected", "inconclusive", "worse"], [b["verdict"] for b in doc["bins"]]
+assert doc["verdict"]["verdict"] == "worse"
+PY
+then ok "verdicts follow the documented rule"; else not_ok "verdicts follow the documented rule"; fi
+"$DSA_BIN" report $V/base.jsonl $V/cand.jsonl >"$TMP/verdict.md"
+head -1 "$TMP/verdict.md" | grep -qx '\*\*Comparison: worse in 8k (all .*)\*\*' && ok "md: the verdict line comes first" || not_ok "md: the verdict line comes first"
+grep -q '^| verdict | worse | no change detected (identical) | inconclusive (n too small) | no change detected (MDE80 ' "$TMP/verdict.md" \
+    && ok "md: verdict row per bin" || not_ok "md: verdict row per bin"
+"$DSA_BIN" report $V/base.jsonl $V/cand.jsonl --format csv >"$TMP/verdict.csv"
+expect_eq "csv: one verdict row per bin" "$(grep -c '^[^,]*,verdict_' "$TMP/verdict.csv")" 6
+grep -q '^8k,verdict_worse,' "$TMP/verdict.csv" && ok "csv: verdict_worse" || not_ok "csv: verdict_worse"
+N=$TMP/nochange
+"$DSA_BIN" compare $N/base.jsonl $N/cand.jsonl --json >"$TMP/nc.json"
+"$DSA_BIN" report $N/base.jsonl $N/cand.jsonl >"$TMP/nc.md"
+want=$("$DSA_PYTHON" - "$TMP/nc.json" <<'PY'
+import json, math, sys
+doc = json.load(open(sys.argv[1]))
+b = max(doc["bins"], key=lambda b: b["mde80"])
+dec = max(3, 1 - math.floor(math.log10(b["mde80"])))
+print("**Comparison: no change detected in any bin (largest MDE80 %.*f at %s)**" % (dec, b["mde80"], b["bin"]))
+PY
+)
+expect_eq "md: no change in any bin, the largest MDE80 named" "$(head -1 "$TMP/nc.md")" "$want"
+# a 1e-4 effect prints as such, with two significant digits of its CI width
+"$DSA_BIN" compare $TMP/tiny/base.jsonl $TMP/tiny/cand.jsonl >"$TMP/tiny.txt"
+"$DSA_BIN" compare $TMP/tiny/base.jsonl $TMP/tiny/cand.jsonl --json >"$TMP/tiny.json"
+if "$DSA_PYTHON" - "$TMP/tiny.txt" "$TMP/tiny.json" <<'PY'
+import json, re, sys
+txt = open(sys.argv[1]).read()
+b = json.load(open(sys.argv[2]))["bins"][-1]
+m = re.search(r"^  difference  ([-+][0-9.]+) \[([-+][0-9.]+), ([-+][0-9.]+)\]  SE ([0-9.]+)  MDE80 ([0-9.]+)", txt, re.M)
+assert m, txt
+d, lo, hi, se, mde = (float(x) for x in m.groups())
+w = b["ci"][1] - b["ci"][0]
+assert abs(d - b["diff"]) <= 0.05 * w and abs(lo - b["ci"][0]) <= 0.05 * w and abs(hi - b["ci"][1]) <= 0.05 * w, m.groups()
+assert d != 0 and se != 0 and mde != 0, m.groups()
+assert abs(se - b["se"]) <= 0.05 * b["se"] and abs(mde - b["mde80"]) <= 0.05 * b["mde80"], m.groups()
+assert abs(b["diff"] - 1e-4) < 1e-9
+PY
+then ok "a 1e-4 difference, its CI, SE and MDE80 print with 2 significant digits"; else not_ok "a 1e-4 difference, its CI, SE and MDE80 print with 2 significant digits"; sed -n '/^all/,$p' "$TMP/tiny.txt" | sed 's/^/#   /'; fi
+# the GSM8K report tells the truth about identical outputs (it said "different outputs 31/32")
+"$DSA_BIN" report $D/gsm8k/main.jsonl $D/gsm8k/pr-diff.jsonl >"$TMP/gd.md"
+grep -q "GSM8K: outputs differ, 31/32 identical" "$TMP/gd.md" && ok "md: 31/32 identical, said as such" || not_ok "md: 31/32 identical, said as such"
+grep -q "different outputs" "$TMP/gd.md" && not_ok "md: no 'different outputs 31/32'" || ok "md: no 'different outputs 31/32'"
+# the permutation note is said once per output, not once per bin
+expect_eq "text: the runs note once" "$(grep -c 'cannot reach' $G/compare-runs.txt)" 1
+expect_eq "md: the runs note once" "$(grep -c 'cannot reach' $G/report-runs.md)" 1
+# one PR body: MRCR pair + a saved GSM8K comparison, one verdict line each, collapsed blocks
+"$DSA_BIN" compare $D/gsm8k/main.jsonl $D/gsm8k/pr.jsonl --json >"$TMP/g.json"
+expect_success "report of two comparisons" "$DSA_BIN" report $D/main3 $D/pr3 "$TMP/g.json"
+cp "$TMP/out" "$TMP/pr.md"
+expect_eq "one PR body: a verdict line per eval first" "$(head -2 "$TMP/pr.md" | cut -c1-16)" "**MRCR 8-needle:
+**GSM8K: no chan"
+expect_eq "one PR body: a collapsed block per eval" "$(grep -c '^<details><summary>' "$TMP/pr.md")" 2
+grep -q '^| all | pooled (3 vs 3) |' "$TMP/pr.md" && ok "one PR body: per-run rows inside" || not_ok "one PR body: per-run rows inside"
+expect_code 2 "an unpaired run set" "$DSA_BIN" report $D/main3 $D/pr3 $D/main
+expect_code 2 "csv takes one comparison" "$DSA_BIN" report $D/main3 $D/pr3 "$TMP/g.json" --format csv
+
 # HTML: self-contained (no http(s) resource), renders in headless Chromium, and the plots have
 # one point per bin and side (score plot) and per bin (difference plot)
 "$DSA_BIN" report $D/main3 $D/pr3 --format html -o "$TMP/r.html"
