@@ -296,8 +296,64 @@ if [ -n "$CHROMIUM" ]; then
     grep -q '<polygon class="band"' "$TMP/dom.html" && ok "chromium: CI band" || not_ok "chromium: CI band"
     timeout 120 "$CHROMIUM" $flags --screenshot="$TMP/r.png" --window-size=900,1400 "file://$TMP/r.html" >/dev/null 2>&1
     [ -s "$TMP/r.png" ] && ok "chromium: screenshot" || not_ok "chromium: screenshot"
+    # issue #11 item 7, on the rendered DOM: nice ticks, score CIs inside [0, 1], a gap (two
+    # band pieces) around the empty 24k bin, plots that scale with the page, and the rendered
+    # text carrying the verdicts (and, for GSM8K, McNemar and the outputs line)
+    "$DSA_BIN" report $V/base.jsonl $V/cand.jsonl --format html -o "$TMP/v.html"
+    "$DSA_BIN" report $D/gsm8k/main.jsonl $D/gsm8k/pr-diff.jsonl --format html -o "$TMP/gh.html"
+    timeout 120 "$CHROMIUM" $flags --dump-dom "file://$TMP/v.html" >"$TMP/v.dom" 2>/dev/null
+    timeout 120 "$CHROMIUM" $flags --dump-dom "file://$TMP/gh.html" >"$TMP/gh.dom" 2>/dev/null
+    if "$DSA_PYTHON" - "$TMP/v.dom" "$TMP/gh.dom" <<'PY'
+import math, re, sys
+from html.parser import HTMLParser
+class P(HTMLParser):
+    def __init__(self):
+        super().__init__(); self.text = []; self.skip = 0; self.svgs = []; self.cur = None
+    def handle_starttag(self, tag, a):
+        a = dict(a)
+        if tag in ("style", "title"): self.skip += 1
+        if tag == "svg":
+            self.cur = {"attrs": a, "ticks": [], "bars": [], "grid": [], "polys": 0}
+            self.svgs.append(self.cur)
+        if self.cur is None: return
+        if tag == "line" and a.get("class") == "grid": self.cur["grid"].append(float(a["y1"]))
+        if tag == "line" and a.get("class", "").startswith("bar "):
+            self.cur["bars"].append((float(a["y1"]), float(a["y2"])))
+        if tag == "polygon": self.cur["polys"] += 1
+        self.tick = tag == "text" and a.get("text-anchor") == "end"
+    def handle_endtag(self, tag):
+        if tag in ("style", "title"): self.skip -= 1
+        if tag == "svg": self.cur = None
+    def handle_data(self, d):
+        if getattr(self, "tick", False) and self.cur is not None:
+            self.cur["ticks"].append(d.strip()); self.tick = False
+        if not self.skip: self.text.append(d)
+def parse(path):
+    p = P(); p.feed(open(path, encoding="utf-8").read()); return p
+v, g = parse(sys.argv[1]), parse(sys.argv[2])
+for p in (v, g):
+    for svg in p.svgs:
+        assert "width" not in svg["attrs"] and "viewbox" in svg["attrs"], svg["attrs"]
+        t = [float(x) for x in svg["ticks"]]
+        steps = {round(b - a, 12) for a, b in zip(t, t[1:])}
+        assert len(steps) == 1, t
+        step = steps.pop(); m = step / 10 ** math.floor(math.log10(step))
+        assert min(abs(m - k) for k in (1, 2, 5, 10)) < 1e-9, (t, step)
+        assert all(abs(x / step - round(x / step)) < 1e-9 for x in t), t
+        top, bottom = min(svg["grid"]), max(svg["grid"])
+        assert all(top - 0.05 <= y <= bottom + 0.05 for bar in svg["bars"] for y in bar), svg["bars"]
+    scores = p.svgs[0]
+    assert float(scores["ticks"][-1]) <= 1 and float(scores["ticks"][0]) >= 0, scores["ticks"]
+assert v.svgs[1]["polys"] == 2, v.svgs[1]["polys"]
+vt, gt = " ".join(" ".join(v.text).split()), " ".join(" ".join(g.text).split())
+assert "Comparison: worse in 8k (all" in vt and "verdict worse no change detected (identical)" in vt, vt[:400]
+assert "McNemar exact p = 1.0000" in gt and "outputs differ, 31/32 identical" in gt, gt[:600]
+assert "GSM8K: no change detected (MDE80" in gt, gt[:300]
+PY
+    then ok "chromium: nice ticks, CIs within the score range, gaps, scaling plots, every statistic in the text"
+    else not_ok "chromium: nice ticks, CIs within the score range, gaps, scaling plots, every statistic in the text"; fi
 else
-    for t in "score plot points" "difference plot points" "CI band" "screenshot"; do
+    for t in "score plot points" "difference plot points" "CI band" "screenshot" "issue 11 html"; do
         not_ok "chromium: $t (chromium not installed: scripts/setup.sh installs it)"
     done
 fi
