@@ -1365,6 +1365,62 @@ static bool bin_matches(const struct bin_info *b, const char *want)
     return k > 0 && k == b->key;
 }
 
+/* every sample has the same score in every run (greedy decoding): repeating runs adds nothing */
+static bool runs_identical(const double *y, size_t n, size_t R)
+{
+    for (size_t r = 1; r < R; r++)
+        for (size_t i = 0; i < n; i++)
+            if (y[r * n + i] != y[i])
+                return false;
+    return R > 1;
+}
+
+/* an integer count, or null when unreachable (infinite, or too large to convert: absurd
+   scores make it 1e219); the _exact real is kept beside it */
+static json_t *plan_count(double need)
+{
+    return isfinite(need) && need <= 0x1p53 ? json_integer((json_int_t)(need <= 1 ? 1 : ceil(need)))
+                                            : json_null();
+}
+
+/*
+ * Planning by samples, for identical runs (greedy) and for one run (which cannot show whether
+ * runs differ): the variance of a future paired difference per sample is at most twice the
+ * per-sample variance (paired correlation >= 0), so with n samples MDE = z·√(2·var/n), and a
+ * change delta needs z²·2·var/delta² samples, whatever the number of runs.
+ */
+static void plan_by_samples(json_t *o, const struct dsa_var_components *vc, bool identical,
+                            double detect, double confidence, double power)
+{
+    double var_d = 2 * vc->var_sample;
+    json_object_set_new(o, "mode", json_string("samples"));
+    json_object_set_new(o, "why", json_string(identical ? "identical runs" : "one run"));
+    json_object_set_new(
+        o, "mde_n", jreal(sqrt(dsa_stats_power_n(var_d, 1, confidence, power) / (double)vc->n)));
+    if (!isnan(detect)) {
+        double need = dsa_stats_power_n(var_d, detect, confidence, power);
+        json_object_set_new(o, "samples_needed_exact", jreal(need));
+        json_object_set_new(o, "samples_needed", plan_count(need));
+    }
+}
+
+static void plan_by_runs(json_t *o, const struct dsa_var_components *vc, double detect,
+                         long max_runs, double confidence, double power)
+{
+    json_object_set_new(o, "mode", json_string("runs"));
+    if (!isnan(detect)) {
+        double need = dsa_stats_plan_runs(vc, detect, confidence, power);
+        json_object_set_new(o, "runs_needed_exact", jreal(need));
+        json_object_set_new(o, "runs_needed", plan_count(need));
+    }
+    json_t *mde = json_array();
+    for (long k = 1; k <= max_runs; k++)
+        json_array_append_new(
+            mde, json_pack("{s:I,s:o}", "runs", (json_int_t)k, "mde",
+                           jreal(dsa_stats_plan_mde(vc, (double)k, confidence, power))));
+    json_object_set_new(o, "mde", mde);
+}
+
 static json_t *plan_bin(const struct side_data *sd, size_t n, const size_t *ks, size_t m,
                         const char *label, double detect, long max_runs, double confidence,
                         double power)
@@ -1374,15 +1430,18 @@ static json_t *plan_bin(const struct side_data *sd, size_t n, const size_t *ks, 
     for (size_t q = 0; q < sd->R; q++) {
         bool any = false;
         for (size_t j = 0; j < m && !any; j++)
-            any = sd->state[q * n + ks[j]] == ST_OK;
+            any = sd->state[q * n + ks[j]] != ST_MISSING;
         if (any)
             runs[R++] = q;
     }
-    size_t *keep = dsa_xmalloc((m + 1) * sizeof *keep), nk = 0;
+    size_t *keep = dsa_xmalloc((m + 1) * sizeof *keep), nk = 0, n_excl = 0;
     for (size_t j = 0; j < m; j++) {
-        bool all = R > 0;
-        for (size_t q = 0; q < R && all; q++)
-            all = sd->state[runs[q] * n + ks[j]] == ST_OK;
+        bool all = R > 0, excl = false;
+        for (size_t q = 0; q < R; q++) {
+            all &= sd->state[runs[q] * n + ks[j]] == ST_OK;
+            excl |= sd->state[runs[q] * n + ks[j]] == ST_EXCLUDED;
+        }
+        n_excl += excl;
         if (all)
             keep[nk++] = ks[j];
     }
@@ -1392,29 +1451,33 @@ static json_t *plan_bin(const struct side_data *sd, size_t n, const size_t *ks, 
             y[q * nk + j] = sd->score[runs[q] * n + keep[j]];
     struct dsa_var_components vc;
     json_t *o =
-        json_pack("{s:s,s:I,s:I}", "bin", label, "n", (json_int_t)nk, "runs", (json_int_t)R);
+        json_pack("{s:s,s:I,s:I,s:I,s:I}", "bin", label, "n", (json_int_t)nk, "runs", (json_int_t)R,
+                  "n_samples", (json_int_t)m, "n_excluded", (json_int_t)n_excl);
     if (dsa_stats_var_components(y, nk, R, &vc) == 0) {
+        bool identical = runs_identical(y, nk, R);
         json_object_set_new(o, "mean", jreal(vc.mean));
         json_object_set_new(o, "var_sample", jreal(vc.var_sample));
         json_object_set_new(o, "var_resid", jreal(vc.var_resid));
         json_object_set_new(o, "var_run", jreal(vc.var_run));
         json_object_set_new(o, "bound", json_boolean(vc.bound));
-        if (!isnan(detect)) {
-            double need = dsa_stats_plan_runs(&vc, detect, confidence, power);
-            json_object_set_new(o, "runs_needed_exact", jreal(need));
-            /* null when unreachable: infinite, or so large (absurd scores can make it 1e219)
-               that converting it to an integer would be undefined; runs_needed_exact keeps it */
-            json_object_set_new(o, "runs_needed",
-                                isfinite(need) && need <= 0x1p53
-                                    ? json_integer((json_int_t)(need <= 1 ? 1 : ceil(need)))
-                                    : json_null());
-        }
-        json_t *mde = json_array();
-        for (long k = 1; k <= max_runs; k++)
-            json_array_append_new(
-                mde, json_pack("{s:I,s:o}", "runs", (json_int_t)k, "mde",
-                               jreal(dsa_stats_plan_mde(&vc, (double)k, confidence, power))));
-        json_object_set_new(o, "mde", mde);
+        json_object_set_new(o, "identical_runs", json_boolean(identical));
+        if (identical || R == 1)
+            plan_by_samples(o, &vc, identical, detect, confidence, power);
+        else
+            plan_by_runs(o, &vc, detect, max_runs, confidence, power);
+    } else {
+        /* no figure: say why (the README's 256K bin served over its context) */
+        struct dsa_buf why = DSA_BUF_INIT;
+        if (m && n_excl == m)
+            dsa_buf_addf(&why, "all %zu samples are over the served context (excluded)", m);
+        else if (n_excl)
+            dsa_buf_addf(&why,
+                         "%zu of %zu samples finished every run (%zu over the served context)", nk,
+                         m, n_excl);
+        else
+            dsa_buf_addf(&why, "%zu of %zu samples finished every run", nk, m);
+        json_object_set_new(o, "no_figure", json_string(why.data));
+        dsa_buf_release(&why);
     }
     free(y);
     free(keep);

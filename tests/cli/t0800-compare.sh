@@ -269,6 +269,37 @@ grep -q "different outputs" "$TMP/gd.md" && not_ok "md: no 'different outputs 31
 # the permutation note is said once per output, not once per bin
 expect_eq "text: the runs note once" "$(grep -c 'cannot reach' $G/compare-runs.txt)" 1
 expect_eq "md: the runs note once" "$(grep -c 'cannot reach' $G/report-runs.md)" 1
+# plan on greedy runs: identical runs plan by samples (it said "runs needed 1", "MDE 0.000");
+# one run plans by samples too (it asked for 305 runs); an over-context bin says why it has
+# no figure; the README's `plan --from runs/main --bin 256k --detect 0.02` gives figures
+mkdir -p "$TMP/g3"
+for i in 1 2 3; do cp $D/gsm8k/main.jsonl "$TMP/g3/run-00$i.jsonl"; done
+expect_success "plan on three identical greedy runs" "$DSA_BIN" plan --from "$TMP/g3" --detect 0.02
+grep -q "^all  *32    3  0.875     0.336  runs identical (greedy): more runs do not help; MDE80 0.235 with these 32 samples, 4431 samples to detect 0.020$" "$TMP/out" \
+    && ok "plan: identical runs plan by samples" || not_ok "plan: identical runs plan by samples"
+grep -q "MDE 0.000\| 0.000 0.000" "$TMP/out" && not_ok "plan: no MDE 0.000" || ok "plan: no MDE 0.000"
+"$DSA_BIN" plan --from "$TMP/g3" --detect 0.02 --json >"$TMP/g3.json"
+if "$DSA_PYTHON" - "$TMP/g3.json" $D/gsm8k/main.jsonl <<'PY'
+import json, math, statistics, sys
+b = json.load(open(sys.argv[1]))["bins"][0]
+s = [json.loads(l)["score"] for l in list(open(sys.argv[2]))[1:]]
+v, z = statistics.variance(s), 2.8015852181
+assert b["mode"] == "samples" and b["identical_runs"] and "runs_needed" not in b, b
+assert abs(b["mde_n"] - z * math.sqrt(2 * v / len(s))) < 1e-12, b
+assert b["samples_needed"] == math.ceil(z * z * 2 * v / 0.02 ** 2), b
+PY
+then ok "plan: per-sample figures match a Python recomputation"; else not_ok "plan: per-sample figures match a Python recomputation"; fi
+expect_success "plan from one run" "$DSA_BIN" plan --from $D/main/run-001.jsonl --detect 0.02
+grep -q "runs needed *$\|  *[0-9][0-9][0-9] *0\.[0-9]" "$TMP/out" && not_ok "plan: one run asks for samples, not hundreds of runs" \
+    || ok "plan: one run asks for samples, not hundreds of runs"
+grep -q "^all .* one run†; MDE80 0.088 with these 35 samples, 684 samples to detect 0.020$" "$TMP/out" \
+    && ok "plan: one run plans by samples" || not_ok "plan: one run plans by samples"
+expect_success "plan: an over-context bin" "$DSA_BIN" plan --from $V/base.jsonl --bin 24k --detect 0.02
+grep -q "^24k  *0    1  n/a: all 50 samples are over the served context (excluded)$" "$TMP/out" \
+    && ok "plan: an over-context bin says why it has no figure" || not_ok "plan: an over-context bin says why it has no figure"
+expect_success "plan: the README's --bin 256k example" "$DSA_BIN" plan --from $D/episode256k/main --bin 256k --detect 0.02
+grep -q "^≤256K  *94    3  0.471 .*  *5  0.041 0.029" "$TMP/out" && ok "plan --bin 256k gives figures" || not_ok "plan --bin 256k gives figures"
+
 # one PR body: MRCR pair + a saved GSM8K comparison, one verdict line each, collapsed blocks
 "$DSA_BIN" compare $D/gsm8k/main.jsonl $D/gsm8k/pr.jsonl --json >"$TMP/g.json"
 expect_success "report of two comparisons" "$DSA_BIN" report $D/main3 $D/pr3 "$TMP/g.json"
