@@ -427,6 +427,11 @@ int cmd_mrcr(int argc, char **argv)
         char label[48];
         snprintf(label, sizeof label, "mrcr run %d/%d", ri, runs);
         size_t resumed = dsa_run_count(run);
+        size_t done = resumed < (size_t)total ? resumed : (size_t)total;
+        /* a rerun says what it found (README: "Run it again and it resumes") */
+        if (resumed)
+            dsa_notef("resuming: %zu of %zu samples already done in '%s'%s", done, (size_t)total,
+                      path, done == (size_t)total ? ": nothing left to do" : "");
         struct progress_ctx pc = {NULL, 0, 0, 0};
         if (!quiet)
             pc.p = dsa_progress_new(label, (size_t)total,
