@@ -322,6 +322,52 @@ static void add_identity_sentence(struct dsa_buf *b, const json_t *doc)
         dsa_buf_addf(b, "; acceptance length %.4f vs %.4f", num(al, "base"), num(al, "cand"));
 }
 
+/* "2.4968 [2.4526, 2.5393]" */
+static void add_al_value(struct dsa_buf *b, double x, const json_t *ci)
+{
+    double lo, hi;
+    dsa_buf_addf(b, "%.4f", x);
+    if (ci_of(ci, &lo, &hi))
+        dsa_buf_addf(b, " [%.4f, %.4f]", lo, hi);
+}
+
+/* "-7.9% [-8.7%, -7.2%]" of the ratio */
+static void add_al_change(struct dsa_buf *b, const json_t *al)
+{
+    double lo, hi;
+    dsa_buf_addf(b, "%+.1f%%", (num(al, "ratio") - 1) * 100);
+    if (ci_of(get(al, "ratio_ci"), &lo, &hi))
+        dsa_buf_addf(b, " [%+.1f%%, %+.1f%%]", (lo - 1) * 100, (hi - 1) * 100);
+}
+
+/* "Acceptance length (64 paired requests, per-request draft counts): baseline 2.4968 […],
+   candidate 2.2989 […]; difference -0.1979 […], ratio 0.9207 […] (-7.9%)." */
+static void add_acceptance_sentence(struct dsa_buf *b, const json_t *doc)
+{
+    const json_t *al = get(doc, "acceptance");
+    const char *lb = str(get(doc, "base"), "label"), *lc = str(get(doc, "cand"), "label");
+    bool per = !strcmp(str(al, "source"), "per-request");
+    if (per)
+        dsa_buf_addf(b,
+                     "Acceptance length (%ld paired requests, per-request draft counts, %g%% "
+                     "paired bootstrap CIs): ",
+                     inum(al, "n"), num(get(doc, "method"), "confidence") * 100);
+    else
+        dsa_buf_adds(b, "Acceptance length (from the runs' counters: no per-request counts, no "
+                        "CI): ");
+    dsa_buf_addf(b, "%s ", lb);
+    add_al_value(b, num(al, "base"), get(al, "base_ci"));
+    dsa_buf_addf(b, ", %s ", lc);
+    add_al_value(b, num(al, "cand"), get(al, "cand_ci"));
+    double lo, hi;
+    dsa_buf_addf(b, "; difference %+.4f", num(al, "diff"));
+    if (ci_of(get(al, "diff_ci"), &lo, &hi))
+        dsa_buf_addf(b, " [%+.4f, %+.4f]", lo, hi);
+    dsa_buf_adds(b, ", ratio ");
+    add_al_value(b, num(al, "ratio"), get(al, "ratio_ci"));
+    dsa_buf_addf(b, " (%+.1f%%).", (num(al, "ratio") - 1) * 100);
+}
+
 static void add_mcnemar_sentence(struct dsa_buf *b, const json_t *mc, const char *lb,
                                  const char *lc)
 {
@@ -474,6 +520,13 @@ static void md_verdict(struct dsa_buf *b, const json_t *doc)
     dsa_buf_adds(b, ": ");
     add_md(b, *str(get(doc, "verdict"), "text") ? str(get(doc, "verdict"), "text")
                                                 : "no verdict (an older comparison document)");
+    if (json_is_object(get(doc, "acceptance"))) {
+        struct dsa_buf t = DSA_BUF_INIT;
+        dsa_buf_adds(&t, "; acceptance length ");
+        add_al_change(&t, get(doc, "acceptance"));
+        add_md(b, t.data);
+        dsa_buf_release(&t);
+    }
     dsa_buf_adds(b, "**\n");
 }
 
@@ -570,6 +623,11 @@ static void md_notes(struct dsa_buf *b, const json_t *doc)
         dsa_buf_adds(b, "\n");
         add_identity_sentence(b, doc);
         dsa_buf_adds(b, ".\n");
+    }
+    if (json_is_object(get(doc, "acceptance"))) {
+        dsa_buf_adds(b, "\n");
+        add_acceptance_sentence(b, doc);
+        dsa_buf_adds(b, "\n");
     }
 
     /*
@@ -806,6 +864,14 @@ json_t *dsa_report_rows(const json_t *doc)
         json_t *p = get(lat, "permutation");
         if (p)
             row(rows, "latency", "permutation_p", num(p, "p"), NULL, inum(p, "N"));
+    }
+    json_t *acc = get(doc, "acceptance");
+    if (json_is_object(acc)) {
+        long n = json_is_integer(get(acc, "n")) ? inum(acc, "n") : -1;
+        row(rows, "acceptance", "baseline", num(acc, "base"), get(acc, "base_ci"), n);
+        row(rows, "acceptance", "candidate", num(acc, "cand"), get(acc, "cand_ci"), n);
+        row(rows, "acceptance", "difference", num(acc, "diff"), get(acc, "diff_ci"), n);
+        row(rows, "acceptance", "ratio", num(acc, "ratio"), get(acc, "ratio_ci"), n);
     }
     json_t *id = get(doc, "identity");
     if (json_is_object(id)) {
@@ -1099,6 +1165,43 @@ static void svg_diff(struct dsa_buf *b, const json_t *doc)
     dsa_buf_adds(b, "</svg>\n");
 }
 
+/* acceptance length of each side with its CI, on nice ticks */
+static void svg_acceptance(struct dsa_buf *b, const json_t *doc)
+{
+    const json_t *al = get(doc, "acceptance");
+    json_t *labels = json_pack("[{s:s},{s:s}]", "bin", str(get(doc, "base"), "label"), "bin",
+                               str(get(doc, "cand"), "label"));
+    struct plot p = {70, 620, 20, 250, 0, 1, 0.1, 2};
+    double lo = INFINITY, hi = -INFINITY, l, h;
+    for (int s = 0; s < 2; s++) {
+        double v = num(al, s ? "cand" : "base");
+        lo = fmin(lo, v);
+        hi = fmax(hi, v);
+        if (ci_of(get(al, s ? "cand_ci" : "base_ci"), &l, &h)) {
+            lo = fmin(lo, l);
+            hi = fmax(hi, h);
+        }
+    }
+    /* an acceptance length is at least 1 (the bonus token) */
+    plot_range(&p, lo, hi, false, 1, INFINITY);
+    svg_open(b, "acceptance", "acceptance length", 2);
+    svg_axes(b, &p, labels, "acceptance length");
+    for (int s = 0; s < 2; s++) {
+        double x = px_x(&p, (size_t)s), v = num(al, s ? "cand" : "base");
+        if (ci_of(get(al, s ? "cand_ci" : "base_ci"), &l, &h))
+            dsa_buf_addf(b,
+                         "<line class=\"bar %s\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+                         "y2=\"%.1f\"/>\n",
+                         s ? "cand" : "base", x, px_y(&p, l), x, px_y(&p, h));
+        dsa_buf_addf(b,
+                     "<circle class=\"al-%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\"><title>%.4f"
+                     "</title></circle>\n",
+                     s ? "cand" : "base", x, px_y(&p, v), v);
+    }
+    dsa_buf_adds(b, "</svg>\n");
+    json_decref(labels);
+}
+
 static void html_p(struct dsa_buf *b, const char *id, const char *text)
 {
     dsa_buf_adds(b, "<p");
@@ -1297,6 +1400,12 @@ static void html_section(struct dsa_buf *b, const json_t *doc, size_t k)
         html_p(b, "identity", s.data);
         dsa_buf_reset(&s);
     }
+    if (json_is_object(get(doc, "acceptance"))) {
+        add_acceptance_sentence(&s, doc);
+        html_p(b, "acceptance", s.data);
+        dsa_buf_reset(&s);
+        svg_acceptance(b, doc);
+    }
     dsa_buf_release(&s);
     html_latency(b, doc);
     dsa_buf_adds(b, "<details>\n<summary>Runs and setup</summary>\n");
@@ -1309,28 +1418,33 @@ int dsa_report_html_many(const json_t *const *docs, size_t n, FILE *out)
 {
     struct dsa_buf b = DSA_BUF_INIT;
     /* self-contained: inline CSS, inline SVG, no script, no external resource */
-    dsa_buf_adds(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-                     "<title>dsa-eval report</title>\n<style>\n"
-                     "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\n"
-                     "table{border-collapse:collapse;margin:1em 0}\n"
-                     "th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}\n"
-                     "th:first-child,td:first-child{text-align:left}\n"
-                     "svg.plot{display:block;width:100%;height:auto;max-height:70vh}\n"
-                     ".verdict{font-weight:bold}\n"
-                     ".grid{stroke:#e4e4e4}.zero{stroke:#555;stroke-dasharray:4 3}\n"
-                     ".tick{font-size:11px;fill:#555}.axis{font-size:12px;fill:#333}\n"
-                     ".bar{stroke-width:2}.bar.base,.pt-base{stroke:#1f77b4;fill:#1f77b4}\n"
-                     ".bar.cand,.pt-cand{stroke:#d62728;fill:#d62728}\n"
-                     ".bar.diff,.pt-diff{stroke:#2b2b2b;fill:#2b2b2b}"
-                     ".band{fill:#9ecae1;fill-opacity:.45;stroke:none}\n"
-                     ".legend span{margin-right:1.5em}\n"
-                     "</style>\n</head>\n<body>\n<h1>dsa-eval report</h1>\n<ul id=\"verdicts\">\n");
+    dsa_buf_adds(&b,
+                 "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+                 "<title>dsa-eval report</title>\n<style>\n"
+                 "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\n"
+                 "table{border-collapse:collapse;margin:1em 0}\n"
+                 "th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}\n"
+                 "th:first-child,td:first-child{text-align:left}\n"
+                 "svg.plot{display:block;width:100%;height:auto;max-height:70vh}\n"
+                 ".verdict{font-weight:bold}\n"
+                 ".grid{stroke:#e4e4e4}.zero{stroke:#555;stroke-dasharray:4 3}\n"
+                 ".tick{font-size:11px;fill:#555}.axis{font-size:12px;fill:#333}\n"
+                 ".bar{stroke-width:2}.bar.base,.pt-base{stroke:#1f77b4;fill:#1f77b4}\n"
+                 ".bar.cand,.pt-cand,.al-cand{stroke:#d62728;fill:#d62728}.al-base{fill:#1f77b4}\n"
+                 ".bar.diff,.pt-diff{stroke:#2b2b2b;fill:#2b2b2b}"
+                 ".band{fill:#9ecae1;fill-opacity:.45;stroke:none}\n"
+                 ".legend span{margin-right:1.5em}\n"
+                 "</style>\n</head>\n<body>\n<h1>dsa-eval report</h1>\n<ul id=\"verdicts\">\n");
     for (size_t k = 0; k < n; k++) {
         struct dsa_buf t = DSA_BUF_INIT;
         add_title(&t, docs[k]);
         dsa_buf_adds(&t, ": ");
         dsa_buf_adds(&t, str(get(docs[k], "verdict"), "text"));
+        if (json_is_object(get(docs[k], "acceptance"))) {
+            dsa_buf_adds(&t, "; acceptance length ");
+            add_al_change(&t, get(docs[k], "acceptance"));
+        }
         dsa_buf_adds(&b, "<li class=\"verdict\">");
         add_html(&b, t.data);
         dsa_buf_adds(&b, "</li>\n");

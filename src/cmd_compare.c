@@ -175,6 +175,48 @@ static void print_bin(json_t *b, const char *lb, const char *lc)
     printf("  %-11s %s\n", "verdict", json_string_value(json_object_get(v, "text")));
 }
 
+/* "2.4961 [2.4102, 2.5811]", the CI left out when there is none */
+static void print_al_value(double x, json_t *ci)
+{
+    printf("%.4f", x);
+    if (json_is_array(ci))
+        printf(" [%.4f, %.4f]", json_real_value(json_array_get(ci, 0)),
+               json_real_value(json_array_get(ci, 1)));
+}
+
+/*
+ * acceptance length: candidate vs baseline over 32 requests (per-request draft counts), 95% …
+ *   baseline    2.4961 [2.4102, 2.5811]
+ *   candidate   2.3118 [2.2290, 2.3950]
+ *   difference  -0.1843 [-0.2412, -0.1290]
+ *   ratio       0.9262 [0.9051, 0.9484]  (-7.4%)
+ */
+static void print_acceptance(json_t *doc, const char *lb, const char *lc)
+{
+    json_t *al = json_object_get(doc, "acceptance");
+    if (!json_is_object(al))
+        return;
+    bool per = !strcmp(json_string_value(json_object_get(al, "source")), "per-request");
+    if (per)
+        printf("\nacceptance length: over %ld paired requests (per-request draft counts), %g%% "
+               "paired bootstrap CIs\n",
+               inum(al, "n"), num(json_object_get(doc, "method"), "confidence") * 100);
+    else
+        printf("\nacceptance length: from the runs' counters (no per-request counts: no CI)\n");
+    printf("  %-11s ", lb);
+    print_al_value(num(al, "base"), json_object_get(al, "base_ci"));
+    printf("\n  %-11s ", lc);
+    print_al_value(num(al, "cand"), json_object_get(al, "cand_ci"));
+    printf("\n  difference  %+.4f", num(al, "diff"));
+    json_t *dci = json_object_get(al, "diff_ci");
+    if (json_is_array(dci))
+        printf(" [%+.4f, %+.4f]", json_real_value(json_array_get(dci, 0)),
+               json_real_value(json_array_get(dci, 1)));
+    printf("\n  ratio       ");
+    print_al_value(num(al, "ratio"), json_object_get(al, "ratio_ci"));
+    printf("  (%+.1f%%)\n", (num(al, "ratio") - 1) * 100);
+}
+
 static void print_text(json_t *doc)
 {
     json_t *base = json_object_get(doc, "base"), *cand = json_object_get(doc, "cand");
@@ -240,6 +282,7 @@ static void print_text(json_t *doc)
         if (json_is_string(json_object_get(id, "report")))
             printf("\n%s", json_string_value(json_object_get(id, "report")));
     }
+    print_acceptance(doc, lb, lc);
     print_runs_note(doc);
     json_t *ex = json_object_get(doc, "excluded");
     if (json_array_size(ex)) {
@@ -259,12 +302,15 @@ static void print_text(json_t *doc)
 int cmd_compare(int argc, char **argv)
 {
     bool as_json = false;
-    double fail_if_worse = NAN;
+    double fail_if_worse = NAN, fail_if_al_drops = NAN;
     struct dsa_cmp_cli cli = DSA_CMP_CLI_INIT;
     struct dsa_option opts[] = {
         DSA_OPT_BOOL(0, "json", &as_json, "print the comparison document (JSON) instead of text"),
         DSA_OPT_DOUBLE(0, "fail-if-worse", &fail_if_worse, "X",
                        "exit 1 if any bin's CI lies wholly below -X"),
+        DSA_OPT_DOUBLE(0, "fail-if-al-drops", &fail_if_al_drops, "X",
+                       "exit 1 if the acceptance length drops by more than X (0.05: 5%; its "
+                       "CI)"),
         DSA_CMP_CLI_OPTIONS(&cli),
         DSA_OPT_END(),
     };
@@ -283,6 +329,11 @@ int cmd_compare(int argc, char **argv)
         return DSA_EXIT_USAGE;
     }
     o.fail_if_worse = fail_if_worse;
+    if (!isnan(fail_if_al_drops) && !(fail_if_al_drops >= 0 && fail_if_al_drops < 1)) {
+        dsa_errorf("--fail-if-al-drops must be in [0, 1), not %g", fail_if_al_drops);
+        return DSA_EXIT_USAGE;
+    }
+    o.fail_if_al_drops = fail_if_al_drops;
     json_t *doc;
     int ret = dsa_cmp_load_build(argv[0], argv[1], cli.baseline_aa, &o, &doc);
     if (ret)
@@ -298,6 +349,16 @@ int cmd_compare(int argc, char **argv)
     for (size_t k = 0; k < json_array_size(worse); k++) {
         dsa_errorf("regression: the CI of bin '%s' lies wholly below -%g",
                    json_string_value(json_array_get(worse, k)), fail_if_worse);
+        ret = DSA_EXIT_FAIL;
+    }
+    json_t *ald = json_object_get(doc, "fail_if_al_drops");
+    if (!isnan(fail_if_al_drops) && !json_is_object(json_object_get(doc, "acceptance"))) {
+        dsa_errorf("--fail-if-al-drops: neither side has an acceptance length (run gsm8k --mtp)");
+        ret = DSA_EXIT_FAIL;
+    } else if (json_is_true(json_object_get(ald, "dropped"))) {
+        dsa_errorf("regression: the acceptance length dropped by more than %g%% (ratio %.4f)",
+                   fail_if_al_drops * 100,
+                   json_number_value(json_object_get(json_object_get(doc, "acceptance"), "ratio")));
         ret = DSA_EXIT_FAIL;
     }
     json_t *id = json_object_get(doc, "identity");

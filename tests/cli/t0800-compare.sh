@@ -182,6 +182,24 @@ pair("verdict", [("8k", 8192, 200, "worse"), ("16k", 16384, 200, "same"),
                  ("64k", 65536, 5, "noise")])
 pair("nochange", [("8k", 8192, 200, "noise"), ("16k", 16384, 300, "noise")])
 pair("tiny", [("all", 0, 400, "tiny")])
+# GSM8K runs with per-request speculative-decoding counts: vLLM's metrics.speculative_decoding
+# on the baseline, SGLang's meta_info names on the candidate (acceptance about 2.5 vs 2.3)
+def gsm(path, p, sglang):
+    h = {"dsa_eval_run": 1, "match": {}, "eval": "gsm8k", "dataset": {"name": "gsm8k"},
+         "mtp": {"acceptance_length": 2.5 if p > 0.47 else 2.3}}
+    with open(path, "w") as f:
+        f.write(json.dumps(h) + "\n")
+        for i in range(64):
+            r = random.Random(i * 7 + (1 if sglang else 0))
+            steps = 20 + (i * 13) % 30
+            acc = sum(1 for _ in range(steps * 3) if r.random() < p)
+            spec = ({"spec_verify_ct": steps, "spec_accepted_drafts": acc} if sglang else
+                    {"num_spec_steps": steps, "num_draft_tokens": 3 * steps,
+                     "num_accepted_draft_tokens": acc})
+            f.write(json.dumps({"id": "q%04d" % i, "bin": "all", "score": 1, "output": "x%d" % i,
+                                "prompt_sha256": "%064d" % i, "spec": spec}) + "\n")
+gsm(os.path.join(t, "al-base.jsonl"), 0.50, False)
+gsm(os.path.join(t, "al-cand.jsonl"), 0.44, True)
 PY
 else
     echo "Bail out! python3 is required by this test (scripts/setup.sh installs it)"; exit 1
@@ -308,6 +326,66 @@ expect_eq "one PR body: a verdict line per eval first" "$(head -2 "$TMP/pr.md" |
 **GSM8K: no chan"
 expect_eq "one PR body: a collapsed block per eval" "$(grep -c '^<details><summary>' "$TMP/pr.md")" 2
 grep -q '^| all | pooled (3 vs 3) |' "$TMP/pr.md" && ok "one PR body: per-run rows inside" || not_ok "one PR body: per-run rows inside"
+# acceptance length with statistics: per-request counts paired by id, bootstrap CIs of the
+# difference and the ratio, --fail-if-al-drops (it was "2.4961 vs 2.3118 ... differ", exit 0)
+A=$TMP/al-base.jsonl; B=$TMP/al-cand.jsonl
+expect_code 0 "an acceptance drop alone keeps exit 0" "$DSA_BIN" compare $A $B
+grep -Eq '^  ratio       0\.[0-9]{4} \[0\.[0-9]{4}, 0\.[0-9]{4}\]  \(-[0-9.]+%\)$' "$TMP/out" \
+    && ok "text: the ratio with its CI" || not_ok "text: the ratio with its CI"
+grep -q '^acceptance length   A 2.5000   B 2.3000   differ$' "$TMP/out" && ok "the GSM8K identity block stays" || not_ok "the GSM8K identity block stays"
+expect_code 1 "--fail-if-al-drops 0.05" "$DSA_BIN" compare $A $B --fail-if-al-drops 0.05
+grep -q "regression: the acceptance length dropped by more than 5% (ratio 0.9" "$TMP/err" \
+    && ok "--fail-if-al-drops message" || not_ok "--fail-if-al-drops message"
+expect_code 0 "--fail-if-al-drops 0.2" "$DSA_BIN" compare $A $B --fail-if-al-drops 0.2
+expect_code 2 "--fail-if-al-drops out of range" "$DSA_BIN" compare $A $B --fail-if-al-drops 1.5
+expect_code 1 "--fail-if-al-drops without acceptance lengths" "$DSA_BIN" compare $D/main $D/pr --fail-if-al-drops 0.05
+"$DSA_BIN" compare $A $B --json >"$TMP/al.json"
+if "$DSA_PYTHON" - "$TMP/al.json" $A $B <<'PY'
+import json, sys
+import numpy as np
+doc = json.load(open(sys.argv[1]))
+al = doc["acceptance"]
+def counts(p):
+    out = {}
+    for l in list(open(p))[1:]:
+        r = json.loads(l); s = r["spec"]
+        d = s.get("num_spec_steps", s.get("spec_verify_ct"))
+        a = s.get("num_accepted_draft_tokens", s.get("spec_accepted_drafts"))
+        out[r["id"]] = (d, a)
+    return out
+b, c = counts(sys.argv[2]), counts(sys.argv[3])
+ids = list(b)
+D = np.array([[b[i][0], b[i][1], c[i][0], c[i][1]] for i in ids], dtype=float)
+alb, alc = 1 + D[:, 1].sum() / D[:, 0].sum(), 1 + D[:, 3].sum() / D[:, 2].sum()
+assert al["source"] == "per-request" and al["n"] == 64, al
+for k, v in (("base", alb), ("cand", alc), ("diff", alc - alb), ("ratio", alc / alb)):
+    assert abs(al[k] - v) < 1e-12, (k, al[k], v)
+# a numpy paired percentile bootstrap (its own generator): the ends agree within the
+# Monte Carlo error of B = 10000 (a tenth of the interval's width)
+rng = np.random.default_rng(0)
+idx = rng.integers(0, 64, size=(10000, 64))
+S = D[idx].sum(axis=1)
+rb, rc = 1 + S[:, 1] / S[:, 0], 1 + S[:, 3] / S[:, 2]
+for key, reps in (("diff_ci", rc - rb), ("ratio_ci", rc / rb), ("base_ci", rb), ("cand_ci", rc)):
+    lo, hi = np.percentile(reps, [2.5, 97.5])
+    w = hi - lo
+    assert abs(al[key][0] - lo) < 0.1 * w and abs(al[key][1] - hi) < 0.1 * w, (key, al[key], lo, hi)
+assert al["ratio_ci"][1] < 0.95
+PY
+then ok "acceptance length: point values exact, CIs agree with a numpy bootstrap"; else not_ok "acceptance length: point values exact, CIs agree with a numpy bootstrap"; fi
+"$DSA_BIN" report $A $B >"$TMP/al.md"
+head -1 "$TMP/al.md" | grep -Eq '^\*\*GSM8K: .*; acceptance length -[0-9.]+% \[-[0-9.]+%, -[0-9.]+%\]\*\*$' \
+    && ok "md: the acceptance change in the verdict line" || not_ok "md: the acceptance change in the verdict line"
+grep -q '^Acceptance length (64 paired requests, per-request draft counts, 95% paired bootstrap CIs): baseline ' "$TMP/al.md" \
+    && ok "md: the acceptance sentence" || not_ok "md: the acceptance sentence"
+expect_eq "csv: four acceptance rows" "$("$DSA_BIN" report $A $B --format csv | grep -c '^acceptance,')" 4
+"$DSA_BIN" report $A $B --format html -o "$TMP/al.html"
+expect_eq "html: the acceptance plot, one point per side" "$(grep -o 'class="al-[a-z]*"' "$TMP/al.html" | sort | tr '\n' ' ')" 'class="al-base" class="al-cand" '
+# counters only (no per-request counts): the values without a CI, still shown
+"$DSA_BIN" compare $D/gsm8k/main.jsonl $D/gsm8k/pr-diff.jsonl >"$TMP/alc.txt"
+grep -q "^acceptance length: from the runs' counters (no per-request counts: no CI)$" "$TMP/alc.txt" \
+    && ok "counters only: said so" || not_ok "counters only: said so"
+
 expect_code 2 "an unpaired run set" "$DSA_BIN" report $D/main3 $D/pr3 $D/main
 expect_code 2 "csv takes one comparison" "$DSA_BIN" report $D/main3 $D/pr3 "$TMP/g.json" --format csv
 
