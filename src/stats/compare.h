@@ -45,9 +45,9 @@ struct dsa_cmp_opts {
     struct dsa_boot_cfg boot;
     const char *label_base; /* display labels (reports); never part of a stream seed */
     const char *label_cand;
-    double fail_if_worse; /* NAN = off; else flag bins whose CI lies wholly below -x */
+    double fail_if_worse;    /* NAN = off; else flag bins whose CI lies wholly below -x */
+    int threads;             /* bins computed in parallel; results never depend on it */
     double fail_if_al_drops; /* NAN = off; else flag an acceptance-length ratio CI below 1 - x */
-    int threads;          /* bins computed in parallel; results never depend on it */
 };
 
 /*
