@@ -31,6 +31,7 @@
 #include "evals/gsm8k_run.h"
 #include "evals/inproc_gsm8k.h"
 #include "evals/mtp.h"
+#include "evals/summary.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -542,6 +543,7 @@ static int run_inprocess(struct run *r, int argc0, char **argv0)
     io.mtp = o->mtp ? o->mtp_n : 0;
     io.out_dir = o->out;
     io.force_new = o->force_new;
+    io.json = o->as_json;
     io.interrupted = &dsa_interrupted;
     io.command = dsa_run_command_json(argc0, argv0);
     struct dsa_inproc_gsm8k_item *items = dsa_xcalloc(r->n ? r->n : 1, sizeof *items);
@@ -559,6 +561,18 @@ static int run_inprocess(struct run *r, int argc0, char **argv0)
     }
     if (ret == DSA_EXIT_OK)
         ret = dsa_inproc_gsm8k_run(&io, r->mode->name, dsa_gsm8k_sha256(r->test), items, r->n);
+    /* --json is honoured by every backend: the summary document of the run file */
+    if (o->as_json && (ret == DSA_EXIT_OK || ret == DSA_EXIT_FAIL)) {
+        char *path = dsa_run_file_name(o->out, 1);
+        json_t *h = NULL, *recs = NULL;
+        if (dsa_run_load(path, &h, &recs) == 0) {
+            json_t *runs = json_pack("[o]", recs);
+            dsa_summary_print(runs, true, stdout);
+            json_decref(runs);
+            json_decref(h);
+        }
+        free(path);
+    }
     for (size_t i = 0; i < r->n; i++)
         dsa_buf_release(&prompts[i]);
     free(prompts);
