@@ -1361,7 +1361,10 @@ static void html_section(struct dsa_buf *b, const json_t *doc, size_t k)
     dsa_buf_adds(b, " vs ");
     add_html(b, lb);
     dsa_buf_adds(b, "</h2>\n");
-    html_table(b, doc, k ? "bins-more" : "bins");
+    char id[32] = "bins"; /* ids stay unique in the page: bins, bins-2, bins-3 … */
+    if (k)
+        snprintf(id, sizeof id, "bins-%zu", k + 1);
+    html_table(b, doc, id);
     html_p(b, NULL, str(get(doc, "method"), "text"));
     dsa_buf_adds(b, "<h3>Score by bin</h3>\n<p class=\"legend\"><span style=\"color:#1f77b4\">"
                     "&#9679; ");

@@ -326,6 +326,9 @@ expect_eq "one PR body: a verdict line per eval first" "$(head -2 "$TMP/pr.md" |
 **GSM8K: no chan"
 expect_eq "one PR body: a collapsed block per eval" "$(grep -c '^<details><summary>' "$TMP/pr.md")" 2
 grep -q '^| all | pooled (3 vs 3) |' "$TMP/pr.md" && ok "one PR body: per-run rows inside" || not_ok "one PR body: per-run rows inside"
+"$DSA_BIN" report $D/main3 $D/pr3 "$TMP/g.json" --format html -o "$TMP/pr.html"
+expect_eq "one HTML page: a verdict line and a section per eval" \
+    "$(grep -c '^<li class="verdict">' "$TMP/pr.html") $(grep -c '^<section id="cmp' "$TMP/pr.html")" "2 2"
 # acceptance length with statistics: per-request counts paired by id, bootstrap CIs of the
 # difference and the ratio, --fail-if-al-drops (it was "2.4961 vs 2.3118 ... differ", exit 0)
 A=$TMP/al-base.jsonl; B=$TMP/al-cand.jsonl
