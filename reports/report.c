@@ -335,6 +335,10 @@ static void add_al_value(struct dsa_buf *b, double x, const json_t *ci)
 static void add_al_change(struct dsa_buf *b, const json_t *al)
 {
     double lo, hi;
+    if (num(al, "base") == num(al, "cand") && !ci_of(get(al, "ratio_ci"), &lo, &hi)) {
+        dsa_buf_addf(b, "the same (%.4f)", num(al, "base"));
+        return;
+    }
     dsa_buf_addf(b, "%+.1f%%", (num(al, "ratio") - 1) * 100);
     if (ci_of(get(al, "ratio_ci"), &lo, &hi))
         dsa_buf_addf(b, " [%+.1f%%, %+.1f%%]", (lo - 1) * 100, (hi - 1) * 100);
