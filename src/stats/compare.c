@@ -1099,6 +1099,7 @@ static double jnum(json_t *o, const char *k)
 /*
  * One bin's verdict from its CI and MDE80 (the rule of docs/compare.md "Verdicts"):
  *   identical (every paired difference 0)                 -> no change detected (identical)
+ *   n = 0                                                  -> inconclusive (no paired samples)
  *   no CI (n < 2)                                          -> inconclusive (n too small)
  *   runs disagree: the two-level CI is the interval that counts
  *   CI wholly below 0 / above 0                            -> worse / better
@@ -1122,7 +1123,10 @@ json_t *dsa_cmp_bin_verdict(json_t *bin, double tolerance)
     }
     if (disagree && ci_pair(json_object_get(json_object_get(bin, "two_level"), "ci"), &lo, &hi))
         interval = "two-level";
-    if (!has_ci || n < 2) {
+    if (n == 0) {
+        word = "inconclusive";
+        reason = "no paired samples"; /* all over the served context, failed or unpaired */
+    } else if (!has_ci || n < 2) {
         word = "inconclusive";
         reason = "n too small";
     } else if (hi < 0 || lo > 0) {
@@ -1171,9 +1175,9 @@ static size_t bins_with(json_t *bins, const char *word, const char *reason, stru
 /* "≤8K, ≤16K (runs disagree) and ≤32K (n too small)" */
 static size_t inconclusive_bins(json_t *bins, struct dsa_buf *out)
 {
-    static const char *const reasons[] = {"runs disagree", "n too small"};
+    static const char *const reasons[] = {"runs disagree", "n too small", "no paired samples"};
     size_t total = 0;
-    for (int r = 0; r < 2; r++) {
+    for (int r = 0; r < 3; r++) {
         struct dsa_buf one = DSA_BUF_INIT;
         size_t c = bins_with(bins, "inconclusive", reasons[r], &one);
         if (c)

@@ -81,10 +81,10 @@ json_t *dsa_cmp_acceptance(const struct dsa_cmp_side *base, const struct dsa_cmp
 /* Verdicts (docs/compare.md "Verdicts"). dsa_cmp_bin_verdict() judges one bin object of the
    document from its CI, two-level CI and MDE80 (tolerance: --fail-if-worse X, or NAN) and
    returns {"verdict": "worse"|"better"|"no change detected"|"inconclusive", "reason": null |
-   "identical" | "n too small" | "runs disagree", "interval": "bootstrap"|"two-level",
-   "text": "no change detected (MDE80 0.044)"}; dsa_cmp_overall_verdict() sums up bins that
-   carry their verdicts ({"verdict": … | "mixed", "text"}). dsa_cmp_build() adds both to the
-   document ("verdict" in every bin and at the top). Both return new references. */
+   "identical" | "n too small" | "runs disagree" | "no paired samples", "interval":
+   "bootstrap"|"two-level", "text": "no change detected (MDE80 0.044)"}; dsa_cmp_overall_verdict()
+   sums up bins that carry their verdicts ({"verdict": … | "mixed", "text"}). dsa_cmp_build() adds
+   both to the document ("verdict" in every bin and at the top). Both return new references. */
 json_t *dsa_cmp_bin_verdict(json_t *bin, double tolerance);
 json_t *dsa_cmp_overall_verdict(json_t *bins);
 

@@ -229,7 +229,9 @@ for b in doc["bins"]:
         dis = b.get("run_effect", {}).get("disagree", False)
         if dis and tl and tl["ci"]:
             ci = tl["ci"]
-        if not ci or b["n"] < 2:
+        if b["n"] == 0:
+            want = ("inconclusive", "no paired samples")
+        elif not ci or b["n"] < 2:
             want = ("inconclusive", "n too small")
         elif ci[1] < 0 or ci[0] > 0:
             want = ("worse" if ci[1] < 0 else "better", None)
@@ -246,7 +248,7 @@ PY
 then ok "verdicts follow the documented rule"; else not_ok "verdicts follow the documented rule"; fi
 "$DSA_BIN" report $V/base.jsonl $V/cand.jsonl >"$TMP/verdict.md"
 head -1 "$TMP/verdict.md" | grep -qx '\*\*Comparison: worse in 8k (all .*)\*\*' && ok "md: the verdict line comes first" || not_ok "md: the verdict line comes first"
-grep -q '^| verdict | worse | no change detected (identical) | inconclusive (n too small) | no change detected (MDE80 ' "$TMP/verdict.md" \
+grep -q '^| verdict | worse | no change detected (identical) | inconclusive (no paired samples) | no change detected (MDE80 ' "$TMP/verdict.md" \
     && ok "md: verdict row per bin" || not_ok "md: verdict row per bin"
 "$DSA_BIN" report $V/base.jsonl $V/cand.jsonl --format csv >"$TMP/verdict.csv"
 expect_eq "csv: one verdict row per bin" "$(grep -c '^[^,]*,verdict_' "$TMP/verdict.csv")" 6
