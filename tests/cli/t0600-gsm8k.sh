@@ -302,4 +302,35 @@ grep -q "expect-mtp: the spec-decode counters did not move\|expect-mtp: the serv
 expect_success "--mtp without spec decoding is only a note" "${G[@]}" --endpoint "$SERVER_URL" \
     --mtp --limit 2
 grep -q '^acceptance length   n/a' "$TMP/out" && ok "n/a" || not_ok "n/a"
+# ---- acceptance length with statistics, end to end: two servers that send vLLM's per-request
+# spec-decode metrics, synthetic AL 3.0 and 2.5; compare pairs the requests and bootstraps
+start_server --gsm8k-data "$D/test.jsonl" --spec-tokens 3 --acceptance-length 3.0 \
+    --per-request-spec-decode-metrics summary || not_ok "per-request server A starts"
+AL_A=$SERVER_URL
+start_server --gsm8k-data "$D/test.jsonl" --spec-tokens 3 --acceptance-length 2.5 \
+    --per-request-spec-decode-metrics summary || not_ok "per-request server B starts"
+AL_B=$SERVER_URL
+expect_success "per-request run A" "${G[@]}" --endpoint "$AL_A" --mtp --limit 16 --out "$TMP/alA" -q
+expect_success "per-request run B" "${G[@]}" --endpoint "$AL_B" --mtp --limit 16 --out "$TMP/alB" -q
+expect_code 1 "compare: --fail-if-al-drops 0.05 sees the drop" "$DSA_BIN" compare "$TMP/alA" "$TMP/alB" --fail-if-al-drops 0.05
+grep -q "regression: the acceptance length dropped by more than 5%" "$TMP/err" && ok "AL drop message" \
+    || { not_ok "AL drop message"; sed 's/^/#   /' "$TMP/err"; }
+"$DSA_BIN" compare "$TMP/alA" "$TMP/alB" --json >"$TMP/al.json"
+py "per-request acceptance: the counters' figures, paired, with CIs" <<PYEOF
+import json
+doc = json.load(open("$TMP/al.json"))
+al = doc["acceptance"]
+recs = lambda d: [json.loads(l) for l in open(d + "/run-001.jsonl").read().splitlines()[1:]]
+a, b = recs("$TMP/alA"), recs("$TMP/alB")
+sa = json.load(open("$TMP/alA/run-001.summary.json"))["mtp"]
+sb = json.load(open("$TMP/alB/run-001.summary.json"))["mtp"]
+assert al["source"] == "per-request" and al["n"] == 16, al
+# the ratio estimator over the requests equals what the /metrics deltas gave for the run
+assert abs(al["base"] - sa["acceptance_length"]) < 1e-12 and abs(al["cand"] - sb["acceptance_length"]) < 1e-12, (al, sa, sb)
+assert al["ratio_ci"][0] <= al["ratio"] <= al["ratio_ci"][1] and al["ratio_ci"][1] < 0.95, al
+assert al["diff_ci"][0] <= al["diff"] <= al["diff_ci"][1] < 0, al
+PYEOF
+expect_code 0 "the same server twice: no drop" "$DSA_BIN" compare "$TMP/alA" "$TMP/alA" --fail-if-al-drops 0.01
+grep -q '^  ratio       1.0000 \[1.0000, 1.0000\]  (+0.0%)$' "$TMP/out" && ok "AL ratio 1 [1, 1]" \
+    || { not_ok "AL ratio 1 [1, 1]"; sed 's/^/#   /' "$TMP/out"; }
 done_testing
