@@ -11,11 +11,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "datasets/mrcr.h"
 #include "datasets/tokenize.h"
 #include "util/buf.h"
 #include "util/hash.h"
+#include "util/fs.h"
 #include "util/msg.h"
 
 /* The formats of the real rows (docs/mrcr.md "The dataset"). */
@@ -392,10 +394,13 @@ static int write_row(FILE *out, const char *out_name, gsl_rng *rng, int n_needle
     char *line = json_dumps(row, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(row);
     errno = 0;
-    if (fputs(line, out) == EOF || fputc('\n', out) == EOF)
-        dsa_errorf("cannot write '%s': %s", out_name, strerror(errno ? errno : EIO));
-    else
+    if (fputs(line, out) == EOF || fputc('\n', out) == EOF) {
+        /* | head: main() ends quietly */
+        if (out != stdout || !dsa_fd_reader_gone(STDOUT_FILENO))
+            dsa_errorf("cannot write '%s': %s", out_name, strerror(errno ? errno : EIO));
+    } else {
         ret = 0;
+    }
     free(line);
 
 cleanup:

@@ -118,6 +118,28 @@ static void timings_only(const struct dsa_mtp_perreq *p, FILE *out, json_t *m)
                                   p->timings_draft_accepted, "draft_acceptance_rate", rate));
 }
 
+/* Questions/s, output tokens/s and wall time of this attempt (what vLLM's gsm8k script
+   prints): "throughput          3.20 questions/s, 412.5 output tokens/s, wall 10.0 s (32 sent)" */
+static void add_throughput(const struct dsa_gsm8k_summary_in *in, FILE *out, json_t *s)
+{
+    bool have = in->sent > 0 && in->wall_s > 0;
+    double qps = have ? (double)in->sent / in->wall_s : NAN;
+    double tps = have ? in->completion_tokens / in->wall_s : NAN;
+    if (have)
+        fprintf(out,
+                "throughput          %.2f questions/s, %.1f output tokens/s, wall %.1f s (%zu "
+                "sent)\n",
+                qps, tps, in->wall_s, in->sent);
+    else
+        fprintf(out, "throughput          n/a      (nothing sent in this attempt)\n");
+    json_object_set_new(s, "throughput",
+                        json_pack("{s:o,s:o,s:o,s:I,s:f}", "wall_s",
+                                  have ? json_real(in->wall_s) : json_null(), "questions_per_s",
+                                  have ? json_real(qps) : json_null(), "output_tokens_per_s",
+                                  have ? json_real(tps) : json_null(), "sent", (json_int_t)in->sent,
+                                  "completion_tokens", in->completion_tokens));
+}
+
 /* The acceptance part of the summary; returns DSA_EXIT_BACKEND when expect_mtp is unmet. */
 static int summarize_mtp(const struct dsa_gsm8k_summary_in *in, FILE *out, json_t *summary)
 {
@@ -140,6 +162,16 @@ static int summarize_mtp(const struct dsa_gsm8k_summary_in *in, FILE *out, json_
                  DSA_MTP_DRAFTS);
     } else if (r.present && !r.measured) {
         snprintf(err, sizeof err, "the spec-decode counters did not move during the run");
+    }
+    json_t *stored = (json_t *)in->stored_mtp;
+    if (!r.measured && json_is_true(json_object_get(stored, "measured")) &&
+        json_is_number(json_object_get(stored, "acceptance_length"))) {
+        /* nothing was sent now: the run's acceptance is the one measured before */
+        fprintf(out,
+                "acceptance length   %.4f   (stored: measured by an earlier attempt of this run)\n",
+                json_number_value(json_object_get(stored, "acceptance_length")));
+        json_object_set(summary, "mtp", stored);
+        return DSA_EXIT_OK;
     }
     dsa_mtp_print(out, &r);
     json_t *m = dsa_mtp_result_json(&r);
@@ -249,6 +281,7 @@ int dsa_gsm8k_summarize(const struct dsa_gsm8k_summary_in *in, json_t *const *re
     other_accuracies(records, in->n, in->extract, graded, out, by);
     json_object_set_new(s, "accuracy_by_extract", by);
 
+    add_throughput(in, out, s);
     int ret = DSA_EXIT_OK;
     if (in->mtp)
         ret = summarize_mtp(in, out, s);

@@ -38,6 +38,8 @@ struct dsa_gsm8k_summary_in {
     const struct dsa_mtp_counters *before; /* vLLM counters around the requests */
     const struct dsa_mtp_counters *after;
     const struct dsa_mtp_perreq *perreq;
+    double wall_s;            /* this attempt's time from the first request to the last answer */
+    const json_t *stored_mtp; /* the summary file's "mtp" of an earlier attempt, or NULL */
 };
 
 /*
@@ -52,6 +54,10 @@ struct dsa_gsm8k_summary_in {
  *   acceptance length   3.4904   (1 + 1234 accepted / 823 drafts)
  *   draft acceptance    0.7470   (1234 / 1652 draft tokens)
  *   per position        0.9120 0.6430 0.3390
+ *   throughput          3.20 questions/s, 412.5 output tokens/s, wall 10.0 s (32 sent)
+ *
+ * When this attempt measured no acceptance (nothing left to send) and `stored_mtp` holds
+ * one, the stored acceptance length is printed (and returned), marked as stored.
  */
 int dsa_gsm8k_summarize(const struct dsa_gsm8k_summary_in *in, json_t *const *records, FILE *out,
                         json_t **summary);

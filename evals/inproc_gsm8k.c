@@ -100,12 +100,17 @@ int dsa_inproc_gsm8k_run(const struct dsa_inproc_opts *o, const char *mode,
         ret = orc == -2 ? DSA_EXIT_MISMATCH : orc == -3 ? DSA_EXIT_DATA : DSA_EXIT_IO;
         goto cleanup;
     }
-    printf("gsm8k in-process: MTP verify next_n=%d vs one row at a time, %s on %s, %s, top-%d "
-           "-> %s\n",
-           o->mtp + 1,
-           json_string_value(json_object_get(json_object_get(backend, "kernels"), "name")),
-           dsa_inproc_device(ip), json_string_value(json_object_get(backend, "variant_str")),
-           o->topk, path);
+    size_t resumed = dsa_run_count(run);
+    if (resumed)
+        dsa_notef("resuming: %zu of %zu samples already done in '%s'%s", resumed < n ? resumed : n,
+                  n, path, resumed >= n ? ": nothing left to do" : "");
+    if (!o->json)
+        printf("gsm8k in-process: MTP verify next_n=%d vs one row at a time, %s on %s, %s, top-%d "
+               "-> %s\n",
+               o->mtp + 1,
+               json_string_value(json_object_get(json_object_get(backend, "kernels"), "name")),
+               dsa_inproc_device(ip), json_string_value(json_object_get(backend, "variant_str")),
+               o->topk, path);
     fflush(stdout);
     for (size_t i = 0; i < n; i++) {
         char id[32];
@@ -133,8 +138,9 @@ int dsa_inproc_gsm8k_run(const struct dsa_inproc_opts *o, const char *mode,
             break;
         }
     }
-    printf("identical selections: %zu/%zu questions; bit-identical logits: %zu/%zu\n", nsame, ndone,
-           nlogits, ndone);
+    if (!o->json) /* --json: the caller prints the summary document */
+        printf("identical selections: %zu/%zu questions; bit-identical logits: %zu/%zu\n", nsame,
+               ndone, nlogits, ndone);
     if (ret == DSA_EXIT_OK && nsame != ndone)
         ret = DSA_EXIT_FAIL;
 cleanup:

@@ -18,6 +18,7 @@
 #include "util/exitcode.h"
 #include "util/hash.h"
 #include "util/msg.h"
+#include "util/progress.h"
 
 struct toks {
     uint32_t *v;
@@ -175,7 +176,7 @@ static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, struct d
 
 /* rows of one file; returns an exit status */
 static int run_file(dsa_inproc *ip, const struct dsa_inproc_opts *o, dsa_mrcr_reader *rd,
-                    dsa_run *run, struct bin_sum *sums)
+                    dsa_run *run, struct bin_sum *sums, dsa_progress *pg)
 {
     struct dsa_mrcr_row row = {0};
     int ret = DSA_EXIT_OK, r;
@@ -193,6 +194,10 @@ static int run_file(dsa_inproc *ip, const struct dsa_inproc_opts *o, dsa_mrcr_re
                 ret = DSA_EXIT_IO;
                 break;
             }
+            /* a row takes seconds on the CPU: the meter (with ETA on a terminal) shows it */
+            if (pg)
+                dsa_progress_done(pg,
+                                  strcmp(json_string_value(json_object_get(rec, "status")), "ok"));
         }
         if (!strcmp(json_string_value(json_object_get(rec, "status")), "ok") && row.bin >= 0 &&
             row.bin < DSA_MRCR_NBINS) {
@@ -266,11 +271,21 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
         ret = orc == -2 ? DSA_EXIT_MISMATCH : orc == -3 ? DSA_EXIT_DATA : DSA_EXIT_IO;
         goto cleanup;
     }
-    printf("mrcr in-process: %s on %s, %s, top-%d, proxy seed %llu -> %s\n",
-           json_string_value(json_object_get(json_object_get(match, "kernels"), "name")),
-           dsa_inproc_device(ip),
-           json_string_value(json_object_get(json_object_get(header, "backend"), "variant_str")),
-           o->topk, (unsigned long long)o->seed, path);
+    /* a rerun says what it found, as the endpoint run does */
+    size_t resumed = dsa_run_count(run);
+    size_t done = resumed < (size_t)selected ? resumed : (size_t)selected;
+    if (resumed)
+        dsa_notef("resuming: %zu of %ld samples already done in '%s'%s", done, selected, path,
+                  done == (size_t)selected ? ": nothing left to do" : "");
+    dsa_progress *pg =
+        o->quiet ? NULL : dsa_progress_new("mrcr in-process", (size_t)selected, done);
+    if (!o->json)
+        printf(
+            "mrcr in-process: %s on %s, %s, top-%d, proxy seed %llu -> %s\n",
+            json_string_value(json_object_get(json_object_get(match, "kernels"), "name")),
+            dsa_inproc_device(ip),
+            json_string_value(json_object_get(json_object_get(header, "backend"), "variant_str")),
+            o->topk, (unsigned long long)o->seed, path);
     fflush(stdout);
     for (size_t i = 0; i < o->ndatasets && (ret == DSA_EXIT_OK || ret == DSA_EXIT_FAIL); i++) {
         dsa_mrcr_reader *rd = dsa_mrcr_open(o->datasets[i], &filt);
@@ -278,7 +293,7 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
             ret = DSA_EXIT_DATA;
             break;
         }
-        int fr = run_file(ip, o, rd, run, sums);
+        int fr = run_file(ip, o, rd, run, sums, pg);
         if (fr != DSA_EXIT_OK && ret == DSA_EXIT_OK)
             ret = fr;
         else if (fr != DSA_EXIT_OK && fr != DSA_EXIT_FAIL)
@@ -289,8 +304,13 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
      *   bin      rows     recall@k   needle  needle(golden)
      *   ≤8K         3       0.9885    0.348           0.353
      */
-    printf("%-6s %5s %12s %8s %15s\n", "bin", "rows", "recall@k", "needle", "needle(golden)");
-    for (int b = 0; b < DSA_MRCR_NBINS; b++)
+    if (pg) {
+        dsa_progress_finish(pg);
+        dsa_progress_free(&pg);
+    }
+    if (!o->json)
+        printf("%-6s %5s %12s %8s %15s\n", "bin", "rows", "recall@k", "needle", "needle(golden)");
+    for (int b = 0; b < DSA_MRCR_NBINS && !o->json; b++)
         if (sums[b].n)
             printf("%-6s %5d %12.4f %8.3f %15.3f\n", dsa_mrcr_bin_label(b), sums[b].n,
                    sums[b].score / sums[b].n, sums[b].needle / sums[b].n,

@@ -417,6 +417,71 @@ static void add_list(struct dsa_buf *out, json_t *list, const char *title, const
     }
 }
 
+/* the class of an exclusion: "over_context" of "over_context: 20000 prompt tokens + …" */
+static void reason_class(const char *why, char *out, size_t cap)
+{
+    size_t n = why ? strcspn(why, ":") : 0;
+    if (!why || !n)
+        why = "excluded", n = strlen("excluded");
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, why, n);
+    out[n] = 0;
+}
+
+/*
+ * Exclusions as counts per bin and reason, not one line per excluded row of every run
+ * (45 lines for 15 over-context samples in 3 runs); the ids are in --json and the run files:
+ *
+ *   excluded: 45 (the ids are in --json and the run files)
+ *     ≤256K  over_context  15 samples × 3 runs
+ */
+static void add_excluded_counts(struct dsa_buf *out, json_t *list, size_t n_runs)
+{
+    size_t n = json_array_size(list);
+    if (!n)
+        return;
+    dsa_buf_addf(out, "excluded: %zu (the ids are in --json and the run files)\n", n);
+    /* groups in first-seen order: "bin\treason" -> {records, ids: {id: true}} */
+    json_t *groups = json_object(), *order = json_array();
+    size_t i;
+    json_t *item;
+    json_array_foreach(list, i, item)
+    {
+        char cls[64], key[192];
+        reason_class(json_string_value(json_object_get(item, "reason")), cls, sizeof cls);
+        snprintf(key, sizeof key, "%s\t%s", json_string_value(json_object_get(item, "bin")), cls);
+        json_t *g = json_object_get(groups, key);
+        if (!g) {
+            g = json_pack("{s:I,s:{}}", "records", (json_int_t)0, "ids");
+            json_object_set_new(groups, key, g);
+            json_array_append_new(order, json_string(key));
+        }
+        json_object_set_new(g, "records",
+                            json_integer(json_integer_value(json_object_get(g, "records")) + 1));
+        json_object_set_new(json_object_get(g, "ids"),
+                            json_string_value(json_object_get(item, "id")), json_true());
+    }
+    json_t *k;
+    json_array_foreach(order, i, k)
+    {
+        const char *key = json_string_value(k);
+        json_t *g = json_object_get(groups, key);
+        size_t recs = (size_t)json_integer_value(json_object_get(g, "records"));
+        size_t ids = json_object_size(json_object_get(g, "ids"));
+        const char *tab = strchr(key, '\t');
+        dsa_buf_addf(out, "  %.*s  %s  %zu sample%s", (int)(tab - key), key, tab + 1, ids,
+                     ids == 1 ? "" : "s");
+        if (n_runs > 1 && recs == ids * n_runs)
+            dsa_buf_addf(out, " × %zu runs", n_runs);
+        else if (recs != ids)
+            dsa_buf_addf(out, " (%zu records)", recs);
+        dsa_buf_addch(out, '\n');
+    }
+    json_decref(order);
+    json_decref(groups);
+}
+
 void dsa_summary_render_text(json_t *summary, struct dsa_buf *out)
 {
     json_t *rows = json_object_get(summary, "rows");
@@ -465,7 +530,7 @@ void dsa_summary_render_text(json_t *summary, struct dsa_buf *out)
     json_array_foreach(rows, i, row) if (json_is_true(json_object_get(row, "total")))
         add_macro_line(out, row, n_runs);
     add_list(out, json_object_get(summary, "failed"), "failed", "error", n_runs);
-    add_list(out, json_object_get(summary, "excluded"), "excluded", "reason", n_runs);
+    add_excluded_counts(out, json_object_get(summary, "excluded"), n_runs);
 }
 
 void dsa_summary_render_json(json_t *summary, struct dsa_buf *out)

@@ -11,6 +11,7 @@
 
 #include "reports/report.h"
 #include "util/buf.h"
+#include "util/fmt.h"
 
 /* ---- document accessors ------------------------------------------------------------------ */
 
@@ -51,30 +52,44 @@ static double z_of(const json_t *doc)
     return gsl_cdf_ugaussian_Pinv(0.5 + (isnan(c) ? 0.95 : c) / 2);
 }
 
+/* the decimals of a bin's numbers, from its CI width (util/fmt.h): a 1e-4 change shows */
+static int bin_dec(const json_t *bin)
+{
+    double lo = NAN, hi = NAN;
+    ci_of(get(bin, "ci"), &lo, &hi);
+    return dsa_fmt_diff_decimals(num(bin, "diff"), lo, hi);
+}
+
+/* every paired difference of the bin is exactly 0 (greedy runs with the same outputs) */
+static bool identical(const json_t *bin)
+{
+    return !strcmp(str(get(bin, "verdict"), "reason"), "identical");
+}
+
 /* "+0.009 [-0.029, +0.047]" pieces */
-static void add_diff(struct dsa_buf *b, double d)
+static void add_diff(struct dsa_buf *b, double d, int dec)
 {
     if (isnan(d))
         dsa_buf_adds(b, "n/a");
     else
-        dsa_buf_addf(b, "%+.3f", d);
+        dsa_buf_addf(b, "%+.*f", dec, d);
 }
 
-static void add_ci(struct dsa_buf *b, const json_t *ci)
+static void add_ci(struct dsa_buf *b, const json_t *ci, int dec)
 {
     double lo, hi;
     if (ci_of(ci, &lo, &hi))
-        dsa_buf_addf(b, "[%+.3f, %+.3f]", lo, hi);
+        dsa_buf_addf(b, "[%+.*f, %+.*f]", dec, lo, dec, hi);
     else
         dsa_buf_adds(b, "n/a");
 }
 
-static void add_mean(struct dsa_buf *b, double x)
+static void add_mean(struct dsa_buf *b, double x, int dec)
 {
     if (isnan(x))
         dsa_buf_adds(b, "n/a");
     else
-        dsa_buf_addf(b, "%.3f", x);
+        dsa_buf_addf(b, "%.*f", dec, x);
 }
 
 /* Markdown table cells must not contain '|' or newlines */
@@ -203,10 +218,18 @@ static size_t n_runs(const json_t *side)
     return json_array_size(get(side, "runs"));
 }
 
-static const char *eval_title(const json_t *doc)
+/* "MRCR 8-needle", "GSM8K" or "Comparison" */
+static void add_title(struct dsa_buf *b, const json_t *doc)
 {
     const char *e = str(doc, "eval");
-    return !strcmp(e, "mrcr") ? "MRCR" : !strcmp(e, "gsm8k") ? "GSM8K" : "Comparison";
+    if (!strcmp(e, "mrcr")) {
+        json_t *nd = get(get(first_header(get(doc, "base")), "dataset"), "needles");
+        dsa_buf_adds(b, "MRCR");
+        if (json_is_integer(nd))
+            dsa_buf_addf(b, " %lld-needle", (long long)json_integer_value(nd));
+    } else {
+        dsa_buf_adds(b, !strcmp(e, "gsm8k") ? "GSM8K" : "Comparison");
+    }
 }
 
 /* the sentences shared by md and html; each call appends one paragraph's text */
@@ -215,15 +238,16 @@ static void add_runs_sentence(struct dsa_buf *b, const json_t *bin)
     static const char *const words[] = {"",    "one",   "two",   "three", "four", "five",
                                         "six", "seven", "eight", "nine",  "ten"};
     long rb = inum(bin, "runs_base"), rc = inum(bin, "runs_cand");
+    int dec = bin_dec(bin);
     if (rb == rc && rb <= 10)
         dsa_buf_addf(b, "Pooled over the %s runs, the %s difference is ", words[rb],
                      str(bin, "bin"));
     else
         dsa_buf_addf(b, "Pooled over %ld vs %ld runs, the %s difference is ", rb, rc,
                      str(bin, "bin"));
-    add_diff(b, num(bin, "diff"));
+    add_diff(b, num(bin, "diff"), dec);
     dsa_buf_adds(b, " ");
-    add_ci(b, get(bin, "ci"));
+    add_ci(b, get(bin, "ci"), dec);
     dsa_buf_adds(b, ".");
     json_t *re = get(bin, "run_effect");
     if (json_is_true(get(re, "disagree"))) {
@@ -241,28 +265,52 @@ static void add_runs_sentence(struct dsa_buf *b, const json_t *bin)
         json_t *tl = get(bin, "two_level");
         if (tl) {
             dsa_buf_adds(b, "; the two-level CI, which resamples runs too, is ");
-            add_ci(b, get(tl, "ci"));
+            add_ci(b, get(tl, "ci"), dec);
         }
         dsa_buf_adds(b, ".");
     }
     json_t *p = get(bin, "permutation");
-    if (p) {
-        dsa_buf_addf(b, " Run-level permutation p = %ld/%ld", inum(p, "k"), inum(p, "N"));
-        if (json_is_true(get(p, "cannot_reach_5pct")))
-            dsa_buf_addf(b, " (%ld vs %ld runs cannot reach 5%%; use at least 4 per side)", rb, rc);
-        dsa_buf_adds(b, ".");
+    if (p)
+        dsa_buf_addf(b, " Run-level permutation p = %ld/%ld%s.", inum(p, "k"), inum(p, "N"),
+                     json_is_true(get(p, "cannot_reach_5pct")) ? "*" : "");
+}
+
+/* once per document, not per bin: why a permutation p marked * cannot be below 0.05 */
+static void add_runs_note(struct dsa_buf *b, const json_t *doc)
+{
+    json_t *bins = get(doc, "bins");
+    for (size_t k = 0; k < json_array_size(bins); k++) {
+        json_t *bin = json_array_get(bins, k), *p = get(bin, "permutation");
+        if (json_is_true(get(p, "cannot_reach_5pct"))) {
+            dsa_buf_addf(b,
+                         "* With %ld vs %ld runs the run-level permutation test cannot reach "
+                         "p < 0.05 (its smallest p is 2/%ld); it needs at least 4 runs per side.",
+                         inum(bin, "runs_base"), inum(bin, "runs_cand"), inum(p, "N"));
+            return;
+        }
     }
 }
 
+static bool has_runs_note(const json_t *doc)
+{
+    json_t *bins = get(doc, "bins");
+    for (size_t k = 0; k < json_array_size(bins); k++)
+        if (json_is_true(get(get(json_array_get(bins, k), "permutation"), "cannot_reach_5pct")))
+            return true;
+    return false;
+}
+
+/* "GSM8K: same outputs 32/32; acceptance length 3.4904 vs 3.4904", or "GSM8K: outputs
+   differ, 31/32 identical (first difference: …)" */
 static void add_identity_sentence(struct dsa_buf *b, const json_t *doc)
 {
     json_t *id = get(doc, "identity");
     const char *ev = str(id, "eval");
     dsa_buf_addf(b, "%s: ", !strcmp(ev, "gsm8k") ? "GSM8K" : "Outputs");
-    if (inum(id, "n") > 0)
-        dsa_buf_addf(b, "%s outputs %ld/%ld",
-                     inum(id, "same") == inum(id, "n") ? "same" : "different", inum(id, "same"),
-                     inum(id, "n"));
+    if (inum(id, "n") > 0 && inum(id, "same") == inum(id, "n"))
+        dsa_buf_addf(b, "same outputs %ld/%ld", inum(id, "same"), inum(id, "n"));
+    else if (inum(id, "n") > 0)
+        dsa_buf_addf(b, "outputs differ, %ld/%ld identical", inum(id, "same"), inum(id, "n"));
     else
         dsa_buf_adds(b, "no output text recorded");
     json_t *fd = get(id, "first_diff");
@@ -272,6 +320,73 @@ static void add_identity_sentence(struct dsa_buf *b, const json_t *doc)
     json_t *al = get(id, "acceptance_length");
     if (json_is_object(al))
         dsa_buf_addf(b, "; acceptance length %.4f vs %.4f", num(al, "base"), num(al, "cand"));
+}
+
+/* "2.4968 [2.4526, 2.5393]" */
+static void add_al_value(struct dsa_buf *b, double x, const json_t *ci)
+{
+    double lo, hi;
+    dsa_buf_addf(b, "%.4f", x);
+    if (ci_of(ci, &lo, &hi))
+        dsa_buf_addf(b, " [%.4f, %.4f]", lo, hi);
+}
+
+/* "-7.9% [-8.7%, -7.2%]" of the ratio */
+static void add_al_change(struct dsa_buf *b, const json_t *al)
+{
+    double lo, hi;
+    if (num(al, "base") == num(al, "cand") && !ci_of(get(al, "ratio_ci"), &lo, &hi)) {
+        dsa_buf_addf(b, "the same (%.4f)", num(al, "base"));
+        return;
+    }
+    dsa_buf_addf(b, "%+.1f%%", (num(al, "ratio") - 1) * 100);
+    if (ci_of(get(al, "ratio_ci"), &lo, &hi))
+        dsa_buf_addf(b, " [%+.1f%%, %+.1f%%]", (lo - 1) * 100, (hi - 1) * 100);
+}
+
+/* "Acceptance length (64 paired requests, per-request draft counts): baseline 2.4968 […],
+   candidate 2.2989 […]; difference -0.1979 […], ratio 0.9207 […] (-7.9%)." */
+static void add_acceptance_sentence(struct dsa_buf *b, const json_t *doc)
+{
+    const json_t *al = get(doc, "acceptance");
+    const char *lb = str(get(doc, "base"), "label"), *lc = str(get(doc, "cand"), "label");
+    bool per = !strcmp(str(al, "source"), "per-request");
+    if (per)
+        dsa_buf_addf(b,
+                     "Acceptance length (%ld paired requests, per-request draft counts, %g%% "
+                     "paired bootstrap CIs): ",
+                     inum(al, "n"), num(get(doc, "method"), "confidence") * 100);
+    else
+        dsa_buf_adds(b, "Acceptance length (from the runs' counters: no per-request counts, no "
+                        "CI): ");
+    dsa_buf_addf(b, "%s ", lb);
+    add_al_value(b, num(al, "base"), get(al, "base_ci"));
+    dsa_buf_addf(b, ", %s ", lc);
+    add_al_value(b, num(al, "cand"), get(al, "cand_ci"));
+    double lo, hi;
+    dsa_buf_addf(b, "; difference %+.4f", num(al, "diff"));
+    if (ci_of(get(al, "diff_ci"), &lo, &hi))
+        dsa_buf_addf(b, " [%+.4f, %+.4f]", lo, hi);
+    dsa_buf_adds(b, ", ratio ");
+    add_al_value(b, num(al, "ratio"), get(al, "ratio_ci"));
+    dsa_buf_addf(b, " (%+.1f%%).", (num(al, "ratio") - 1) * 100);
+}
+
+static void add_mcnemar_sentence(struct dsa_buf *b, const json_t *mc, const char *lb,
+                                 const char *lc)
+{
+    dsa_buf_addf(b,
+                 "McNemar exact p = %.4f on the discordant pairs (%ld %s-only correct, %ld "
+                 "%s-only correct).",
+                 num(mc, "p"), inum(mc, "b"), lb, inum(mc, "c"), lc);
+}
+
+/* the "all" bin's McNemar object (binary scores, one run per side), or NULL */
+static const json_t *all_mcnemar(const json_t *doc)
+{
+    json_t *bins = get(doc, "bins");
+    json_t *all = json_array_get(bins, json_array_size(bins) - 1);
+    return !strcmp(str(all, "bin"), "all") ? get(all, "mcnemar") : NULL;
 }
 
 static void add_excluded_sentence(struct dsa_buf *b, const json_t *doc, bool html)
@@ -300,9 +415,128 @@ static void add_excluded_sentence(struct dsa_buf *b, const json_t *doc, bool htm
         dsa_buf_adds(b, "none");
 }
 
+/* one cell of the bins table (md and html): row r of bin `bin` */
+enum table_row {
+    ROW_N,
+    ROW_BASE,
+    ROW_CAND,
+    ROW_DIFF,
+    ROW_CI,
+    ROW_SE,
+    ROW_MDE,
+    ROW_VERDICT,
+    ROW_AA,
+    ROW_SEL,
+    ROW_COUNT
+};
+
+static void add_cell(struct dsa_buf *b, const json_t *bin, enum table_row r)
+{
+    int dec = bin_dec(bin);
+    bool same = identical(bin);
+    switch (r) {
+    case ROW_N:
+        dsa_buf_addf(b, "%ld", inum(bin, "n"));
+        break;
+    case ROW_BASE:
+        add_mean(b, num(bin, "base"), dec);
+        break;
+    case ROW_CAND:
+        add_mean(b, num(bin, "cand"), dec);
+        break;
+    case ROW_DIFF:
+        if (same)
+            dsa_buf_adds(b, "0 (identical)");
+        else
+            add_diff(b, num(bin, "diff"), dec);
+        break;
+    case ROW_CI:
+        if (same)
+            dsa_buf_adds(b, "identical");
+        else
+            add_ci(b, get(bin, "ci"), dec);
+        break;
+    case ROW_SE:
+        if (same || json_is_true(get(bin, "degenerate")))
+            dsa_buf_adds(b, "–");
+        else
+            dsa_fmt_sig(b, num(bin, "se"), 4);
+        break;
+    case ROW_MDE:
+        if (same || json_is_true(get(bin, "degenerate")))
+            dsa_buf_adds(b, "–");
+        else
+            dsa_fmt_sig(b, num(bin, "mde80"), 3);
+        break;
+    case ROW_VERDICT:
+        dsa_buf_adds(b, str(get(bin, "verdict"), "text"));
+        break;
+    case ROW_AA:
+        add_diff(b, num(get(bin, "aa"), "diff"), dec);
+        dsa_buf_adds(b, " ");
+        add_ci(b, get(get(bin, "aa"), "ci"), dec);
+        break;
+    default:
+        if (get(bin, "selections"))
+            dsa_buf_addf(b, "%ld/%ld", inum(get(bin, "selections"), "identical"),
+                         inum(get(bin, "selections"), "n"));
+        else
+            dsa_buf_adds(b, "–");
+    }
+}
+
+/* the row's label; false when the document has no such row */
+static bool row_label(struct dsa_buf *b, const json_t *doc, enum table_row r, bool html)
+{
+    json_t *bins = get(doc, "bins");
+    size_t nb = json_array_size(bins);
+    const char *lb = str(get(doc, "base"), "label"), *lc = str(get(doc, "cand"), "label");
+    if (r == ROW_AA && !get(doc, "aa"))
+        return false;
+    if (r == ROW_SEL && !(nb && get(json_array_get(bins, nb - 1), "selections")))
+        return false;
+    const char *t = r == ROW_N         ? "n"
+                    : r == ROW_BASE    ? lb
+                    : r == ROW_CAND    ? lc
+                    : r == ROW_DIFF    ? "difference"
+                    : r == ROW_SE      ? "SE"
+                    : r == ROW_MDE     ? "MDE80"
+                    : r == ROW_VERDICT ? "verdict"
+                    : r == ROW_AA      ? "A/A difference"
+                    : r == ROW_SEL     ? "identical selections"
+                                       : NULL;
+    if (r == ROW_CI)
+        dsa_buf_addf(b, "%g%% CI", num(get(doc, "method"), "confidence") * 100);
+    else if (html)
+        add_html(b, t);
+    else
+        add_md(b, t);
+    return true;
+}
+
 /* ---- Markdown ------------------------------------------------------------------------------ */
 
+/* "**MRCR 8-needle: no change detected in any bin (largest MDE80 0.044 at ≤256K)**" */
+static void md_verdict(struct dsa_buf *b, const json_t *doc)
+{
+    dsa_buf_adds(b, "**");
+    add_title(b, doc);
+    dsa_buf_adds(b, ": ");
+    add_md(b, *str(get(doc, "verdict"), "text") ? str(get(doc, "verdict"), "text")
+                                                : "no verdict (an older comparison document)");
+    if (json_is_object(get(doc, "acceptance"))) {
+        struct dsa_buf t = DSA_BUF_INIT;
+        dsa_buf_adds(&t, "; acceptance length ");
+        add_al_change(&t, get(doc, "acceptance"));
+        add_md(b, t.data);
+        dsa_buf_release(&t);
+    }
+    dsa_buf_adds(b, "**\n");
+}
+
 /*
+ * ### MRCR 8-needle: candidate vs baseline
+ *
  * | context    | ≤8K              | ≤16K | … | all |
  * |------------|-----------------:|-----:|---|----:|
  * | n          | 100              |      |   |     |
@@ -310,161 +544,94 @@ static void add_excluded_sentence(struct dsa_buf *b, const json_t *doc, bool htm
  * | candidate  | 0.921            |      |   |     |
  * | difference | +0.009           |      |   |     |
  * | 95% CI     | [-0.029, +0.047] |      |   |     |
- * | A/A        | +0.002 [-0.020, +0.024] (--baseline-aa only)
+ * | SE, MDE80, verdict, A/A difference (--baseline-aa), identical selections (in-process)
  */
-int dsa_report_md(const json_t *doc, FILE *out)
+static void md_table(struct dsa_buf *b, const json_t *doc)
 {
-    struct dsa_buf b = DSA_BUF_INIT;
-    json_t *bins = get(doc, "bins"), *base = get(doc, "base"), *cand = get(doc, "cand");
-    const char *lb = str(base, "label"), *lc = str(cand, "label");
+    json_t *bins = get(doc, "bins");
     size_t nb = json_array_size(bins);
-    dsa_buf_addf(&b, "### %s: ", eval_title(doc));
-    add_md(&b, lc);
-    dsa_buf_adds(&b, " vs ");
-    add_md(&b, lb);
-    dsa_buf_adds(&b, "\n\n| context |");
+    dsa_buf_adds(b, "### ");
+    add_title(b, doc);
+    dsa_buf_adds(b, ": ");
+    add_md(b, str(get(doc, "cand"), "label"));
+    dsa_buf_adds(b, " vs ");
+    add_md(b, str(get(doc, "base"), "label"));
+    dsa_buf_adds(b, "\n\n| context |");
     for (size_t k = 0; k < nb; k++) {
-        dsa_buf_adds(&b, " ");
-        add_md(&b, str(json_array_get(bins, k), "bin"));
-        dsa_buf_adds(&b, " |");
+        dsa_buf_adds(b, " ");
+        add_md(b, str(json_array_get(bins, k), "bin"));
+        dsa_buf_adds(b, " |");
     }
-    dsa_buf_adds(&b, "\n|---|");
+    dsa_buf_adds(b, "\n|---|");
     for (size_t k = 0; k < nb; k++)
-        dsa_buf_adds(&b, "---:|");
-    const char *rows[] = {"n", "baseline", "candidate", "difference", "ci", "aa", "selections"};
-    bool has_aa = get(doc, "aa") != NULL;
-    /* in-process runs: the count of bit-identical top-k selections per bin */
-    bool has_sel = nb && get(json_array_get(bins, nb - 1), "selections") != NULL;
-    double conf = num(get(doc, "method"), "confidence") * 100;
-    for (size_t r = 0; r < 7; r++) {
-        if ((r == 5 && !has_aa) || (r == 6 && !has_sel))
+        dsa_buf_adds(b, "---:|");
+    for (int r = 0; r < ROW_COUNT; r++) {
+        struct dsa_buf label = DSA_BUF_INIT;
+        if (!row_label(&label, doc, (enum table_row)r, false)) {
+            dsa_buf_release(&label);
             continue;
-        dsa_buf_adds(&b, "\n| ");
-        if (r == 1)
-            add_md(&b, lb);
-        else if (r == 2)
-            add_md(&b, lc);
-        else if (r == 4)
-            dsa_buf_addf(&b, "%g%% CI", conf);
-        else if (r == 5)
-            dsa_buf_adds(&b, "A/A difference");
-        else if (r == 6)
-            dsa_buf_adds(&b, "identical selections");
-        else
-            dsa_buf_adds(&b, rows[r]);
-        dsa_buf_adds(&b, " |");
+        }
+        dsa_buf_addf(b, "\n| %s |", label.data);
+        dsa_buf_release(&label);
         for (size_t k = 0; k < nb; k++) {
-            json_t *bin = json_array_get(bins, k);
-            dsa_buf_adds(&b, " ");
-            switch (r) {
-            case 0:
-                dsa_buf_addf(&b, "%ld", inum(bin, "n"));
-                break;
-            case 1:
-                add_mean(&b, num(bin, "base"));
-                break;
-            case 2:
-                add_mean(&b, num(bin, "cand"));
-                break;
-            case 3:
-                add_diff(&b, num(bin, "diff"));
-                break;
-            case 4:
-                add_ci(&b, get(bin, "ci"));
-                break;
-            case 5:
-                add_diff(&b, num(get(bin, "aa"), "diff"));
-                dsa_buf_adds(&b, " ");
-                add_ci(&b, get(get(bin, "aa"), "ci"));
-                break;
-            default:
-                if (get(bin, "selections"))
-                    dsa_buf_addf(&b, "%ld/%ld", inum(get(bin, "selections"), "identical"),
-                                 inum(get(bin, "selections"), "n"));
-                else
-                    dsa_buf_adds(&b, "–");
-            }
-            dsa_buf_adds(&b, " |");
+            dsa_buf_adds(b, " ");
+            struct dsa_buf cell = DSA_BUF_INIT;
+            add_cell(&cell, json_array_get(bins, k), (enum table_row)r);
+            add_md(b, cell.data);
+            dsa_buf_release(&cell);
+            dsa_buf_adds(b, " |");
         }
     }
-    dsa_buf_adds(&b, "\n\n");
-    add_md(&b, str(get(doc, "method"), "text"));
-    dsa_buf_adds(&b, " n counts the samples paired by id in both; the same samples are left out "
-                     "of both sides (see Setup).");
+    dsa_buf_adds(b, "\n\n");
+    add_md(b, str(get(doc, "method"), "text"));
+    dsa_buf_adds(b, " n counts the samples paired by id in both; the same samples are left out "
+                    "of both sides (see Setup).");
     for (size_t k = 0; k < nb; k++) {
         json_t *bin = json_array_get(bins, k);
         if (json_is_true(get(bin, "small_n")) && inum(bin, "n") > 0) {
-            dsa_buf_adds(&b, " Bins with n < 30 are small: read their CIs with care.");
+            dsa_buf_adds(b, " Bins with n < 30 are small: read their CIs with care.");
             break;
         }
     }
-    dsa_buf_adds(&b, "\n");
+    dsa_buf_adds(b, "\n");
+}
 
-    /*
-     * | bin  | run    | baseline | candidate | difference | 95% CI           |
-     * | ≤8K  | 1 vs 1 | 0.752    | 0.754     | +0.002     | [-0.046, +0.045] |
-     * | ≤8K  | pooled | 0.728    | 0.665     | -0.063     | [-0.087, -0.039] |
-     */
-    bool any_runs = false;
-    for (size_t k = 0; k < nb; k++) {
-        json_t *bin = json_array_get(bins, k), *runs = get(bin, "runs");
-        if (!json_array_size(runs))
+/* the paragraphs under the table: pooled-runs sentences, McNemar, outputs, latency */
+static void md_notes(struct dsa_buf *b, const json_t *doc)
+{
+    json_t *bins = get(doc, "bins");
+    const char *lb = str(get(doc, "base"), "label"), *lc = str(get(doc, "cand"), "label");
+    double conf = num(get(doc, "method"), "confidence") * 100;
+    bool any = false;
+    for (size_t k = 0; k < json_array_size(bins); k++) {
+        json_t *bin = json_array_get(bins, k);
+        if (!json_array_size(get(bin, "runs")))
             continue;
-        if (!any_runs)
-            dsa_buf_addf(&b,
-                         "\n#### Runs\n\n| bin | run | %s | %s | difference | %g%% CI |\n"
-                         "|---|---|---:|---:|---:|---|\n",
-                         lb, lc, conf);
-        any_runs = true;
-        for (size_t q = 0; q < json_array_size(runs); q++) {
-            json_t *r = json_array_get(runs, q);
-            dsa_buf_adds(&b, "| ");
-            add_md(&b, str(bin, "bin"));
-            dsa_buf_addf(&b, " | %ld vs %ld | ", inum(r, "base_run"), inum(r, "cand_run"));
-            add_mean(&b, num(r, "base"));
-            dsa_buf_adds(&b, " | ");
-            add_mean(&b, num(r, "cand"));
-            dsa_buf_adds(&b, " | ");
-            add_diff(&b, num(r, "diff"));
-            dsa_buf_adds(&b, " | ");
-            add_ci(&b, get(r, "ci"));
-            dsa_buf_adds(&b, " |\n");
-        }
-        dsa_buf_adds(&b, "| ");
-        add_md(&b, str(bin, "bin"));
-        dsa_buf_addf(&b, " | pooled (%ld vs %ld) | ", inum(bin, "runs_base"),
-                     inum(bin, "runs_cand"));
-        add_mean(&b, num(bin, "base"));
-        dsa_buf_adds(&b, " | ");
-        add_mean(&b, num(bin, "cand"));
-        dsa_buf_adds(&b, " | ");
-        add_diff(&b, num(bin, "diff"));
-        dsa_buf_adds(&b, " | ");
-        add_ci(&b, get(bin, "ci"));
-        dsa_buf_adds(&b, " |\n");
+        dsa_buf_adds(b, any ? "" : "\n");
+        any = true;
+        add_runs_sentence(b, bin);
+        dsa_buf_adds(b, "\n");
     }
-    if (any_runs) {
-        dsa_buf_adds(&b, "\n");
-        for (size_t k = 0; k < nb; k++) {
-            json_t *bin = json_array_get(bins, k);
-            if (!json_array_size(get(bin, "runs")))
-                continue;
-            add_runs_sentence(&b, bin);
-            dsa_buf_adds(&b, "\n");
-        }
+    if (has_runs_note(doc)) {
+        dsa_buf_adds(b, "\n");
+        add_runs_note(b, doc);
+        dsa_buf_adds(b, "\n");
     }
-    for (size_t k = 0; k < nb; k++) {
-        json_t *bin = json_array_get(bins, k), *mc = get(bin, "mcnemar");
-        if (mc && !strcmp(str(bin, "bin"), "all"))
-            dsa_buf_addf(&b,
-                         "\nMcNemar exact p = %.4f on the discordant pairs (%ld %s-only "
-                         "correct, %ld %s-only correct).\n",
-                         num(mc, "p"), inum(mc, "b"), lb, inum(mc, "c"), lc);
+    const json_t *mc = all_mcnemar(doc);
+    if (mc) {
+        dsa_buf_adds(b, "\n");
+        add_mcnemar_sentence(b, mc, lb, lc);
+        dsa_buf_adds(b, "\n");
     }
     if (json_is_object(get(doc, "identity"))) {
-        dsa_buf_adds(&b, "\n");
-        add_identity_sentence(&b, doc);
-        dsa_buf_adds(&b, ".\n");
+        dsa_buf_adds(b, "\n");
+        add_identity_sentence(b, doc);
+        dsa_buf_adds(b, ".\n");
+    }
+    if (json_is_object(get(doc, "acceptance"))) {
+        dsa_buf_adds(b, "\n");
+        add_acceptance_sentence(b, doc);
+        dsa_buf_adds(b, "\n");
     }
 
     /*
@@ -472,72 +639,157 @@ int dsa_report_md(const json_t *doc, FILE *out)
      * | A/A (baseline vs baseline)         | 1.003 | [0.999, 1.005] | 35       |
      */
     json_t *lat = get(doc, "latency");
-    if (json_is_object(lat)) {
-        dsa_buf_addf(&b,
-                     "\n#### Latency\n\n| median per-request ratio | ratio | %g%% CI | requests "
-                     "|\n|---|---:|---|---:|\n",
-                     conf);
-        json_t *rows2[2] = {get(lat, "aa"), lat};
-        for (int q = 0; q < 2; q++) {
-            double lo, hi;
-            if (!rows2[q] || !ci_of(get(rows2[q], "ci"), &lo, &hi))
-                continue;
-            dsa_buf_adds(&b, "| ");
-            if (q == 0) {
-                add_md(&b, lb);
-                dsa_buf_adds(&b, " vs ");
-                add_md(&b, lb);
-                dsa_buf_adds(&b, " (A/A)");
-            } else {
-                add_md(&b, lc);
-                dsa_buf_adds(&b, " / ");
-                add_md(&b, lb);
-            }
-            dsa_buf_addf(&b, " | %.3f | [%.3f, %.3f] | %ld |\n", num(rows2[q], "ratio"), lo, hi,
-                         inum(rows2[q], "n"));
-        }
-        json_t *p = get(lat, "permutation");
-        if (p)
-            dsa_buf_addf(&b, "\nRun-level permutation p = %ld/%ld on log median latency per run.\n",
-                         inum(p, "k"), inum(p, "N"));
+    if (!json_is_object(lat))
+        return;
+    dsa_buf_addf(b,
+                 "\n#### Latency\n\n| median per-request ratio | ratio | %g%% CI | requests "
+                 "|\n|---|---:|---|---:|\n",
+                 conf);
+    json_t *rows2[2] = {get(lat, "aa"), lat};
+    for (int q = 0; q < 2; q++) {
+        double lo, hi;
+        if (!rows2[q] || !ci_of(get(rows2[q], "ci"), &lo, &hi))
+            continue;
+        dsa_buf_adds(b, "| ");
+        add_md(b, q ? lc : lb);
+        dsa_buf_adds(b, q ? " / " : " vs ");
+        add_md(b, lb);
+        dsa_buf_adds(b, q ? "" : " (A/A)");
+        int dec = dsa_fmt_decimals(hi - lo, 2, 3);
+        dsa_buf_addf(b, " | %.*f | [%.*f, %.*f] | %ld |\n", dec, num(rows2[q], "ratio"), dec, lo,
+                     dec, hi, inum(rows2[q], "n"));
     }
+    json_t *p = get(lat, "permutation");
+    if (p)
+        dsa_buf_addf(b, "\nRun-level permutation p = %ld/%ld on log median latency per run.\n",
+                     inum(p, "k"), inum(p, "N"));
+}
 
-    dsa_buf_adds(&b, "\n<details><summary>Setup</summary>\n\n");
+/*
+ * | bin  | run    | baseline | candidate | difference | 95% CI           |
+ * | ≤8K  | 1 vs 1 | 0.752    | 0.754     | +0.002     | [-0.046, +0.045] |
+ * | ≤8K  | pooled | 0.728    | 0.665     | -0.063     | [-0.087, -0.039] |
+ */
+static void md_runs_table(struct dsa_buf *b, const json_t *doc)
+{
+    json_t *bins = get(doc, "bins");
+    const char *lb = str(get(doc, "base"), "label"), *lc = str(get(doc, "cand"), "label");
+    bool any = false;
+    for (size_t k = 0; k < json_array_size(bins); k++) {
+        json_t *bin = json_array_get(bins, k), *runs = get(bin, "runs");
+        int dec = bin_dec(bin);
+        if (!json_array_size(runs))
+            continue;
+        if (!any) {
+            dsa_buf_adds(b, "Runs:\n\n| bin | run | ");
+            add_md(b, lb);
+            dsa_buf_adds(b, " | ");
+            add_md(b, lc);
+            dsa_buf_addf(b, " | difference | %g%% CI |\n|---|---|---:|---:|---:|---|\n",
+                         num(get(doc, "method"), "confidence") * 100);
+        }
+        any = true;
+        for (size_t q = 0; q <= json_array_size(runs); q++) {
+            bool pooled = q == json_array_size(runs);
+            const json_t *r = pooled ? bin : json_array_get(runs, q);
+            dsa_buf_adds(b, "| ");
+            add_md(b, str(bin, "bin"));
+            if (pooled)
+                dsa_buf_addf(b, " | pooled (%ld vs %ld) | ", inum(bin, "runs_base"),
+                             inum(bin, "runs_cand"));
+            else
+                dsa_buf_addf(b, " | %ld vs %ld | ", inum(r, "base_run"), inum(r, "cand_run"));
+            add_mean(b, num(r, "base"), dec);
+            dsa_buf_adds(b, " | ");
+            add_mean(b, num(r, "cand"), dec);
+            dsa_buf_adds(b, " | ");
+            add_diff(b, num(r, "diff"), dec);
+            dsa_buf_adds(b, " | ");
+            add_ci(b, get(r, "ci"), dec);
+            dsa_buf_adds(b, " |\n");
+        }
+    }
+    if (any)
+        dsa_buf_adds(b, "\n");
+}
+
+static void md_setup(struct dsa_buf *b, const json_t *doc)
+{
+    const json_t *base = get(doc, "base"), *cand = get(doc, "cand");
+    const char *lb = str(base, "label"), *lc = str(cand, "label");
     const json_t *hb = first_header(base), *hc = first_header(cand);
-    dsa_buf_adds(&b, "- dataset: ");
-    add_kv(&b, get(hb, "dataset"), false);
-    dsa_buf_adds(&b, "\n");
+    dsa_buf_adds(b, "- dataset: ");
+    add_kv(b, get(hb, "dataset"), false);
+    dsa_buf_adds(b, "\n");
     const json_t *sides[2] = {base, cand};
     for (int s = 0; s < 2; s++) {
         const json_t *h = s ? hc : hb;
-        dsa_buf_adds(&b, "- ");
-        add_md(&b, s ? lc : lb);
-        dsa_buf_adds(&b, ": `");
-        add_md(&b, str(sides[s], "path"));
-        dsa_buf_addf(&b, "` (%zu run%s); ", n_runs(sides[s]), n_runs(sides[s]) == 1 ? "" : "s");
-        add_kv(&b, get(h, "backend"), false);
-        dsa_buf_adds(&b, "\n");
+        dsa_buf_adds(b, "- ");
+        add_md(b, s ? lc : lb);
+        dsa_buf_adds(b, ": `");
+        add_md(b, str(sides[s], "path"));
+        dsa_buf_addf(b, "` (%zu run%s); ", n_runs(sides[s]), n_runs(sides[s]) == 1 ? "" : "s");
+        add_kv(b, get(h, "backend"), false);
+        dsa_buf_adds(b, "\n");
     }
-    dsa_buf_adds(&b, "- request parameters: ");
-    add_kv(&b, get(hb, "params"), false);
+    dsa_buf_adds(b, "- request parameters: ");
+    add_kv(b, get(hb, "params"), false);
     if (!json_equal(get(hb, "params"), get(hc, "params"))) {
-        dsa_buf_adds(&b, " (");
-        add_md(&b, lc);
-        dsa_buf_adds(&b, ": ");
-        add_kv(&b, get(hc, "params"), false);
-        dsa_buf_adds(&b, ")");
+        dsa_buf_adds(b, " (");
+        add_md(b, lc);
+        dsa_buf_adds(b, ": ");
+        add_kv(b, get(hc, "params"), false);
+        dsa_buf_adds(b, ")");
     }
     json_t *m = get(doc, "method");
-    dsa_buf_addf(&b,
+    dsa_buf_addf(b,
                  "\n- statistics: %s, B = %ld, seed %ld, %s; per-sample means over runs, "
                  "\"all\" stratified by bin\n- ",
                  str(m, "ci_method"), inum(m, "resamples"), inum(m, "seed"), str(m, "rng"));
-    add_excluded_sentence(&b, doc, false);
-    dsa_buf_adds(&b, "\n\n</details>\n");
+    add_excluded_sentence(b, doc, false);
+    dsa_buf_adds(b, "\n");
+}
+
+/* the collapsed block: per-run rows and the setup */
+static void md_details(struct dsa_buf *b, const json_t *doc, bool many)
+{
+    dsa_buf_adds(b, "\n<details><summary>");
+    if (many) {
+        add_title(b, doc);
+        dsa_buf_adds(b, ": ");
+    }
+    dsa_buf_adds(b, "Runs and setup</summary>\n\n");
+    md_runs_table(b, doc);
+    md_setup(b, doc);
+    dsa_buf_adds(b, "\n</details>\n");
+}
+
+/*
+ * One document for a pull request: a verdict line per comparison first, then each
+ * comparison's table and notes with its collapsed block of runs and setup.
+ */
+int dsa_report_md_many(const json_t *const *docs, size_t n, FILE *out)
+{
+    struct dsa_buf b = DSA_BUF_INIT;
+    for (size_t k = 0; k < n; k++)
+        md_verdict(&b, docs[k]);
+    for (size_t k = 0; k < n; k++) {
+        dsa_buf_adds(&b, "\n");
+        md_table(&b, docs[k]);
+        md_notes(&b, docs[k]);
+        md_details(&b, docs[k], n > 1);
+    }
     return flush(&b, out);
 }
 
+int dsa_report_md(const json_t *doc, FILE *out)
+{
+    return dsa_report_md_many(&doc, 1, out);
+}
+
 /* ---- CSV / long-form JSON ------------------------------------------------------------------- */
+
+static bool side_ci(const json_t *bin, int s, double z, double *lo, double *hi);
 
 static void row(json_t *rows, const char *bin, const char *stat, double v, const json_t *ci, long n)
 {
@@ -562,12 +814,22 @@ json_t *dsa_report_rows(const json_t *doc)
         row(rows, bl, "n_excluded", (double)inum(bin, "n_excluded"), NULL, n);
         row(rows, bl, "n_dropped", (double)inum(bin, "n_dropped"), NULL, n);
         for (int s = 0; s < 2; s++) {
-            double mu = num(bin, s ? "cand" : "base"), se = num(bin, s ? "cand_se" : "base_se");
-            json_t *ci = isfinite(se) ? json_pack("[ff]", mu - z * se, mu + z * se) : NULL;
+            double mu = num(bin, s ? "cand" : "base"), lo, hi;
+            json_t *ci = side_ci(bin, s, z, &lo, &hi) ? json_pack("[ff]", lo, hi) : NULL;
             row(rows, bl, s ? "candidate" : "baseline", mu, ci, n);
             json_decref(ci);
         }
         row(rows, bl, "difference", num(bin, "diff"), get(bin, "ci"), n);
+        /* "verdict_worse" … "verdict_no_change": the difference and the interval judged */
+        json_t *v = get(bin, "verdict");
+        if (v) {
+            char name[64];
+            const char *w = str(v, "verdict");
+            snprintf(name, sizeof name, "verdict_%s",
+                     !strcmp(w, "no change detected") ? "no_change" : w);
+            bool two = !strcmp(str(v, "interval"), "two-level");
+            row(rows, bl, name, num(bin, "diff"), get(two ? get(bin, "two_level") : bin, "ci"), n);
+        }
         row(rows, bl, "se", num(bin, "se"), NULL, n);
         row(rows, bl, "mde80", num(bin, "mde80"), NULL, n);
         row(rows, bl, "rho", num(bin, "rho"), NULL, n);
@@ -606,6 +868,14 @@ json_t *dsa_report_rows(const json_t *doc)
         json_t *p = get(lat, "permutation");
         if (p)
             row(rows, "latency", "permutation_p", num(p, "p"), NULL, inum(p, "N"));
+    }
+    json_t *acc = get(doc, "acceptance");
+    if (json_is_object(acc)) {
+        long n = json_is_integer(get(acc, "n")) ? inum(acc, "n") : -1;
+        row(rows, "acceptance", "baseline", num(acc, "base"), get(acc, "base_ci"), n);
+        row(rows, "acceptance", "candidate", num(acc, "cand"), get(acc, "cand_ci"), n);
+        row(rows, "acceptance", "difference", num(acc, "diff"), get(acc, "diff_ci"), n);
+        row(rows, "acceptance", "ratio", num(acc, "ratio"), get(acc, "ratio_ci"), n);
     }
     json_t *id = get(doc, "identity");
     if (json_is_object(id)) {
@@ -681,8 +951,9 @@ int dsa_report_json(const json_t *doc, FILE *out)
 /* ---- HTML + SVG ------------------------------------------------------------------------------ */
 
 struct plot {
-    double x0, x1, y0, y1; /* plot area in px */
-    double lo, hi;         /* data range on y */
+    double x0, x1, y0, y1; /* plot area in px (of the viewBox) */
+    double lo, hi;         /* data range on y: the outer ticks */
+    double step;           /* tick spacing */
     size_t nb;
 };
 
@@ -696,31 +967,57 @@ static double px_y(const struct plot *p, double v)
     return p->y1 - (p->y1 - p->y0) * (v - p->lo) / (p->hi - p->lo);
 }
 
-static void plot_range(struct plot *p, double lo, double hi, bool include_zero)
+/* Heckbert's "nice numbers" (Graphics Gems, 1990): 1, 2, 5 or 10 times a power of ten */
+static double nice_num(double x, bool round_it)
+{
+    double e = floor(log10(x)), f = x / pow(10, e), nf;
+    if (round_it)
+        nf = f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10;
+    else
+        nf = f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10;
+    return nf * pow(10, e);
+}
+
+/* The y range widened to whole ticks of a nice step (about 5 ticks), clipped to [floor,
+   ceil] when the quantity cannot leave them (a score in [0, 1]). */
+static void plot_range(struct plot *p, double lo, double hi, bool include_zero, double floor_v,
+                       double ceil_v)
 {
     if (include_zero) {
         lo = lo > 0 ? 0 : lo;
         hi = hi < 0 ? 0 : hi;
     }
     if (!(hi > lo)) {
-        lo -= 0.5;
-        hi += 0.5;
+        double w = fabs(lo) > 0 ? fabs(lo) * 0.1 : 0.05;
+        lo -= w;
+        hi += w;
     }
-    double pad = (hi - lo) * 0.08;
-    p->lo = lo - pad;
-    p->hi = hi + pad;
+    double step = nice_num(nice_num(hi - lo, false) / 4, true);
+    p->lo = floor(lo / step) * step;
+    p->hi = ceil(hi / step) * step;
+    if (p->lo < floor_v)
+        p->lo = floor_v;
+    if (p->hi > ceil_v)
+        p->hi = ceil_v;
+    if (!(p->hi > p->lo))
+        p->hi = p->lo + step;
+    p->step = step;
 }
 
 static void svg_axes(struct dsa_buf *b, const struct plot *p, const json_t *bins,
                      const char *ylabel)
 {
-    /* 5 horizontal grid lines with labels, the bin names under the x axis */
-    for (int t = 0; t <= 4; t++) {
-        double v = p->lo + (p->hi - p->lo) * t / 4.0, y = px_y(p, v);
+    /* grid lines at the nice ticks, labelled with just the decimals the step needs */
+    int dec = dsa_fmt_decimals(p->step, 1, 0);
+    for (int t = 0;; t++) {
+        double v = p->lo + p->step * t;
+        if (v > p->hi + p->step * 1e-6)
+            break;
+        double y = px_y(p, v);
         dsa_buf_addf(b,
                      "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
-                     "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.3f</text>\n",
-                     p->x0, y, p->x1, y, p->x0 - 6, y + 4, v);
+                     "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.*f</text>\n",
+                     p->x0, y, p->x1, y, p->x0 - 6, y + 4, dec, fabs(v) < p->step * 1e-9 ? 0 : v);
     }
     for (size_t k = 0; k < p->nb; k++) {
         dsa_buf_addf(b, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
@@ -734,82 +1031,123 @@ static void svg_axes(struct dsa_buf *b, const struct plot *p, const json_t *bins
                  (p->y0 + p->y1) / 2, (p->y0 + p->y1) / 2, ylabel);
 }
 
+/* the plots scale with the page: a viewBox, width 100 %, no fixed pixel size */
+static void svg_open(struct dsa_buf *b, const char *id, const char *label, size_t nb)
+{
+    double w = nb > 6 ? 90.0 * (double)nb + 100 : 640;
+    dsa_buf_addf(b,
+                 "<svg id=\"%s\" class=\"plot\" xmlns=\"http://www.w3.org/2000/svg\" "
+                 "viewBox=\"0 0 %.0f 290\" preserveAspectRatio=\"xMidYMid meet\" role=\"img\" "
+                 "aria-label=\"%s\">\n",
+                 id, w, label);
+}
+
+/* a side's CI of its mean in the document ("base_ci"/"cand_ci": Wilson for 0/1 scores, else
+   normal, clipped to the score's range); older documents: normal from the SE, clipped */
+static bool side_ci(const json_t *bin, int s, double z, double *lo, double *hi)
+{
+    if (ci_of(get(bin, s ? "cand_ci" : "base_ci"), lo, hi))
+        return true;
+    double mu = num(bin, s ? "cand" : "base"), se = num(bin, s ? "cand_se" : "base_se");
+    if (isnan(mu) || isnan(se))
+        return false;
+    *lo = fmax(0, mu - z * se);
+    *hi = fmin(1, mu + z * se);
+    return true;
+}
+
 static void svg_scores(struct dsa_buf *b, const json_t *doc, double z)
 {
     json_t *bins = get(doc, "bins");
-    struct plot p = {70, 620, 20, 250, 0, 1, json_array_size(bins)};
+    struct plot p = {70, 0, 20, 250, 0, 1, 0.1, json_array_size(bins)};
     double lo = INFINITY, hi = -INFINITY;
     for (size_t k = 0; k < p.nb; k++)
         for (int s = 0; s < 2; s++) {
             json_t *bin = json_array_get(bins, k);
-            double mu = num(bin, s ? "cand" : "base"), se = num(bin, s ? "cand_se" : "base_se");
+            double mu = num(bin, s ? "cand" : "base"), l, h;
             if (isnan(mu))
                 continue;
-            se = isnan(se) ? 0 : se;
-            lo = fmin(lo, mu - z * se);
-            hi = fmax(hi, mu + z * se);
+            if (!side_ci(bin, s, z, &l, &h))
+                l = h = mu;
+            lo = fmin(lo, l);
+            hi = fmax(hi, h);
         }
-    plot_range(&p, isfinite(lo) ? lo : 0, isfinite(hi) ? hi : 1, false);
-    dsa_buf_adds(b, "<svg id=\"scores\" xmlns=\"http://www.w3.org/2000/svg\" width=\"640\" "
-                    "height=\"290\" viewBox=\"0 0 640 290\" role=\"img\" aria-label=\"score by "
-                    "bin\">\n");
+    svg_open(b, "scores", "score by bin", p.nb);
+    p.x1 = (p.nb > 6 ? 90.0 * (double)p.nb + 100 : 640) - 20;
+    plot_range(&p, isfinite(lo) ? lo : 0, isfinite(hi) ? hi : 1, false, 0, 1);
     svg_axes(b, &p, bins, "score");
     for (size_t k = 0; k < p.nb; k++) {
         json_t *bin = json_array_get(bins, k);
         for (int s = 0; s < 2; s++) {
-            double mu = num(bin, s ? "cand" : "base"), se = num(bin, s ? "cand_se" : "base_se");
+            double mu = num(bin, s ? "cand" : "base"), l, h;
             if (isnan(mu))
                 continue;
             double x = px_x(&p, k) + (s ? 9 : -9);
-            if (!isnan(se))
+            if (side_ci(bin, s, z, &l, &h))
                 dsa_buf_addf(b,
                              "<line class=\"bar %s\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
                              "y2=\"%.1f\"/>\n",
-                             s ? "cand" : "base", x, px_y(&p, mu - z * se), x,
-                             px_y(&p, mu + z * se));
+                             s ? "cand" : "base", x, px_y(&p, l), x, px_y(&p, h));
             dsa_buf_addf(b,
-                         "<circle class=\"pt-%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\"><title>%.3f"
+                         "<circle class=\"pt-%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\"><title>%.*f"
                          "</title></circle>\n",
-                         s ? "cand" : "base", x, px_y(&p, mu), mu);
+                         s ? "cand" : "base", x, px_y(&p, mu), bin_dec(bin), mu);
         }
     }
     dsa_buf_adds(b, "</svg>\n");
 }
 
+/* The CI band of one run of consecutive bins that have a CI: upper ends left to right, then
+   lower ends right to left. A bin without a CI ends the run, so the band leaves a gap there
+   instead of drawing straight across it. */
+static void svg_band(struct dsa_buf *b, const struct plot *p, const json_t *bins, const char *key,
+                     const char *cls)
+{
+    size_t k = 0;
+    double l, h;
+    while (k < p->nb) {
+        size_t a = k;
+        while (k < p->nb && ci_of(get(json_array_get(bins, k), key), &l, &h))
+            k++;
+        if (k > a) {
+            dsa_buf_addf(b, "<polygon class=\"%s\" points=\"", cls);
+            for (size_t j = a; j < k; j++) {
+                ci_of(get(json_array_get(bins, j), key), &l, &h);
+                dsa_buf_addf(b, "%s%.1f,%.1f", j > a ? " " : "", px_x(p, j), px_y(p, h));
+            }
+            for (size_t j = k; j-- > a;) {
+                ci_of(get(json_array_get(bins, j), key), &l, &h);
+                dsa_buf_addf(b, " %.1f,%.1f", px_x(p, j), px_y(p, l));
+            }
+            dsa_buf_adds(b, "\"/>\n");
+        }
+        k++;
+    }
+}
+
+/* a y-range over the CIs of `key` in every bin (lo/hi untouched if none) */
+static void ci_range(const json_t *bins, const char *key, double *lo, double *hi)
+{
+    for (size_t k = 0; k < json_array_size(bins); k++) {
+        double l, h;
+        if (ci_of(get(json_array_get(bins, k), key), &l, &h)) {
+            *lo = fmin(*lo, l);
+            *hi = fmax(*hi, h);
+        }
+    }
+}
+
 static void svg_diff(struct dsa_buf *b, const json_t *doc)
 {
     json_t *bins = get(doc, "bins");
-    struct plot p = {70, 620, 20, 250, 0, 1, json_array_size(bins)};
+    struct plot p = {70, 0, 20, 250, 0, 1, 0.1, json_array_size(bins)};
     double lo = INFINITY, hi = -INFINITY;
-    for (size_t k = 0; k < p.nb; k++) {
-        double l, h;
-        if (ci_of(get(json_array_get(bins, k), "ci"), &l, &h)) {
-            lo = fmin(lo, l);
-            hi = fmax(hi, h);
-        }
-    }
-    plot_range(&p, isfinite(lo) ? lo : -0.1, isfinite(hi) ? hi : 0.1, true);
-    dsa_buf_adds(b, "<svg id=\"diff\" xmlns=\"http://www.w3.org/2000/svg\" width=\"640\" "
-                    "height=\"290\" viewBox=\"0 0 640 290\" role=\"img\" aria-label=\"difference "
-                    "by bin\">\n");
+    ci_range(bins, "ci", &lo, &hi);
+    svg_open(b, "diff", "difference by bin", p.nb);
+    p.x1 = (p.nb > 6 ? 90.0 * (double)p.nb + 100 : 640) - 20;
+    plot_range(&p, isfinite(lo) ? lo : -0.1, isfinite(hi) ? hi : 0.1, true, -1, 1);
     svg_axes(b, &p, bins, "difference");
-    /* the CI band: upper ends left to right, then lower ends right to left */
-    struct dsa_buf pts = DSA_BUF_INIT;
-    size_t m = 0;
-    for (size_t k = 0; k < p.nb; k++) {
-        double l, h;
-        if (ci_of(get(json_array_get(bins, k), "ci"), &l, &h)) {
-            dsa_buf_addf(&pts, "%s%.1f,%.1f", m++ ? " " : "", px_x(&p, k), px_y(&p, h));
-        }
-    }
-    for (size_t k = p.nb; k-- > 0;) {
-        double l, h;
-        if (ci_of(get(json_array_get(bins, k), "ci"), &l, &h))
-            dsa_buf_addf(&pts, " %.1f,%.1f", px_x(&p, k), px_y(&p, l));
-    }
-    if (m)
-        dsa_buf_addf(b, "<polygon class=\"band\" points=\"%s\"/>\n", pts.data);
-    dsa_buf_release(&pts);
+    svg_band(b, &p, bins, "ci", "band");
     dsa_buf_addf(b, "<line class=\"zero\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
                  p.x0, px_y(&p, 0), p.x1, px_y(&p, 0));
     for (size_t k = 0; k < p.nb; k++) {
@@ -824,185 +1162,309 @@ static void svg_diff(struct dsa_buf *b, const json_t *doc)
                          "y2=\"%.1f\"/>\n",
                          x, px_y(&p, l), x, px_y(&p, h));
         dsa_buf_addf(b,
-                     "<circle class=\"pt-diff\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\"><title>%+.3f"
+                     "<circle class=\"pt-diff\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\"><title>%+.*f"
                      "</title></circle>\n",
-                     x, px_y(&p, d), d);
+                     x, px_y(&p, d), bin_dec(bin), d);
     }
     dsa_buf_adds(b, "</svg>\n");
 }
 
-int dsa_report_html(const json_t *doc, FILE *out)
+/* acceptance length of each side with its CI, on nice ticks */
+static void svg_acceptance(struct dsa_buf *b, const json_t *doc)
 {
-    struct dsa_buf b = DSA_BUF_INIT;
-    json_t *bins = get(doc, "bins"), *base = get(doc, "base"), *cand = get(doc, "cand");
-    const char *lb = str(base, "label"), *lc = str(cand, "label");
-    size_t nb = json_array_size(bins);
-    double conf = num(get(doc, "method"), "confidence") * 100;
-    /* self-contained: inline CSS, inline SVG, no script, no external resource */
-    dsa_buf_adds(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                     "<title>dsa-eval ");
-    dsa_buf_adds(&b, eval_title(doc));
-    dsa_buf_adds(&b, " report</title>\n<style>\n"
-                     "body{font-family:system-ui,sans-serif;margin:2em;max-width:60em;color:#222}\n"
-                     "table{border-collapse:collapse;margin:1em 0}\n"
-                     "th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}\n"
-                     "th:first-child,td:first-child{text-align:left}\n"
-                     ".grid{stroke:#e4e4e4}.zero{stroke:#555;stroke-dasharray:4 3}\n"
-                     ".tick{font-size:11px;fill:#555}.axis{font-size:12px;fill:#333}\n"
-                     ".bar{stroke-width:2}.bar.base,.pt-base{stroke:#1f77b4;fill:#1f77b4}\n"
-                     ".bar.cand,.pt-cand{stroke:#d62728;fill:#d62728}\n"
-                     ".bar.diff,.pt-diff{stroke:#2b2b2b;fill:#2b2b2b}"
-                     ".band{fill:#9ecae1;fill-opacity:.45;stroke:none}\n"
-                     ".legend span{margin-right:1.5em}\n"
-                     "</style>\n</head>\n<body>\n<h1>");
-    dsa_buf_adds(&b, eval_title(doc));
-    dsa_buf_adds(&b, ": ");
-    add_html(&b, lc);
-    dsa_buf_adds(&b, " vs ");
-    add_html(&b, lb);
-    dsa_buf_adds(&b, "</h1>\n<table id=\"bins\">\n<tr><th>context</th>");
-    for (size_t k = 0; k < nb; k++) {
-        dsa_buf_adds(&b, "<th>");
-        add_html(&b, str(json_array_get(bins, k), "bin"));
-        dsa_buf_adds(&b, "</th>");
-    }
-    dsa_buf_adds(&b, "</tr>\n");
-    bool has_aa = get(doc, "aa") != NULL;
-    for (int r = 0; r < 6; r++) {
-        if (r == 5 && !has_aa)
-            break;
-        dsa_buf_adds(&b, "<tr><td>");
-        if (r == 0)
-            dsa_buf_adds(&b, "n");
-        else if (r == 1)
-            add_html(&b, lb);
-        else if (r == 2)
-            add_html(&b, lc);
-        else if (r == 3)
-            dsa_buf_adds(&b, "difference");
-        else if (r == 4)
-            dsa_buf_addf(&b, "%g%% CI", conf);
-        else
-            dsa_buf_adds(&b, "A/A difference");
-        dsa_buf_adds(&b, "</td>");
-        for (size_t k = 0; k < nb; k++) {
-            json_t *bin = json_array_get(bins, k);
-            dsa_buf_adds(&b, "<td>");
-            if (r == 0)
-                dsa_buf_addf(&b, "%ld", inum(bin, "n"));
-            else if (r == 1)
-                add_mean(&b, num(bin, "base"));
-            else if (r == 2)
-                add_mean(&b, num(bin, "cand"));
-            else if (r == 3)
-                add_diff(&b, num(bin, "diff"));
-            else if (r == 4)
-                add_ci(&b, get(bin, "ci"));
-            else {
-                add_diff(&b, num(get(bin, "aa"), "diff"));
-                dsa_buf_adds(&b, " ");
-                add_ci(&b, get(get(bin, "aa"), "ci"));
-            }
-            dsa_buf_adds(&b, "</td>");
+    const json_t *al = get(doc, "acceptance");
+    json_t *labels = json_pack("[{s:s},{s:s}]", "bin", str(get(doc, "base"), "label"), "bin",
+                               str(get(doc, "cand"), "label"));
+    struct plot p = {70, 620, 20, 250, 0, 1, 0.1, 2};
+    double lo = INFINITY, hi = -INFINITY, l, h;
+    for (int s = 0; s < 2; s++) {
+        double v = num(al, s ? "cand" : "base");
+        lo = fmin(lo, v);
+        hi = fmax(hi, v);
+        if (ci_of(get(al, s ? "cand_ci" : "base_ci"), &l, &h)) {
+            lo = fmin(lo, l);
+            hi = fmax(hi, h);
         }
-        dsa_buf_adds(&b, "</tr>\n");
     }
-    dsa_buf_adds(&b, "</table>\n<p>");
-    add_html(&b, str(get(doc, "method"), "text"));
-    dsa_buf_adds(&b, "</p>\n");
-    dsa_buf_addf(&b, "<h2>Score by bin</h2>\n<p class=\"legend\"><span style=\"color:#1f77b4\">"
-                     "&#9679; ");
-    add_html(&b, lb);
-    dsa_buf_adds(&b, "</span><span style=\"color:#d62728\">&#9679; ");
-    add_html(&b, lc);
-    dsa_buf_addf(&b, "</span>bars: %g%% normal CI of each mean</p>\n", conf);
-    svg_scores(&b, doc, z_of(doc));
-    dsa_buf_adds(&b, "<h2>Difference by bin</h2>\n<p class=\"legend\">");
-    add_html(&b, lc);
-    dsa_buf_adds(&b, " &minus; ");
-    add_html(&b, lb);
-    dsa_buf_addf(&b, ", band: %g%% paired bootstrap CI, dashed: zero</p>\n", conf);
-    svg_diff(&b, doc);
+    /* an acceptance length is at least 1 (the bonus token) */
+    plot_range(&p, lo, hi, false, 1, INFINITY);
+    svg_open(b, "acceptance", "acceptance length", 2);
+    svg_axes(b, &p, labels, "acceptance length");
+    for (int s = 0; s < 2; s++) {
+        double x = px_x(&p, (size_t)s), v = num(al, s ? "cand" : "base");
+        if (ci_of(get(al, s ? "cand_ci" : "base_ci"), &l, &h))
+            dsa_buf_addf(b,
+                         "<line class=\"bar %s\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+                         "y2=\"%.1f\"/>\n",
+                         s ? "cand" : "base", x, px_y(&p, l), x, px_y(&p, h));
+        dsa_buf_addf(b,
+                     "<circle class=\"al-%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\"><title>%.4f"
+                     "</title></circle>\n",
+                     s ? "cand" : "base", x, px_y(&p, v), v);
+    }
+    dsa_buf_adds(b, "</svg>\n");
+    json_decref(labels);
+}
+
+static void html_p(struct dsa_buf *b, const char *id, const char *text)
+{
+    dsa_buf_adds(b, "<p");
+    if (id)
+        dsa_buf_addf(b, " id=\"%s\"", id);
+    dsa_buf_adds(b, ">");
+    add_html(b, text);
+    dsa_buf_adds(b, "</p>\n");
+}
+
+static void html_table(struct dsa_buf *b, const json_t *doc, const char *id)
+{
+    json_t *bins = get(doc, "bins");
+    size_t nb = json_array_size(bins);
+    dsa_buf_addf(b, "<table id=\"%s\" class=\"bins\">\n<tr><th>context</th>", id);
     for (size_t k = 0; k < nb; k++) {
+        dsa_buf_adds(b, "<th>");
+        add_html(b, str(json_array_get(bins, k), "bin"));
+        dsa_buf_adds(b, "</th>");
+    }
+    dsa_buf_adds(b, "</tr>\n");
+    for (int r = 0; r < ROW_COUNT; r++) {
+        struct dsa_buf label = DSA_BUF_INIT;
+        if (!row_label(&label, doc, (enum table_row)r, true)) {
+            dsa_buf_release(&label);
+            continue;
+        }
+        dsa_buf_addf(b, "<tr%s><td>%s</td>", r == ROW_VERDICT ? " class=\"verdict\"" : "",
+                     label.data);
+        dsa_buf_release(&label);
+        for (size_t k = 0; k < nb; k++) {
+            struct dsa_buf cell = DSA_BUF_INIT;
+            add_cell(&cell, json_array_get(bins, k), (enum table_row)r);
+            dsa_buf_adds(b, "<td>");
+            add_html(b, cell.data);
+            dsa_buf_adds(b, "</td>");
+            dsa_buf_release(&cell);
+        }
+        dsa_buf_adds(b, "</tr>\n");
+    }
+    dsa_buf_adds(b, "</table>\n");
+}
+
+static void html_runs(struct dsa_buf *b, const json_t *doc)
+{
+    json_t *bins = get(doc, "bins");
+    const char *lb = str(get(doc, "base"), "label"), *lc = str(get(doc, "cand"), "label");
+    double conf = num(get(doc, "method"), "confidence") * 100;
+    for (size_t k = 0; k < json_array_size(bins); k++) {
         json_t *bin = json_array_get(bins, k), *runs = get(bin, "runs");
+        int dec = bin_dec(bin);
         if (!json_array_size(runs))
             continue;
-        dsa_buf_adds(&b, "<h3>Runs, ");
-        add_html(&b, str(bin, "bin"));
-        dsa_buf_adds(&b, "</h3>\n<table class=\"runs\"><tr><th>run</th><th>");
-        add_html(&b, lb);
-        dsa_buf_adds(&b, "</th><th>");
-        add_html(&b, lc);
-        dsa_buf_addf(&b, "</th><th>difference</th><th>%g%% CI</th></tr>\n", conf);
+        dsa_buf_adds(b, "<h3>Runs, ");
+        add_html(b, str(bin, "bin"));
+        dsa_buf_adds(b, "</h3>\n<table class=\"runs\"><tr><th>run</th><th>");
+        add_html(b, lb);
+        dsa_buf_adds(b, "</th><th>");
+        add_html(b, lc);
+        dsa_buf_addf(b, "</th><th>difference</th><th>%g%% CI</th></tr>\n", conf);
         for (size_t q = 0; q <= json_array_size(runs); q++) {
             json_t *r = q < json_array_size(runs) ? json_array_get(runs, q) : bin;
             if (q < json_array_size(runs))
-                dsa_buf_addf(&b, "<tr><td>%ld vs %ld</td><td>", inum(r, "base_run"),
+                dsa_buf_addf(b, "<tr><td>%ld vs %ld</td><td>", inum(r, "base_run"),
                              inum(r, "cand_run"));
             else
-                dsa_buf_addf(&b, "<tr><td>pooled (%ld vs %ld)</td><td>", inum(r, "runs_base"),
+                dsa_buf_addf(b, "<tr><td>pooled (%ld vs %ld)</td><td>", inum(r, "runs_base"),
                              inum(r, "runs_cand"));
-            add_mean(&b, num(r, "base"));
-            dsa_buf_adds(&b, "</td><td>");
-            add_mean(&b, num(r, "cand"));
-            dsa_buf_adds(&b, "</td><td>");
-            add_diff(&b, num(r, "diff"));
-            dsa_buf_adds(&b, "</td><td>");
-            add_ci(&b, get(r, "ci"));
-            dsa_buf_adds(&b, "</td></tr>\n");
+            add_mean(b, num(r, "base"), dec);
+            dsa_buf_adds(b, "</td><td>");
+            add_mean(b, num(r, "cand"), dec);
+            dsa_buf_adds(b, "</td><td>");
+            add_diff(b, num(r, "diff"), dec);
+            dsa_buf_adds(b, "</td><td>");
+            add_ci(b, get(r, "ci"), dec);
+            dsa_buf_adds(b, "</td></tr>\n");
         }
-        dsa_buf_adds(&b, "</table>\n<p>");
+        dsa_buf_adds(b, "</table>\n");
         struct dsa_buf s = DSA_BUF_INIT;
         add_runs_sentence(&s, bin);
-        add_html(&b, s.data);
-        dsa_buf_release(&s);
-        dsa_buf_adds(&b, "</p>\n");
-    }
-    if (json_is_object(get(doc, "identity"))) {
-        struct dsa_buf s = DSA_BUF_INIT;
-        add_identity_sentence(&s, doc);
-        dsa_buf_adds(&b, "<p id=\"identity\">");
-        add_html(&b, s.data);
-        dsa_buf_adds(&b, ".</p>\n");
+        html_p(b, NULL, s.data);
         dsa_buf_release(&s);
     }
+}
+
+static void html_latency(struct dsa_buf *b, const json_t *doc)
+{
     json_t *lat = get(doc, "latency");
-    if (json_is_object(lat)) {
-        dsa_buf_addf(&b,
-                     "<h2>Latency</h2>\n<table id=\"latency\"><tr><th>median per-request "
-                     "ratio</th><th>ratio</th><th>%g%% CI</th><th>requests</th></tr>\n",
-                     conf);
-        json_t *rows2[2] = {get(lat, "aa"), lat};
-        for (int q = 0; q < 2; q++) {
-            double lo, hi;
-            if (!rows2[q] || !ci_of(get(rows2[q], "ci"), &lo, &hi))
-                continue;
-            dsa_buf_adds(&b, "<tr><td>");
-            add_html(&b, q ? lc : lb);
-            dsa_buf_adds(&b, q ? " / " : " vs ");
-            add_html(&b, lb);
-            dsa_buf_addf(&b, "%s</td><td>%.3f</td><td>[%.3f, %.3f]</td><td>%ld</td></tr>\n",
-                         q ? "" : " (A/A)", num(rows2[q], "ratio"), lo, hi, inum(rows2[q], "n"));
-        }
-        dsa_buf_adds(&b, "</table>\n");
+    const char *lb = str(get(doc, "base"), "label"), *lc = str(get(doc, "cand"), "label");
+    if (!json_is_object(lat))
+        return;
+    dsa_buf_addf(b,
+                 "<h3>Latency</h3>\n<table class=\"latency\"><tr><th>median per-request "
+                 "ratio</th><th>ratio</th><th>%g%% CI</th><th>requests</th></tr>\n",
+                 num(get(doc, "method"), "confidence") * 100);
+    json_t *rows2[2] = {get(lat, "aa"), lat};
+    for (int q = 0; q < 2; q++) {
+        double lo, hi;
+        if (!rows2[q] || !ci_of(get(rows2[q], "ci"), &lo, &hi))
+            continue;
+        int dec = dsa_fmt_decimals(hi - lo, 2, 3);
+        dsa_buf_adds(b, "<tr><td>");
+        add_html(b, q ? lc : lb);
+        dsa_buf_adds(b, q ? " / " : " vs ");
+        add_html(b, lb);
+        dsa_buf_addf(b, "%s</td><td>%.*f</td><td>[%.*f, %.*f]</td><td>%ld</td></tr>\n",
+                     q ? "" : " (A/A)", dec, num(rows2[q], "ratio"), dec, lo, dec, hi,
+                     inum(rows2[q], "n"));
     }
-    dsa_buf_adds(&b, "<h2>Setup</h2>\n<ul id=\"setup\">\n<li>dataset: ");
+    dsa_buf_adds(b, "</table>\n");
+    json_t *p = get(lat, "permutation");
+    if (p)
+        dsa_buf_addf(b, "<p>Run-level permutation p = %ld/%ld on log median latency per run.</p>\n",
+                     inum(p, "k"), inum(p, "N"));
+}
+
+static void html_setup(struct dsa_buf *b, const json_t *doc)
+{
+    const json_t *base = get(doc, "base"), *cand = get(doc, "cand");
+    const char *lb = str(base, "label"), *lc = str(cand, "label");
+    dsa_buf_adds(b, "<ul class=\"setup\">\n<li>dataset: ");
     const json_t *hb = first_header(base), *hc = first_header(cand);
-    add_kv(&b, get(hb, "dataset"), true);
+    add_kv(b, get(hb, "dataset"), true);
     const json_t *sides[2] = {base, cand};
     for (int s = 0; s < 2; s++) {
-        dsa_buf_adds(&b, "</li>\n<li>");
-        add_html(&b, s ? lc : lb);
-        dsa_buf_adds(&b, ": <code>");
-        add_html(&b, str(sides[s], "path"));
-        dsa_buf_addf(&b, "</code> (%zu run%s); ", n_runs(sides[s]),
+        dsa_buf_adds(b, "</li>\n<li>");
+        add_html(b, s ? lc : lb);
+        dsa_buf_adds(b, ": <code>");
+        add_html(b, str(sides[s], "path"));
+        dsa_buf_addf(b, "</code> (%zu run%s); ", n_runs(sides[s]),
                      n_runs(sides[s]) == 1 ? "" : "s");
-        add_kv(&b, get(s ? hc : hb, "backend"), true);
+        add_kv(b, get(s ? hc : hb, "backend"), true);
     }
-    dsa_buf_adds(&b, "</li>\n<li>request parameters: ");
-    add_kv(&b, get(hb, "params"), true);
-    dsa_buf_adds(&b, "</li>\n<li>");
-    add_excluded_sentence(&b, doc, true);
-    dsa_buf_adds(&b, "</li>\n</ul>\n</body>\n</html>\n");
+    dsa_buf_adds(b, "</li>\n<li>request parameters: ");
+    add_kv(b, get(hb, "params"), true);
+    json_t *m = get(doc, "method");
+    dsa_buf_addf(b,
+                 "</li>\n<li>statistics: %s, B = %ld, seed %ld, %s; per-sample means over "
+                 "runs, &quot;all&quot; stratified by bin</li>\n<li>",
+                 str(m, "ci_method"), inum(m, "resamples"), inum(m, "seed"), str(m, "rng"));
+    add_excluded_sentence(b, doc, true);
+    dsa_buf_adds(b, "</li>\n</ul>\n");
+}
+
+/* one comparison's section: table, plots, notes, and the collapsed runs and setup */
+static void html_section(struct dsa_buf *b, const json_t *doc, size_t k)
+{
+    const char *lb = str(get(doc, "base"), "label"), *lc = str(get(doc, "cand"), "label");
+    double conf = num(get(doc, "method"), "confidence") * 100;
+    struct dsa_buf t = DSA_BUF_INIT;
+    dsa_buf_addf(b, "<section id=\"cmp%zu\">\n<h2>", k + 1);
+    add_title(&t, doc);
+    add_html(b, t.data);
+    dsa_buf_release(&t);
+    dsa_buf_adds(b, ": ");
+    add_html(b, lc);
+    dsa_buf_adds(b, " vs ");
+    add_html(b, lb);
+    dsa_buf_adds(b, "</h2>\n");
+    char id[32] = "bins"; /* ids stay unique in the page: bins, bins-2, bins-3 … */
+    if (k)
+        snprintf(id, sizeof id, "bins-%zu", k + 1);
+    html_table(b, doc, id);
+    html_p(b, NULL, str(get(doc, "method"), "text"));
+    dsa_buf_adds(b, "<h3>Score by bin</h3>\n<p class=\"legend\"><span style=\"color:#1f77b4\">"
+                    "&#9679; ");
+    add_html(b, lb);
+    dsa_buf_adds(b, "</span><span style=\"color:#d62728\">&#9679; ");
+    add_html(b, lc);
+    dsa_buf_addf(b,
+                 "</span>bars: %g%% CI of each mean (Wilson for 0/1 scores, else normal), "
+                 "within the score's range</p>\n",
+                 conf);
+    svg_scores(b, doc, z_of(doc));
+    dsa_buf_adds(b, "<h3>Difference by bin</h3>\n<p class=\"legend\">");
+    add_html(b, lc);
+    dsa_buf_adds(b, " &minus; ");
+    add_html(b, lb);
+    dsa_buf_addf(b,
+                 ", band: %g%% paired bootstrap CI (a gap where a bin has none), dashed: "
+                 "zero</p>\n",
+                 conf);
+    svg_diff(b, doc);
+    struct dsa_buf s = DSA_BUF_INIT;
+    if (has_runs_note(doc)) {
+        add_runs_note(&s, doc);
+        html_p(b, NULL, s.data);
+        dsa_buf_reset(&s);
+    }
+    const json_t *mc = all_mcnemar(doc);
+    if (mc) {
+        add_mcnemar_sentence(&s, mc, lb, lc);
+        html_p(b, "mcnemar", s.data);
+        dsa_buf_reset(&s);
+    }
+    if (json_is_object(get(doc, "identity"))) {
+        add_identity_sentence(&s, doc);
+        dsa_buf_adds(&s, ".");
+        html_p(b, "identity", s.data);
+        dsa_buf_reset(&s);
+    }
+    if (json_is_object(get(doc, "acceptance"))) {
+        add_acceptance_sentence(&s, doc);
+        html_p(b, "acceptance", s.data);
+        dsa_buf_reset(&s);
+        svg_acceptance(b, doc);
+    }
+    dsa_buf_release(&s);
+    html_latency(b, doc);
+    dsa_buf_adds(b, "<details>\n<summary>Runs and setup</summary>\n");
+    html_runs(b, doc);
+    html_setup(b, doc);
+    dsa_buf_adds(b, "</details>\n</section>\n");
+}
+
+int dsa_report_html_many(const json_t *const *docs, size_t n, FILE *out)
+{
+    struct dsa_buf b = DSA_BUF_INIT;
+    /* self-contained: inline CSS, inline SVG, no script, no external resource */
+    dsa_buf_adds(&b,
+                 "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+                 "<title>dsa-eval report</title>\n<style>\n"
+                 "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\n"
+                 "table{border-collapse:collapse;margin:1em 0}\n"
+                 "th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}\n"
+                 "th:first-child,td:first-child{text-align:left}\n"
+                 "svg.plot{display:block;width:100%;height:auto;max-height:70vh}\n"
+                 ".verdict{font-weight:bold}\n"
+                 ".grid{stroke:#e4e4e4}.zero{stroke:#555;stroke-dasharray:4 3}\n"
+                 ".tick{font-size:11px;fill:#555}.axis{font-size:12px;fill:#333}\n"
+                 ".bar{stroke-width:2}.bar.base,.pt-base{stroke:#1f77b4;fill:#1f77b4}\n"
+                 ".bar.cand,.pt-cand,.al-cand{stroke:#d62728;fill:#d62728}.al-base{fill:#1f77b4}\n"
+                 ".bar.diff,.pt-diff{stroke:#2b2b2b;fill:#2b2b2b}"
+                 ".band{fill:#9ecae1;fill-opacity:.45;stroke:none}\n"
+                 ".legend span{margin-right:1.5em}\n"
+                 "</style>\n</head>\n<body>\n<h1>dsa-eval report</h1>\n<ul id=\"verdicts\">\n");
+    for (size_t k = 0; k < n; k++) {
+        struct dsa_buf t = DSA_BUF_INIT;
+        add_title(&t, docs[k]);
+        dsa_buf_adds(&t, ": ");
+        dsa_buf_adds(&t, str(get(docs[k], "verdict"), "text"));
+        if (json_is_object(get(docs[k], "acceptance"))) {
+            dsa_buf_adds(&t, "; acceptance length ");
+            add_al_change(&t, get(docs[k], "acceptance"));
+        }
+        dsa_buf_adds(&b, "<li class=\"verdict\">");
+        add_html(&b, t.data);
+        dsa_buf_adds(&b, "</li>\n");
+        dsa_buf_release(&t);
+    }
+    dsa_buf_adds(&b, "</ul>\n");
+    for (size_t k = 0; k < n; k++)
+        html_section(&b, docs[k], k);
+    dsa_buf_adds(&b, "</body>\n</html>\n");
     return flush(&b, out);
+}
+
+int dsa_report_html(const json_t *doc, FILE *out)
+{
+    return dsa_report_html_many(&doc, 1, out);
 }

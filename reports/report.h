@@ -15,6 +15,10 @@
 /* All return 0, or -1 on a write error (errno set). */
 int dsa_report_md(const json_t *doc, FILE *out);
 int dsa_report_html(const json_t *doc, FILE *out);
+/* One document of several comparisons (a pull request's MRCR and GSM8K): a verdict line per
+   comparison first, then each one's tables, notes and collapsed runs and setup. */
+int dsa_report_md_many(const json_t *const *docs, size_t n, FILE *out);
+int dsa_report_html_many(const json_t *const *docs, size_t n, FILE *out);
 int dsa_report_csv(const json_t *doc, FILE *out);
 int dsa_report_json(const json_t *doc, FILE *out);
 

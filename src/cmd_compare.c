@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "stats/compare.h"
 #include "util/exitcode.h"
+#include "util/fmt.h"
 #include "util/msg.h"
 #include "util/opt.h"
 
@@ -31,28 +32,48 @@ static long inum(json_t *o, const char *key)
     return (long)json_integer_value(json_object_get(o, key));
 }
 
+/* the decimals of a bin's numbers: from its CI width (util/fmt.h), so a 1e-4 change shows */
+static int bin_decimals(json_t *b)
+{
+    json_t *ci = json_object_get(b, "ci");
+    return dsa_fmt_diff_decimals(num(b, "diff"), json_real_value(json_array_get(ci, 0)),
+                                 json_real_value(json_array_get(ci, 1)));
+}
+
 /* "+0.009 [-0.029, +0.047]", or "n/a" */
-static void print_diff_ci(double d, json_t *ci)
+static void print_diff_ci(double d, json_t *ci, int dec)
 {
     if (isnan(d)) {
         printf("n/a");
         return;
     }
-    printf("%+.3f", d);
-    if (json_is_array(ci))
-        printf(" [%+.3f, %+.3f]", json_real_value(json_array_get(ci, 0)),
-               json_real_value(json_array_get(ci, 1)));
-    else
-        printf(" [n/a]");
+    struct dsa_buf b = DSA_BUF_INIT;
+    dsa_fmt_diff_ci(&b, d, json_is_array(ci), json_real_value(json_array_get(ci, 0)),
+                    json_real_value(json_array_get(ci, 1)), dec);
+    printf("%s%s", b.data, json_is_array(ci) ? "" : " [n/a]");
+    dsa_buf_release(&b);
 }
 
+/* the permutation line; "cannot reach 5%" is said once, after the bins (print_runs_note) */
 static void print_perm(json_t *p, const char *what)
 {
-    printf("  run-level permutation p = %ld/%ld = %.4f (%s)", inum(p, "k"), inum(p, "N"),
-           num(p, "p"), what);
-    if (json_is_true(json_object_get(p, "cannot_reach_5pct")))
-        printf("; cannot reach 5%% with this many runs, use >= 4 per side");
-    printf("\n");
+    printf("  run-level permutation p = %ld/%ld = %.4f (%s)%s\n", inum(p, "k"), inum(p, "N"),
+           num(p, "p"), what, json_is_true(json_object_get(p, "cannot_reach_5pct")) ? " *" : "");
+}
+
+/* once per output: why a permutation p marked * can never be below 0.05 with these runs */
+static void print_runs_note(json_t *doc)
+{
+    json_t *bins = json_object_get(doc, "bins");
+    for (size_t k = 0; k < json_array_size(bins); k++) {
+        json_t *b = json_array_get(bins, k), *p = json_object_get(b, "permutation");
+        if (json_is_true(json_object_get(p, "cannot_reach_5pct"))) {
+            printf("\n* with %ld vs %ld runs the run-level permutation test cannot reach p < 0.05 "
+                   "(its smallest p is 2/%ld); it needs at least 4 runs per side\n",
+                   inum(b, "runs_base"), inum(b, "runs_cand"), inum(p, "N"));
+            return;
+        }
+    }
 }
 
 /*
@@ -77,12 +98,29 @@ static void print_bin(json_t *b, const char *lb, const char *lc)
         printf("  no paired samples\n");
         return;
     }
-    printf("  %-11s %.3f\n", lb, num(b, "base"));
-    printf("  %-11s %.3f\n", lc, num(b, "cand"));
+    int dec = bin_decimals(b);
+    json_t *v = json_object_get(b, "verdict");
+    const char *reason = json_string_value(json_object_get(v, "reason"));
+    bool identical = reason && !strcmp(reason, "identical");
+    printf("  %-11s %.*f\n", lb, dec, num(b, "base"));
+    printf("  %-11s %.*f\n", lc, dec, num(b, "cand"));
     printf("  difference  ");
-    print_diff_ci(num(b, "diff"), json_object_get(b, "ci"));
-    if (!isnan(num(b, "se")))
-        printf("  SE %.4f  MDE80 %.3f", num(b, "se"), num(b, "mde80"));
+    if (identical) {
+        printf("0 (identical: all %ld paired differences are 0)", inum(b, "n"));
+    } else {
+        print_diff_ci(num(b, "diff"), json_object_get(b, "ci"), dec);
+        if (json_is_true(json_object_get(b, "degenerate"))) {
+            printf("  (all %ld paired differences are equal: no spread)", inum(b, "n"));
+        } else if (!isnan(num(b, "se"))) {
+            struct dsa_buf t = DSA_BUF_INIT;
+            dsa_buf_adds(&t, "  SE ");
+            dsa_fmt_sig(&t, num(b, "se"), 4);
+            dsa_buf_adds(&t, "  MDE80 ");
+            dsa_fmt_sig(&t, num(b, "mde80"), 3);
+            printf("%s", t.data);
+            dsa_buf_release(&t);
+        }
+    }
     if (json_is_true(json_object_get(b, "small_n")))
         printf("  (small n)");
     long rb = inum(b, "runs_base"), rc = inum(b, "runs_cand");
@@ -95,8 +133,8 @@ static void print_bin(json_t *b, const char *lb, const char *lc)
         char name[32];
         snprintf(name, sizeof name, "run %ld vs %ld", inum(r, "base_run"), inum(r, "cand_run"));
         printf("  %-11s ", name);
-        print_diff_ci(num(r, "diff"), json_object_get(r, "ci"));
-        printf("  %.3f vs %.3f (n %ld)\n", num(r, "base"), num(r, "cand"), inum(r, "n"));
+        print_diff_ci(num(r, "diff"), json_object_get(r, "ci"), dec);
+        printf("  %.*f vs %.*f (n %ld)\n", dec, num(r, "base"), dec, num(r, "cand"), inum(r, "n"));
     }
     json_t *re = json_object_get(b, "run_effect");
     if (json_is_true(json_object_get(re, "disagree"))) {
@@ -113,7 +151,7 @@ static void print_bin(json_t *b, const char *lb, const char *lc)
         json_t *tl = json_object_get(b, "two_level");
         if (tl) {
             printf(": two-level CI ");
-            print_diff_ci(num(b, "diff"), json_object_get(tl, "ci"));
+            print_diff_ci(num(b, "diff"), json_object_get(tl, "ci"), dec);
         }
         printf("\n");
     }
@@ -131,9 +169,52 @@ static void print_bin(json_t *b, const char *lb, const char *lc)
     json_t *aa = json_object_get(b, "aa");
     if (aa) {
         printf("  %-11s ", "A/A");
-        print_diff_ci(num(aa, "diff"), json_object_get(aa, "ci"));
+        print_diff_ci(num(aa, "diff"), json_object_get(aa, "ci"), dec);
         printf("  (n %ld)\n", inum(aa, "n"));
     }
+    printf("  %-11s %s\n", "verdict", json_string_value(json_object_get(v, "text")));
+}
+
+/* "2.4961 [2.4102, 2.5811]", the CI left out when there is none */
+static void print_al_value(double x, json_t *ci)
+{
+    printf("%.4f", x);
+    if (json_is_array(ci))
+        printf(" [%.4f, %.4f]", json_real_value(json_array_get(ci, 0)),
+               json_real_value(json_array_get(ci, 1)));
+}
+
+/*
+ * acceptance length: candidate vs baseline over 32 requests (per-request draft counts), 95% …
+ *   baseline    2.4961 [2.4102, 2.5811]
+ *   candidate   2.3118 [2.2290, 2.3950]
+ *   difference  -0.1843 [-0.2412, -0.1290]
+ *   ratio       0.9262 [0.9051, 0.9484]  (-7.4%)
+ */
+static void print_acceptance(json_t *doc, const char *lb, const char *lc)
+{
+    json_t *al = json_object_get(doc, "acceptance");
+    if (!json_is_object(al))
+        return;
+    bool per = !strcmp(json_string_value(json_object_get(al, "source")), "per-request");
+    if (per)
+        printf("\nacceptance length: over %ld paired requests (per-request draft counts), %g%% "
+               "paired bootstrap CIs\n",
+               inum(al, "n"), num(json_object_get(doc, "method"), "confidence") * 100);
+    else
+        printf("\nacceptance length: from the runs' counters (no per-request counts: no CI)\n");
+    printf("  %-11s ", lb);
+    print_al_value(num(al, "base"), json_object_get(al, "base_ci"));
+    printf("\n  %-11s ", lc);
+    print_al_value(num(al, "cand"), json_object_get(al, "cand_ci"));
+    printf("\n  difference  %+.4f", num(al, "diff"));
+    json_t *dci = json_object_get(al, "diff_ci");
+    if (json_is_array(dci))
+        printf(" [%+.4f, %+.4f]", json_real_value(json_array_get(dci, 0)),
+               json_real_value(json_array_get(dci, 1)));
+    printf("\n  ratio       ");
+    print_al_value(num(al, "ratio"), json_object_get(al, "ratio_ci"));
+    printf("  (%+.1f%%)\n", (num(al, "ratio") - 1) * 100);
 }
 
 static void print_text(json_t *doc)
@@ -150,6 +231,9 @@ static void print_text(json_t *doc)
         printf("%-11s %s (%zu run%s)\n", json_string_value(json_object_get(sides[s], "label")),
                json_string_value(json_object_get(sides[s], "path")), nr, nr == 1 ? "" : "s");
     }
+    json_t *verdict = json_object_get(doc, "verdict");
+    if (verdict)
+        printf("verdict     %s\n", json_string_value(json_object_get(verdict, "text")));
     json_t *bins = json_object_get(doc, "bins");
     for (size_t k = 0; k < json_array_size(bins); k++) {
         printf("\n");
@@ -159,14 +243,17 @@ static void print_text(json_t *doc)
     if (json_is_object(lat)) {
         printf("\nlatency: median per-request ratio %s/%s with a %g%% paired bootstrap CI\n", lc,
                lb, num(json_object_get(doc, "method"), "confidence") * 100);
-        json_t *aa = json_object_get(lat, "aa");
-        if (aa)
-            printf("  %-11s %.3f [%.3f, %.3f]  (%ld requests)\n", "A/A", num(aa, "ratio"),
-                   json_real_value(json_array_get(json_object_get(aa, "ci"), 0)),
-                   json_real_value(json_array_get(json_object_get(aa, "ci"), 1)), inum(aa, "n"));
-        printf("  %-11s %.3f [%.3f, %.3f]  (%ld requests)\n", lc, num(lat, "ratio"),
-               json_real_value(json_array_get(json_object_get(lat, "ci"), 0)),
-               json_real_value(json_array_get(json_object_get(lat, "ci"), 1)), inum(lat, "n"));
+        json_t *rows[2] = {json_object_get(lat, "aa"), lat};
+        for (int q = 0; q < 2; q++) {
+            json_t *r = rows[q], *ci = json_object_get(r, "ci");
+            if (!r)
+                continue;
+            double lo = json_real_value(json_array_get(ci, 0)),
+                   hi = json_real_value(json_array_get(ci, 1));
+            int dec = dsa_fmt_decimals(hi - lo, 2, 3);
+            printf("  %-11s %.*f [%.*f, %.*f]  (%ld requests)\n", q ? lc : "A/A", dec,
+                   num(r, "ratio"), dec, lo, dec, hi, inum(r, "n"));
+        }
         json_t *perm = json_object_get(lat, "permutation");
         if (perm)
             print_perm(perm, "log median latency per run");
@@ -195,6 +282,8 @@ static void print_text(json_t *doc)
         if (json_is_string(json_object_get(id, "report")))
             printf("\n%s", json_string_value(json_object_get(id, "report")));
     }
+    print_acceptance(doc, lb, lc);
+    print_runs_note(doc);
     json_t *ex = json_object_get(doc, "excluded");
     if (json_array_size(ex)) {
         /* at most 20 ids here; --json lists them all */
@@ -213,12 +302,15 @@ static void print_text(json_t *doc)
 int cmd_compare(int argc, char **argv)
 {
     bool as_json = false;
-    double fail_if_worse = NAN;
+    double fail_if_worse = NAN, fail_if_al_drops = NAN;
     struct dsa_cmp_cli cli = DSA_CMP_CLI_INIT;
     struct dsa_option opts[] = {
         DSA_OPT_BOOL(0, "json", &as_json, "print the comparison document (JSON) instead of text"),
         DSA_OPT_DOUBLE(0, "fail-if-worse", &fail_if_worse, "X",
                        "exit 1 if any bin's CI lies wholly below -X"),
+        DSA_OPT_DOUBLE(0, "fail-if-al-drops", &fail_if_al_drops, "X",
+                       "exit 1 if the acceptance length drops by more than X (0.05: 5%; its "
+                       "CI)"),
         DSA_CMP_CLI_OPTIONS(&cli),
         DSA_OPT_END(),
     };
@@ -237,6 +329,11 @@ int cmd_compare(int argc, char **argv)
         return DSA_EXIT_USAGE;
     }
     o.fail_if_worse = fail_if_worse;
+    if (!isnan(fail_if_al_drops) && !(fail_if_al_drops >= 0 && fail_if_al_drops < 1)) {
+        dsa_errorf("--fail-if-al-drops must be in [0, 1), not %g", fail_if_al_drops);
+        return DSA_EXIT_USAGE;
+    }
+    o.fail_if_al_drops = fail_if_al_drops;
     json_t *doc;
     int ret = dsa_cmp_load_build(argv[0], argv[1], cli.baseline_aa, &o, &doc);
     if (ret)
@@ -252,6 +349,16 @@ int cmd_compare(int argc, char **argv)
     for (size_t k = 0; k < json_array_size(worse); k++) {
         dsa_errorf("regression: the CI of bin '%s' lies wholly below -%g",
                    json_string_value(json_array_get(worse, k)), fail_if_worse);
+        ret = DSA_EXIT_FAIL;
+    }
+    json_t *ald = json_object_get(doc, "fail_if_al_drops");
+    if (!isnan(fail_if_al_drops) && !json_is_object(json_object_get(doc, "acceptance"))) {
+        dsa_errorf("--fail-if-al-drops: neither side has an acceptance length (run gsm8k --mtp)");
+        ret = DSA_EXIT_FAIL;
+    } else if (json_is_true(json_object_get(ald, "dropped"))) {
+        dsa_errorf("regression: the acceptance length dropped by more than %g%% (ratio %.4f)",
+                   fail_if_al_drops * 100,
+                   json_number_value(json_object_get(json_object_get(doc, "acceptance"), "ratio")));
         ret = DSA_EXIT_FAIL;
     }
     json_t *id = json_object_get(doc, "identity");

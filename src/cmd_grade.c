@@ -10,12 +10,14 @@
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "evals/mrcr_grade.h"
 #include "util/exitcode.h"
 #include "util/json.h"
 #include "util/lines.h"
+#include "util/fs.h"
 #include "util/msg.h"
 #include "util/opt.h"
 
@@ -129,7 +131,8 @@ static int grade_mrcr(int argc, char **argv)
     }
     /* a summary after records that never reached stdout would read as success */
     if (fflush(stdout) || ferror(stdout)) {
-        dsa_errorf("cannot write to standard output: %s", strerror(errno ? errno : EIO));
+        if (!dsa_fd_reader_gone(STDOUT_FILENO)) /* | head: main() ends quietly */
+            dsa_errorf("cannot write to standard output: %s", strerror(errno ? errno : EIO));
         ret = DSA_EXIT_IO;
         goto cleanup;
     }

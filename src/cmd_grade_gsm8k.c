@@ -12,12 +12,14 @@
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "evals/gsm8k_extract.h"
 #include "util/exitcode.h"
 #include "util/json.h"
 #include "util/lines.h"
+#include "util/fs.h"
 #include "util/msg.h"
 #include "util/opt.h"
 
@@ -170,7 +172,8 @@ int cmd_grade_gsm8k(int argc, char **argv)
     }
     if (ret == DSA_EXIT_OK && (fflush(stdout) || ferror(stdout))) {
         /* a summary after records that never reached stdout would read as success */
-        dsa_errorf("cannot write to standard output: %s", strerror(errno ? errno : EIO));
+        if (!dsa_fd_reader_gone(STDOUT_FILENO)) /* | head: main() ends quietly */
+            dsa_errorf("cannot write to standard output: %s", strerror(errno ? errno : EIO));
         ret = DSA_EXIT_IO;
     }
     if (ret == DSA_EXIT_OK) {

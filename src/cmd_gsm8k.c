@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
@@ -30,6 +31,7 @@
 #include "evals/gsm8k_run.h"
 #include "evals/inproc_gsm8k.h"
 #include "evals/mtp.h"
+#include "evals/summary.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -65,7 +67,7 @@ struct opts {
     int limit, concurrency, retries, max_tokens;
     long seed;
     double timeout_s;
-    bool mtp, expect_mtp, print_prompts, stream, force_new, quiet, insecure, token_ids;
+    bool mtp, expect_mtp, print_prompts, stream, force_new, quiet, insecure, token_ids, as_json;
     /* --backend inprocess */
     const char *device, *kernels_so;
     struct dsa_strlist variants;
@@ -220,6 +222,7 @@ static void on_done(const struct dsa_result *res)
     json_object_set_new(rec, "prompt_sha256", json_string(it->prompt_sha256));
     json_object_set_new(rec, "gold", json_string(row->gold));
     json_object_set_new(rec, "latency_ms", json_real(res->latency_ms));
+    json_object_set_new(rec, "retries", json_integer(res->retries));
     json_t *timings = dsa_llamacpp_timings(res->raw); /* llama-server's server-side split */
     if (timings) {
         json_object_set_new(rec, "timings", timings);
@@ -496,6 +499,14 @@ static int open_backend(struct run *r, json_t *extra)
     return 0;
 }
 
+/* seconds on the monotonic clock, for the throughput line */
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static int usage_error(const char *msg)
 {
     dsa_errorf("%s", msg);
@@ -532,6 +543,7 @@ static int run_inprocess(struct run *r, int argc0, char **argv0)
     io.mtp = o->mtp ? o->mtp_n : 0;
     io.out_dir = o->out;
     io.force_new = o->force_new;
+    io.json = o->as_json;
     io.interrupted = &dsa_interrupted;
     io.command = dsa_run_command_json(argc0, argv0);
     struct dsa_inproc_gsm8k_item *items = dsa_xcalloc(r->n ? r->n : 1, sizeof *items);
@@ -549,6 +561,18 @@ static int run_inprocess(struct run *r, int argc0, char **argv0)
     }
     if (ret == DSA_EXIT_OK)
         ret = dsa_inproc_gsm8k_run(&io, r->mode->name, dsa_gsm8k_sha256(r->test), items, r->n);
+    /* --json is honoured by every backend: the summary document of the run file */
+    if (o->as_json && (ret == DSA_EXIT_OK || ret == DSA_EXIT_FAIL)) {
+        char *path = dsa_run_file_name(o->out, 1);
+        json_t *h = NULL, *recs = NULL;
+        if (dsa_run_load(path, &h, &recs) == 0) {
+            json_t *runs = json_pack("[o]", recs);
+            dsa_summary_print(runs, true, stdout);
+            json_decref(runs);
+            json_decref(h);
+        }
+        free(path);
+    }
     for (size_t i = 0; i < r->n; i++)
         dsa_buf_release(&prompts[i]);
     free(prompts);
@@ -638,6 +662,8 @@ int cmd_gsm8k(int argc, char **argv)
                      "start the run file anew when it was made by another command"),
         DSA_OPT_BOOL(0, "insecure", &o.insecure, "skip TLS certificate verification"),
         DSA_OPT_BOOL('q', "quiet", &o.quiet, "no progress or notes"),
+        DSA_OPT_BOOL(0, "json", &o.as_json,
+                     "print the summary as JSON (the summary file's document)"),
         DSA_OPT_STRING(0, "device", &o.device, "cuda|cpu",
                        "inprocess: where the indexer stack runs (default: cuda if present)"),
         DSA_OPT_STRLIST(0, "variant", &o.variants, "K=V",
@@ -740,8 +766,10 @@ int cmd_gsm8k(int argc, char **argv)
     for (size_t i = 0; i < r.n; i++)
         resumed += r.items[i].record != NULL;
     if (resumed)
-        dsa_notef("resuming '%s': %zu of %zu questions already done", run_path, resumed, r.n);
+        dsa_notef("resuming: %zu of %zu samples already done in '%s'%s", resumed, r.n, run_path,
+                  resumed == r.n ? ": nothing left to do" : "");
     r.progress = dsa_progress_new("gsm8k", r.n, resumed);
+    double t0 = now_s();
 
     ret = DSA_EXIT_OK;
     for (;;) {
@@ -773,6 +801,7 @@ int cmd_gsm8k(int argc, char **argv)
             break;
     }
     dsa_progress_finish(r.progress);
+    double wall = now_s() - t0;
     if (!ret && r.write_error)
         ret = DSA_EXIT_IO;
     if (!ret && dsa_interrupted) {
@@ -803,28 +832,43 @@ int cmd_gsm8k(int argc, char **argv)
         .after = &after,
         .perreq = &r.perreq,
         .expect_mtp = o.expect_mtp,
+        .wall_s = wall,
     };
+    /* an attempt that measures no acceptance (a resume without --mtp, or with nothing left to
+       send) keeps, and prints, the one an earlier attempt measured */
+    char *sp = run_path ? dsa_gsm8k_summary_path(run_path) : NULL;
+    json_t *old = sp ? dsa_gsm8k_summary_read(sp) : NULL;
+    in.stored_mtp = json_object_get(old, "mtp");
     json_t **records = dsa_xcalloc(r.n ? r.n : 1, sizeof *records);
     for (size_t i = 0; i < r.n; i++)
         records[i] = r.items[i].record;
     json_t *summary = NULL;
-    ret = dsa_gsm8k_summarize(&in, records, stdout, &summary);
+    /* --json: the summary document on stdout instead of the text */
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *out = o.as_json ? open_memstream(&text, &text_len) : stdout;
+    ret = dsa_gsm8k_summarize(&in, records, out ? out : stdout, &summary);
+    if (o.as_json && out)
+        fclose(out);
+    free(text);
     free(records);
-    if (run_path && summary) {
-        char *sp = dsa_gsm8k_summary_path(run_path);
-        /* an attempt that measured no acceptance (a resume without --mtp, or with nothing
-           left to send) keeps the one an earlier attempt measured */
-        json_t *old = dsa_gsm8k_summary_read(sp);
+    if (summary) {
         json_t *old_mtp = json_object_get(old, "mtp");
         json_t *new_mtp = json_object_get(summary, "mtp");
         if (json_is_true(json_object_get(old_mtp, "measured")) &&
             !json_is_true(json_object_get(new_mtp, "measured")))
             json_object_set(summary, "mtp", old_mtp);
-        json_decref(old);
-        if (dsa_gsm8k_summary_write(sp, summary) && !ret)
-            ret = DSA_EXIT_IO;
-        free(sp);
+        if (o.as_json) {
+            char *js =
+                json_dumps(summary, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+            printf("%s\n", js);
+            free(js);
+        }
     }
+    if (sp && summary && dsa_gsm8k_summary_write(sp, summary) && !ret)
+        ret = DSA_EXIT_IO;
+    free(sp);
+    json_decref(old);
     json_decref(summary);
 
 cleanup:

@@ -108,7 +108,7 @@ static void on_progress(void *ud, const struct dsa_mrcr_eval_counts *c)
 static int run_inprocess(const char *dataset, const char *out, const struct dsa_mrcr_filter *filt,
                          const char *device, const char *kernels_so,
                          const struct dsa_strlist *variants, int topk, int max_query, uint64_t seed,
-                         bool force_new, json_t *command)
+                         bool force_new, bool as_json, bool quiet, json_t *command)
 {
     struct dsa_inproc_opts o;
     dsa_inproc_opts_init(&o);
@@ -153,9 +153,24 @@ static int run_inprocess(const char *dataset, const char *out, const struct dsa_
     o.bins_mask = filt->bins_mask;
     o.needles_mask = filt->needles_mask;
     o.force_new = force_new;
+    o.json = as_json;
+    o.quiet = quiet;
     o.command = command;
     o.interrupted = &dsa_interrupted;
     ret = dsa_inproc_mrcr_run(&o);
+    /* --json is honoured by every backend: the summary document of the run file */
+    if (as_json && (ret == DSA_EXIT_OK || ret == DSA_EXIT_FAIL || ret == DSA_EXIT_INTERRUPTED)) {
+        char *path = dsa_run_file_name(out, 1);
+        json_t *h = NULL, *recs = NULL;
+        if (dsa_run_load(path, &h, &recs) == 0) {
+            json_t *runs = json_pack("[o]", recs);
+            if (dsa_summary_print(runs, true, stdout) < 0 && ret == DSA_EXIT_OK)
+                ret = DSA_EXIT_DATA;
+            json_decref(runs);
+            json_decref(h);
+        }
+        free(path);
+    }
     free_paths(&paths);
     return ret;
 }
@@ -292,7 +307,7 @@ int cmd_mrcr(int argc, char **argv)
         }
         ret = run_inprocess(dataset ? dataset : DSA_SAMPLE_MRCR_DEFAULT, out, &eo.filter, device,
                             kernels_so, &variants, topk, max_query, seed_text ? (uint64_t)seed : 1,
-                            force_new, command);
+                            force_new, as_json, quiet, command);
         goto cleanup;
     }
     if (!dataset)
@@ -427,6 +442,11 @@ int cmd_mrcr(int argc, char **argv)
         char label[48];
         snprintf(label, sizeof label, "mrcr run %d/%d", ri, runs);
         size_t resumed = dsa_run_count(run);
+        size_t done = resumed < (size_t)total ? resumed : (size_t)total;
+        /* a rerun says what it found (README: "Run it again and it resumes") */
+        if (resumed)
+            dsa_notef("resuming: %zu of %zu samples already done in '%s'%s", done, (size_t)total,
+                      path, done == (size_t)total ? ": nothing left to do" : "");
         struct progress_ctx pc = {NULL, 0, 0, 0};
         if (!quiet)
             pc.p = dsa_progress_new(label, (size_t)total,

@@ -26,10 +26,28 @@ static double num(json_t *o, const char *k)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+/* one bin planned by samples: greedy runs that are identical, or one run */
+static void print_by_samples(json_t *b, double detect)
+{
+    bool identical = !strcmp(json_string_value(json_object_get(b, "why")), "identical runs");
+    printf(" %6.3f %9.3f  %s; MDE80 %.3f with these %lld samples", num(b, "mean"),
+           sqrt(num(b, "var_sample")),
+           identical ? "runs identical (greedy): more runs do not help" : "one run†",
+           num(b, "mde_n"), (long long)json_integer_value(json_object_get(b, "n")));
+    json_t *need = json_object_get(b, "samples_needed");
+    if (!isnan(detect) && json_is_integer(need))
+        printf(", %lld samples to detect %.3f", (long long)json_integer_value(need), detect);
+    else if (!isnan(detect))
+        printf(", no number of samples detects %.3f", detect);
+    printf("\n");
+}
+
 /*
  * Runs per side to detect a change of 0.020 (power 80%, two-sided 95%), from runs/main (3 runs)
  * bin         n  runs   mean  sample sd  noise sd  run sd  runs needed  MDE with 1 2 3 4 5 runs
  * ≤256K      94     3  0.612      0.110     0.080   0.021            5  0.045 0.032 ...
+ * ≤128K      90     3  0.700      0.120  runs identical (greedy): more runs do not help; MDE80 …
+ * ≤512K       0     3  n/a: all 40 samples are over the served context (excluded)
  */
 static void print_plan(json_t *doc, long max_runs)
 {
@@ -47,7 +65,7 @@ static void print_plan(json_t *doc, long max_runs)
     for (long k = 1; k <= max_runs; k++)
         printf(" %ld", k);
     printf(" run%s per side\n", max_runs == 1 ? "" : "s");
-    bool any_bound = false;
+    bool any_one = false, any_same = false;
     for (size_t k = 0; k < json_array_size(bins); k++) {
         json_t *b = json_array_get(bins, k);
         /* "≤" is 3 bytes wide and 1 column: pad by display width */
@@ -57,13 +75,19 @@ static void print_plan(json_t *doc, long max_runs)
                (long long)json_integer_value(json_object_get(b, "n")),
                (long long)json_integer_value(json_object_get(b, "runs")));
         if (isnan(num(b, "mean"))) {
-            printf("  n/a (fewer than 2 samples finished every run)\n");
+            printf("  n/a: %s\n", json_string_value(json_object_get(b, "no_figure")));
             continue;
         }
-        bool bound = json_is_true(json_object_get(b, "bound"));
-        any_bound |= bound;
-        printf(" %6.3f %9.3f %7.3f%s %6.3f", num(b, "mean"), sqrt(num(b, "var_sample")),
-               sqrt(num(b, "var_resid")), bound ? "*" : " ", sqrt(num(b, "var_run")));
+        const char *mode = json_string_value(json_object_get(b, "mode"));
+        if (!strcmp(mode, "samples")) {
+            bool same = !strcmp(json_string_value(json_object_get(b, "why")), "identical runs");
+            any_same |= same;
+            any_one |= !same;
+            print_by_samples(b, detect);
+            continue;
+        }
+        printf(" %6.3f %9.3f %7.3f  %6.3f", num(b, "mean"), sqrt(num(b, "var_sample")),
+               sqrt(num(b, "var_resid")), sqrt(num(b, "var_run")));
         json_t *need = json_object_get(b, "runs_needed");
         if (json_is_integer(need))
             printf(" %11lld ", (long long)json_integer_value(need));
@@ -74,9 +98,13 @@ static void print_plan(json_t *doc, long max_runs)
             printf(" %.3f", num(json_array_get(mde, q), "mde"));
         printf("\n");
     }
-    if (any_bound)
-        printf("* one run: the run-to-run noise cannot be estimated; the per-sample variance is "
-               "used as an upper bound, and the run shift is taken as 0\n");
+    if (any_same)
+        printf("runs identical (greedy decoding): a repeated run adds no information, only more "
+               "samples shrink the MDE; the figures assume a paired correlation of 0 (an upper "
+               "bound)\n");
+    if (any_one)
+        printf("† one run cannot show whether runs differ: planned as greedy, from the per-sample "
+               "variance; with sampling, give plan two or more runs\n");
     printf("A run-level permutation test needs at least 4 runs per side to reach p < 0.05.\n");
 }
 

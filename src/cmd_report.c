@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include "commands.h"
 #include "reports/report.h"
 #include "stats/compare.h"
+#include "util/buf.h"
 #include "util/exitcode.h"
 #include "util/msg.h"
 #include "util/opt.h"
@@ -19,6 +21,10 @@
 static const char *const usage[] = {
     "dsa-eval report BASELINE CANDIDATE [--format md|html|csv|json] [-o FILE]",
     "dsa-eval report CMP.json [--format ...]   (a document saved by 'compare --json')",
+    "dsa-eval report MRCR_BASE MRCR_CAND GSM8K_BASE GSM8K_CAND ... | CMP.json CMP2.json ...",
+    "",
+    "Several comparisons (pairs of run sets and saved documents, in any mix) make one md or",
+    "html document: one verdict line per comparison, then each one's tables.",
     NULL,
 };
 
@@ -51,6 +57,75 @@ static json_t *load_doc(const char *path)
     return doc;
 }
 
+/* A saved comparison document, told from a run set without parsing the whole file: a
+   regular file whose first non-blank bytes open an object with the key "dsa_eval_compare"
+   (compare --json writes it first). Run files and score files start with other keys. */
+static bool is_doc(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode))
+        return false;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    char head[256];
+    size_t n = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[n] = 0;
+    const char *p = head;
+    while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
+        p++;
+    if (*p++ != '{')
+        return false;
+    while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
+        p++;
+    return !strncmp(p, "\"dsa_eval_compare\"", 18);
+}
+
+/* The comparisons named by the arguments, in order: each a saved document, or a pair of
+   run sets (BASELINE CANDIDATE). Returns the count, or -1 after printing why. */
+static int load_all(int n, char **argv, const struct dsa_cmp_opts *o, const char *aa, json_t ***out,
+                    int *status)
+{
+    json_t **docs = dsa_xcalloc((size_t)n + 1, sizeof *docs);
+    int nd = 0;
+    *status = DSA_EXIT_OK;
+    for (int k = 0; k < n && !*status;) {
+        if (is_doc(argv[k]) || (n == 1 && k == 0)) {
+            docs[nd] = load_doc(argv[k++]);
+            *status = docs[nd] ? DSA_EXIT_OK : DSA_EXIT_DATA;
+        } else if (k + 1 < n && !is_doc(argv[k + 1])) {
+            *status = dsa_cmp_load_build(argv[k], argv[k + 1], aa, o, &docs[nd]);
+            k += 2;
+        } else {
+            dsa_errorf("'%s' has no CANDIDATE run set beside it (give run sets in pairs, "
+                       "BASELINE CANDIDATE)",
+                       argv[k]);
+            *status = DSA_EXIT_USAGE;
+        }
+        if (!*status)
+            nd++;
+    }
+    if (*status) {
+        for (int k = 0; k < nd; k++)
+            json_decref(docs[k]);
+        free(docs);
+        return -1;
+    }
+    *out = docs;
+    return nd;
+}
+
+static int render_all(const char *format, json_t **docs, int nd, FILE *out)
+{
+    const json_t *const *cd = (const json_t *const *)docs;
+    if (!strcmp(format, "md"))
+        return dsa_report_md_many(cd, (size_t)nd, out);
+    if (!strcmp(format, "html"))
+        return dsa_report_html_many(cd, (size_t)nd, out);
+    return !strcmp(format, "csv") ? dsa_report_csv(docs[0], out) : dsa_report_json(docs[0], out);
+}
+
 int cmd_report(int argc, char **argv)
 {
     const char *format = "md", *out_path = NULL;
@@ -64,31 +139,30 @@ int cmd_report(int argc, char **argv)
     int n = dsa_opt_parse(&argc, argv, opts, usage);
     if (n < 0)
         return dsa_opt_exit(n);
-    int (*render)(const json_t *, FILE *) = !strcmp(format, "md")     ? dsa_report_md
-                                            : !strcmp(format, "html") ? dsa_report_html
-                                            : !strcmp(format, "csv")  ? dsa_report_csv
-                                            : !strcmp(format, "json") ? dsa_report_json
-                                                                      : NULL;
-    if (!render) {
+    bool known = !strcmp(format, "md") || !strcmp(format, "html") || !strcmp(format, "csv") ||
+                 !strcmp(format, "json");
+    if (!known) {
         dsa_errorf("--format must be md, html, csv or json, not '%s'", format);
         return DSA_EXIT_USAGE;
     }
-    if (n != 1 && n != 2) {
+    if (n < 1) {
         dsa_errorf("report needs BASELINE and CANDIDATE run sets, or one comparison document");
         return DSA_EXIT_USAGE;
     }
     struct dsa_cmp_opts o;
     if (dsa_cmp_cli_apply(&cli, &o) < 0)
         return DSA_EXIT_USAGE;
-    json_t *doc = NULL;
-    if (n == 1) {
-        doc = load_doc(argv[0]);
-        if (!doc)
-            return DSA_EXIT_DATA;
-    } else {
-        int ret = dsa_cmp_load_build(argv[0], argv[1], cli.baseline_aa, &o, &doc);
-        if (ret)
-            return ret;
+    json_t **docs = NULL;
+    int status, nd = load_all(n, argv, &o, cli.baseline_aa, &docs, &status);
+    if (nd < 0)
+        return status;
+    if (nd > 1 && (!strcmp(format, "csv") || !strcmp(format, "json"))) {
+        dsa_errorf("--format %s takes one comparison (got %d): use md or html for several", format,
+                   nd);
+        for (int k = 0; k < nd; k++)
+            json_decref(docs[k]);
+        free(docs);
+        return DSA_EXIT_USAGE;
     }
     int ret = DSA_EXIT_OK;
     if (out_path) {
@@ -97,15 +171,17 @@ int cmd_report(int argc, char **argv)
             dsa_errorf("cannot open '%s' for writing: %s", out_path, strerror(errno));
             ret = DSA_EXIT_IO;
         } else {
-            int w = render(doc, f);
+            int w = render_all(format, docs, nd, f);
             if (fclose(f) || w) {
                 dsa_errorf("cannot write '%s': %s", out_path, strerror(errno));
                 ret = DSA_EXIT_IO;
             }
         }
-    } else if (render(doc, stdout) < 0) {
+    } else if (render_all(format, docs, nd, stdout) < 0) {
         ret = DSA_EXIT_IO; /* main.c reports the failed write */
     }
-    json_decref(doc);
+    for (int k = 0; k < nd; k++)
+        json_decref(docs[k]);
+    free(docs);
     return ret;
 }

@@ -7,10 +7,13 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "util/exitcode.h"
+#include "util/fs.h"
 #include "util/msg.h"
+#include "util/opt.h"
 
 volatile int dsa_interrupted;
 
@@ -37,6 +40,16 @@ static void on_signal(int sig)
 {
     (void)sig;
     dsa_interrupted = 1;
+}
+
+/* As git does (check_pipe()): a reader that stopped reading is not an error to report; die
+   of the SIGPIPE that was ignored while writing, so the shell sees status 141 and says
+   nothing. Run files were flushed record by record: nothing written is lost. */
+static void quiet_pipe_exit(void)
+{
+    signal(SIGPIPE, SIG_DFL);
+    raise(SIGPIPE);
+    _exit(128 + SIGPIPE); /* not reached unless SIGPIPE is blocked */
 }
 
 static void print_help(FILE *out)
@@ -73,6 +86,8 @@ static int run_command(const struct dsa_command *c, int argc, char **argv)
 
     /* one place checks that everything reached stdout (git's run_builtin) */
     if (fflush(stdout) || ferror(stdout)) {
+        if (dsa_fd_reader_gone(STDOUT_FILENO))
+            quiet_pipe_exit();
         /* a command that failed has said why in its one line; a second line would repeat it */
         if (ret == DSA_EXIT_OK)
             dsa_errorf("cannot write to standard output: %s", strerror(errno ? errno : EIO));
@@ -101,6 +116,8 @@ int main(int argc, char **argv)
         }
         print_help(stdout);
         if (fflush(stdout) || ferror(stdout)) {
+            if (dsa_fd_reader_gone(STDOUT_FILENO))
+                quiet_pipe_exit();
             dsa_errorf("cannot write to standard output: %s", strerror(errno ? errno : EIO));
             return DSA_EXIT_IO;
         }
@@ -108,7 +125,15 @@ int main(int argc, char **argv)
     }
     const struct dsa_command *c = find_command(name);
     if (!c) {
-        dsa_errorf("'%s' is not a dsa-eval command (see 'dsa-eval --help')", name);
+        const char *names[32];
+        size_t n = 0;
+        for (const struct dsa_command *k = dsa_commands; k->name && n < 32; k++)
+            names[n++] = k->name;
+        const char *pick = dsa_did_you_mean(name, names, n);
+        if (pick)
+            dsa_errorf("'%s' is not a dsa-eval command; did you mean '%s'?", name, pick);
+        else
+            dsa_errorf("'%s' is not a dsa-eval command (see 'dsa-eval --help')", name);
         return DSA_EXIT_USAGE;
     }
     return run_command(c, argc - 1, argv + 1);

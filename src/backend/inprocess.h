@@ -45,6 +45,8 @@ struct dsa_inproc_opts {
     unsigned bins_mask;    /* 0 = all */
     unsigned needles_mask; /* 0 = all */
     bool force_new;
+    bool json;                 /* the caller prints the summary as JSON: no text table on stdout */
+    bool quiet;                /* no progress meter (-q) */
     json_t *command;           /* the command line as dsa_run_command_json() made it (borrowed), for
                                   the run header; NULL = none */
     volatile int *interrupted; /* set by SIGINT/SIGTERM (commands.h), or NULL */

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 
 #include "stats/compare.h"
@@ -20,6 +22,7 @@
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
+#include "util/fmt.h"
 #include "util/msg.h"
 #include "util/opt.h"
 
@@ -606,6 +609,42 @@ static void job_release(struct bin_job *j)
     free(j->stratum);
 }
 
+/*
+ * The CI of one side's mean, for the plots and the CSV: Wilson's score interval when every
+ * per-sample value is 0 or 1 (a normal interval of a proportion near 0 or 1 leaves [0, 1]);
+ * else the normal interval, clipped to [0, 1] when every value lies there (MRCR scores,
+ * recall). null for n < 2.
+ */
+static json_t *mean_ci(const double *x, size_t n, double confidence)
+{
+    if (n < 2)
+        return json_null();
+    bool binary = true, unit = true;
+    double sum = 0;
+    for (size_t k = 0; k < n; k++) {
+        binary &= x[k] == 0 || x[k] == 1;
+        unit &= x[k] >= 0 && x[k] <= 1;
+        sum += x[k];
+    }
+    double z = gsl_cdf_ugaussian_Pinv(0.5 + confidence / 2), nn = (double)n, mu = sum / nn;
+    double lo, hi;
+    if (binary) {
+        double den = 1 + z * z / nn, centre = (mu + z * z / (2 * nn)) / den;
+        double half = z / den * sqrt(mu * (1 - mu) / nn + z * z / (4 * nn * nn));
+        lo = centre - half;
+        hi = centre + half;
+    } else {
+        double se = gsl_stats_sd(x, 1, n) / sqrt(nn);
+        lo = mu - z * se;
+        hi = mu + z * se;
+    }
+    if (unit) {
+        lo = lo < 0 ? 0 : lo;
+        hi = hi > 1 ? 1 : hi;
+    }
+    return jci(lo, hi);
+}
+
 /* the bin's JSON object (statistics part) */
 static json_t *job_json(const struct bin_job *j)
 {
@@ -644,6 +683,8 @@ static json_t *job_json(const struct bin_job *j)
                         jreal(m >= 2 ? gsl_stats_sd(bm, 1, m) / sqrt((double)m) : NAN));
     json_object_set_new(o, "cand_se",
                         jreal(m >= 2 ? gsl_stats_sd(cm, 1, m) / sqrt((double)m) : NAN));
+    json_object_set_new(o, "base_ci", mean_ci(bm, m, j->cfg->confidence));
+    json_object_set_new(o, "cand_ci", mean_ci(cm, m, j->cfg->confidence));
     free(bm);
     free(cm);
     json_object_set_new(o, "small_n", json_boolean(r.small_n));
@@ -853,6 +894,8 @@ static json_t *side_json(const struct dsa_cmp_side *s, const char *label)
     return json_pack("{s:s,s:s,s:o}", "label", label, "path", s->path, "runs", runs);
 }
 
+static void add_verdicts(json_t *doc, double tolerance);
+
 static const char *side_eval(const struct dsa_cmp_side *s)
 {
     for (size_t q = 0; q < s->n_runs; q++) {
@@ -997,6 +1040,18 @@ json_t *dsa_cmp_build(const struct dsa_cmp_side *base, const struct dsa_cmp_side
     if (fn != dsa_cmp_identity_builtin || !ev || !strcmp(ev, "gsm8k"))
         ident = fn(base, cand);
     json_object_set_new(doc, "identity", ident ? ident : json_null());
+    json_t *al = dsa_cmp_acceptance(base, cand, cfg);
+    json_object_set_new(doc, "acceptance", al ? al : json_null());
+    if (al && !isnan(opts->fail_if_al_drops)) {
+        /* the drop is relative: the ratio's CI (or, from counters, the ratio) below 1 - X */
+        json_t *rci = json_object_get(al, "ratio_ci");
+        double top = json_is_array(rci) ? json_real_value(json_array_get(rci, 1))
+                                        : json_real_value(json_object_get(al, "ratio"));
+        json_object_set_new(doc, "fail_if_al_drops",
+                            json_pack("{s:f,s:b}", "threshold", opts->fail_if_al_drops, "dropped",
+                                      top < 1 - opts->fail_if_al_drops));
+    }
+    add_verdicts(doc, opts->fail_if_worse);
 
     if (!isnan(opts->fail_if_worse)) {
         json_t *worse = json_array();
@@ -1018,6 +1073,228 @@ json_t *dsa_cmp_build(const struct dsa_cmp_side *base, const struct dsa_cmp_side
         side_data_release(&sa);
     universe_release(&u);
     return doc;
+}
+
+/* ---- verdicts ---------------------------------------------------------------------------- */
+
+/* n below which a CI that covers zero says too little to call "no change" (docs/compare.md
+   "Verdicts"); the same n the outputs mark "small n" */
+#define VERDICT_SMALL_N 30
+
+static bool ci_pair(json_t *ci, double *lo, double *hi)
+{
+    if (!json_is_array(ci) || json_array_size(ci) != 2 || !json_is_number(json_array_get(ci, 0)))
+        return false;
+    *lo = json_number_value(json_array_get(ci, 0));
+    *hi = json_number_value(json_array_get(ci, 1));
+    return true;
+}
+
+static double jnum(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/*
+ * One bin's verdict from its CI and MDE80 (the rule of docs/compare.md "Verdicts"):
+ *   identical (every paired difference 0)                 -> no change detected (identical)
+ *   n = 0                                                  -> inconclusive (no paired samples)
+ *   no CI (n < 2)                                          -> inconclusive (n too small)
+ *   runs disagree: the two-level CI is the interval that counts
+ *   CI wholly below 0 / above 0                            -> worse / better
+ *   CI covers 0 and the runs disagree                      -> inconclusive (runs disagree)
+ *   CI covers 0, n < 30, or MDE80 above --fail-if-worse X  -> inconclusive (n too small)
+ *   CI covers 0 otherwise                                  -> no change detected (MDE80 m)
+ */
+json_t *dsa_cmp_bin_verdict(json_t *bin, double tolerance)
+{
+    double lo, hi, d = jnum(bin, "diff"), mde = jnum(bin, "mde80");
+    long n = (long)json_integer_value(json_object_get(bin, "n"));
+    bool has_ci = ci_pair(json_object_get(bin, "ci"), &lo, &hi);
+    bool disagree = json_is_true(json_object_get(json_object_get(bin, "run_effect"), "disagree"));
+    const char *word, *reason = NULL, *interval = "bootstrap";
+    struct dsa_buf text = DSA_BUF_INIT;
+    if (has_ci && json_is_true(json_object_get(bin, "degenerate")) && d == 0) {
+        word = "no change detected";
+        reason = "identical";
+        dsa_buf_adds(&text, "no change detected (identical)");
+        goto done;
+    }
+    if (disagree && ci_pair(json_object_get(json_object_get(bin, "two_level"), "ci"), &lo, &hi))
+        interval = "two-level";
+    if (n == 0) {
+        word = "inconclusive";
+        reason = "no paired samples"; /* all over the served context, failed or unpaired */
+    } else if (!has_ci || n < 2) {
+        word = "inconclusive";
+        reason = "n too small";
+    } else if (hi < 0 || lo > 0) {
+        word = hi < 0 ? "worse" : "better";
+    } else if (disagree) {
+        word = "inconclusive";
+        reason = "runs disagree";
+    } else if (n < VERDICT_SMALL_N || (!isnan(tolerance) && mde > tolerance)) {
+        word = "inconclusive";
+        reason = "n too small";
+    } else {
+        word = "no change detected";
+    }
+    dsa_buf_adds(&text, word);
+    if (reason)
+        dsa_buf_addf(&text, " (%s)", reason);
+    else if (!strcmp(word, "no change detected")) {
+        dsa_buf_adds(&text, " (MDE80 ");
+        dsa_fmt_sig(&text, mde, 3);
+        dsa_buf_adds(&text, ")");
+    }
+done:;
+    json_t *v = json_pack("{s:s,s:o,s:s,s:s}", "verdict", word, "reason",
+                          reason ? json_string(reason) : json_null(), "interval", interval, "text",
+                          text.data);
+    dsa_buf_release(&text);
+    return v;
+}
+
+/* "≤8K, ≤16K" of the bins whose verdict is `word` and, when not NULL, reason `reason`; "all"
+   is named only when it is the only bin (the overall clause speaks for it otherwise) */
+static size_t bins_with(json_t *bins, const char *word, const char *reason, struct dsa_buf *out)
+{
+    size_t c = 0, nb = json_array_size(bins);
+    for (size_t k = 0; k < (nb > 1 ? nb - 1 : nb); k++) {
+        json_t *b = json_array_get(bins, k), *v = json_object_get(b, "verdict");
+        const char *r = json_string_value(json_object_get(v, "reason"));
+        if (strcmp(json_string_value(json_object_get(v, "verdict")), word) ||
+            (reason && (!r || strcmp(r, reason))))
+            continue;
+        dsa_buf_addf(out, "%s%s", c++ ? ", " : "", json_string_value(json_object_get(b, "bin")));
+    }
+    return c;
+}
+
+/* "≤8K, ≤16K (runs disagree) and ≤32K (n too small)" */
+static size_t inconclusive_bins(json_t *bins, struct dsa_buf *out)
+{
+    static const char *const reasons[] = {"runs disagree", "n too small", "no paired samples"};
+    size_t total = 0;
+    for (int r = 0; r < 3; r++) {
+        struct dsa_buf one = DSA_BUF_INIT;
+        size_t c = bins_with(bins, "inconclusive", reasons[r], &one);
+        if (c)
+            dsa_buf_addf(out, "%s%s (%s)", total ? " and " : "", one.data, reasons[r]);
+        total += c;
+        dsa_buf_release(&one);
+    }
+    return total;
+}
+
+/* the bin with the largest MDE80 among the "no change detected" ones (NULL if none) */
+static json_t *largest_mde(json_t *bins)
+{
+    json_t *best = NULL;
+    for (size_t k = 0; k < json_array_size(bins); k++) {
+        json_t *b = json_array_get(bins, k);
+        const char *w =
+            json_string_value(json_object_get(json_object_get(b, "verdict"), "verdict"));
+        if (strcmp(w, "no change detected") || isnan(jnum(b, "mde80")))
+            continue;
+        if (!best || jnum(b, "mde80") > jnum(best, "mde80"))
+            best = b;
+    }
+    return best;
+}
+
+static const char *verdict_word(json_t *bin)
+{
+    return json_string_value(json_object_get(json_object_get(bin, "verdict"), "verdict"));
+}
+
+/* "; no change detected elsewhere (largest MDE80 0.044 at ≤256K)" */
+static void add_mde_clause(struct dsa_buf *t, json_t *big, const char *lead)
+{
+    dsa_buf_addf(t, "%s (largest MDE80 ", lead);
+    dsa_fmt_sig(t, jnum(big, "mde80"), 3);
+    dsa_buf_addf(t, " at %s)", json_string_value(json_object_get(big, "bin")));
+}
+
+/* " (all -0.075 [-0.089, -0.060])" */
+static void add_all_clause(struct dsa_buf *t, json_t *all)
+{
+    double lo, hi, d = jnum(all, "diff");
+    if (!ci_pair(json_object_get(all, "ci"), &lo, &hi))
+        return;
+    dsa_buf_adds(t, " (all ");
+    dsa_fmt_diff_ci(t, d, true, lo, hi, dsa_fmt_diff_decimals(d, lo, hi));
+    dsa_buf_adds(t, ")");
+}
+
+/*
+ * The summary over bins, "all" judged beside them:
+ *   worse in ≤8K, ≤16K (all -0.075 [-0.089, -0.060])          any bin worse (or better)
+ *   worse over all bins pooled (all …)                         only "all" worse
+ *   inconclusive in ≤8K, ≤16K (runs disagree); no change detected elsewhere (largest …)
+ *   no change detected in any bin (largest MDE80 0.044 at ≤256K)
+ * One-bin comparisons (GSM8K) take the bin's own text.
+ */
+json_t *dsa_cmp_overall_verdict(json_t *bins)
+{
+    struct dsa_buf t = DSA_BUF_INIT, w = DSA_BUF_INIT, bt = DSA_BUF_INIT, inc = DSA_BUF_INIT;
+    size_t nb = json_array_size(bins);
+    size_t nw = bins_with(bins, "worse", NULL, &w), nbt = bins_with(bins, "better", NULL, &bt);
+    size_t ni = inconclusive_bins(bins, &inc);
+    json_t *all = json_array_get(bins, nb - 1), *big = largest_mde(bins);
+    const char *word, *aw = verdict_word(all);
+    json_t *av = json_object_get(all, "verdict");
+    if (nb == 1) {
+        word = aw;
+        dsa_buf_adds(&t, json_string_value(json_object_get(av, "text")));
+    } else if (nw || nbt || !strcmp(aw, "worse") || !strcmp(aw, "better")) {
+        word = nw && nbt ? "mixed" : nw ? "worse" : nbt ? "better" : aw;
+        if (nw)
+            dsa_buf_addf(&t, "worse in %s", w.data);
+        if (nbt)
+            dsa_buf_addf(&t, "%sbetter in %s", nw ? "; " : "", bt.data);
+        if (!nw && !nbt)
+            dsa_buf_addf(&t, "%s over all bins pooled", aw);
+        add_all_clause(&t, all);
+    } else if (ni || strcmp(aw, "no change detected")) {
+        word = "inconclusive";
+        if (ni)
+            dsa_buf_addf(&t, "inconclusive in %s", inc.data);
+        else
+            dsa_buf_addf(&t, "inconclusive over all bins pooled (%s)",
+                         json_string_value(json_object_get(av, "reason")));
+        if (ni && !strcmp(aw, "no change detected") && ni == nb - 1) {
+            dsa_buf_adds(&t, "; no change detected over all bins pooled (MDE80 ");
+            dsa_fmt_sig(&t, jnum(all, "mde80"), 3);
+            dsa_buf_adds(&t, ")");
+        } else if (ni && big) {
+            add_mde_clause(&t, big, "; no change detected elsewhere");
+        }
+    } else {
+        word = "no change detected";
+        if (big)
+            add_mde_clause(&t, big, "no change detected in any bin");
+        else
+            dsa_buf_adds(&t, "no change detected in any bin (identical)");
+    }
+    json_t *v = json_pack("{s:s,s:s}", "verdict", word, "text", t.data);
+    dsa_buf_release(&t);
+    dsa_buf_release(&w);
+    dsa_buf_release(&bt);
+    dsa_buf_release(&inc);
+    return v;
+}
+
+static void add_verdicts(json_t *doc, double tolerance)
+{
+    json_t *bins = json_object_get(doc, "bins");
+    for (size_t k = 0; k < json_array_size(bins); k++) {
+        json_t *b = json_array_get(bins, k);
+        json_object_set_new(b, "verdict", dsa_cmp_bin_verdict(b, tolerance));
+    }
+    if (json_array_size(bins))
+        json_object_set_new(doc, "verdict", dsa_cmp_overall_verdict(bins));
 }
 
 int dsa_cmp_load_build(const char *base_path, const char *cand_path, const char *aa_path,
@@ -1065,6 +1342,7 @@ int dsa_cmp_cli_apply(const struct dsa_cmp_cli *c, struct dsa_cmp_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->fail_if_worse = NAN;
+    o->fail_if_al_drops = NAN;
     o->label_base = c->label_base;
     o->label_cand = c->label_cand;
     o->boot.resamples = c->resamples;
@@ -1104,6 +1382,62 @@ static bool bin_matches(const struct bin_info *b, const char *want)
     return k > 0 && k == b->key;
 }
 
+/* every sample has the same score in every run (greedy decoding): repeating runs adds nothing */
+static bool runs_identical(const double *y, size_t n, size_t R)
+{
+    for (size_t r = 1; r < R; r++)
+        for (size_t i = 0; i < n; i++)
+            if (y[r * n + i] != y[i])
+                return false;
+    return R > 1;
+}
+
+/* an integer count, or null when unreachable (infinite, or too large to convert: absurd
+   scores make it 1e219); the _exact real is kept beside it */
+static json_t *plan_count(double need)
+{
+    return isfinite(need) && need <= 0x1p53 ? json_integer((json_int_t)(need <= 1 ? 1 : ceil(need)))
+                                            : json_null();
+}
+
+/*
+ * Planning by samples, for identical runs (greedy) and for one run (which cannot show whether
+ * runs differ): the variance of a future paired difference per sample is at most twice the
+ * per-sample variance (paired correlation >= 0), so with n samples MDE = z·√(2·var/n), and a
+ * change delta needs z²·2·var/delta² samples, whatever the number of runs.
+ */
+static void plan_by_samples(json_t *o, const struct dsa_var_components *vc, bool identical,
+                            double detect, double confidence, double power)
+{
+    double var_d = 2 * vc->var_sample;
+    json_object_set_new(o, "mode", json_string("samples"));
+    json_object_set_new(o, "why", json_string(identical ? "identical runs" : "one run"));
+    json_object_set_new(
+        o, "mde_n", jreal(sqrt(dsa_stats_power_n(var_d, 1, confidence, power) / (double)vc->n)));
+    if (!isnan(detect)) {
+        double need = dsa_stats_power_n(var_d, detect, confidence, power);
+        json_object_set_new(o, "samples_needed_exact", jreal(need));
+        json_object_set_new(o, "samples_needed", plan_count(need));
+    }
+}
+
+static void plan_by_runs(json_t *o, const struct dsa_var_components *vc, double detect,
+                         long max_runs, double confidence, double power)
+{
+    json_object_set_new(o, "mode", json_string("runs"));
+    if (!isnan(detect)) {
+        double need = dsa_stats_plan_runs(vc, detect, confidence, power);
+        json_object_set_new(o, "runs_needed_exact", jreal(need));
+        json_object_set_new(o, "runs_needed", plan_count(need));
+    }
+    json_t *mde = json_array();
+    for (long k = 1; k <= max_runs; k++)
+        json_array_append_new(
+            mde, json_pack("{s:I,s:o}", "runs", (json_int_t)k, "mde",
+                           jreal(dsa_stats_plan_mde(vc, (double)k, confidence, power))));
+    json_object_set_new(o, "mde", mde);
+}
+
 static json_t *plan_bin(const struct side_data *sd, size_t n, const size_t *ks, size_t m,
                         const char *label, double detect, long max_runs, double confidence,
                         double power)
@@ -1113,15 +1447,18 @@ static json_t *plan_bin(const struct side_data *sd, size_t n, const size_t *ks, 
     for (size_t q = 0; q < sd->R; q++) {
         bool any = false;
         for (size_t j = 0; j < m && !any; j++)
-            any = sd->state[q * n + ks[j]] == ST_OK;
+            any = sd->state[q * n + ks[j]] != ST_MISSING;
         if (any)
             runs[R++] = q;
     }
-    size_t *keep = dsa_xmalloc((m + 1) * sizeof *keep), nk = 0;
+    size_t *keep = dsa_xmalloc((m + 1) * sizeof *keep), nk = 0, n_excl = 0;
     for (size_t j = 0; j < m; j++) {
-        bool all = R > 0;
-        for (size_t q = 0; q < R && all; q++)
-            all = sd->state[runs[q] * n + ks[j]] == ST_OK;
+        bool all = R > 0, excl = false;
+        for (size_t q = 0; q < R; q++) {
+            all &= sd->state[runs[q] * n + ks[j]] == ST_OK;
+            excl |= sd->state[runs[q] * n + ks[j]] == ST_EXCLUDED;
+        }
+        n_excl += excl;
         if (all)
             keep[nk++] = ks[j];
     }
@@ -1131,29 +1468,33 @@ static json_t *plan_bin(const struct side_data *sd, size_t n, const size_t *ks, 
             y[q * nk + j] = sd->score[runs[q] * n + keep[j]];
     struct dsa_var_components vc;
     json_t *o =
-        json_pack("{s:s,s:I,s:I}", "bin", label, "n", (json_int_t)nk, "runs", (json_int_t)R);
+        json_pack("{s:s,s:I,s:I,s:I,s:I}", "bin", label, "n", (json_int_t)nk, "runs", (json_int_t)R,
+                  "n_samples", (json_int_t)m, "n_excluded", (json_int_t)n_excl);
     if (dsa_stats_var_components(y, nk, R, &vc) == 0) {
+        bool identical = runs_identical(y, nk, R);
         json_object_set_new(o, "mean", jreal(vc.mean));
         json_object_set_new(o, "var_sample", jreal(vc.var_sample));
         json_object_set_new(o, "var_resid", jreal(vc.var_resid));
         json_object_set_new(o, "var_run", jreal(vc.var_run));
         json_object_set_new(o, "bound", json_boolean(vc.bound));
-        if (!isnan(detect)) {
-            double need = dsa_stats_plan_runs(&vc, detect, confidence, power);
-            json_object_set_new(o, "runs_needed_exact", jreal(need));
-            /* null when unreachable: infinite, or so large (absurd scores can make it 1e219)
-               that converting it to an integer would be undefined; runs_needed_exact keeps it */
-            json_object_set_new(o, "runs_needed",
-                                isfinite(need) && need <= 0x1p53
-                                    ? json_integer((json_int_t)(need <= 1 ? 1 : ceil(need)))
-                                    : json_null());
-        }
-        json_t *mde = json_array();
-        for (long k = 1; k <= max_runs; k++)
-            json_array_append_new(
-                mde, json_pack("{s:I,s:o}", "runs", (json_int_t)k, "mde",
-                               jreal(dsa_stats_plan_mde(&vc, (double)k, confidence, power))));
-        json_object_set_new(o, "mde", mde);
+        json_object_set_new(o, "identical_runs", json_boolean(identical));
+        if (identical || R == 1)
+            plan_by_samples(o, &vc, identical, detect, confidence, power);
+        else
+            plan_by_runs(o, &vc, detect, max_runs, confidence, power);
+    } else {
+        /* no figure: say why (the README's 256K bin served over its context) */
+        struct dsa_buf why = DSA_BUF_INIT;
+        if (m && n_excl == m)
+            dsa_buf_addf(&why, "all %zu samples are over the served context (excluded)", m);
+        else if (n_excl)
+            dsa_buf_addf(&why,
+                         "%zu of %zu samples finished every run (%zu over the served context)", nk,
+                         m, n_excl);
+        else
+            dsa_buf_addf(&why, "%zu of %zu samples finished every run", nk, m);
+        json_object_set_new(o, "no_figure", json_string(why.data));
+        dsa_buf_release(&why);
     }
     free(y);
     free(keep);
@@ -1219,6 +1560,151 @@ static bool header_al(const struct dsa_cmp_side *s, double *al)
         }
     }
     return false;
+}
+
+/* ---- acceptance length ------------------------------------------------------------------ */
+
+/*
+ * One response's speculative-decoding counts, from what the server gave per request: vLLM's
+ * metrics.speculative_decoding (num_spec_steps, num_accepted_draft_tokens; recorded as
+ * "spec"), SGLang's meta_info (spec_verify_ct, spec_num_correct_drafts or its older name
+ * spec_accepted_drafts; recorded as "spec"). llama-server's timings carry draft tokens but
+ * not the number of drafts, so they give no acceptance length. Returns false without both.
+ */
+static bool spec_counts(json_t *rec, double *drafts, double *accepted)
+{
+    json_t *s = json_object_get(rec, "spec");
+    static const char *const pairs[][3] = {
+        {"num_spec_steps", "num_accepted_draft_tokens", NULL},
+        {"spec_verify_ct", "spec_num_correct_drafts", "spec_accepted_drafts"},
+    };
+    for (int k = 0; k < 2; k++) {
+        json_t *d = json_object_get(s, pairs[k][0]), *a = json_object_get(s, pairs[k][1]);
+        if (!json_is_number(a) && pairs[k][2])
+            a = json_object_get(s, pairs[k][2]);
+        if (json_is_number(d) && json_is_number(a)) {
+            *drafts = json_number_value(d);
+            *accepted = json_number_value(a);
+            return *drafts >= 0 && *accepted >= 0;
+        }
+    }
+    return false;
+}
+
+/* per id of a side's first run: [drafts, accepted] of the responses that carry them */
+static json_t *side_spec(const struct dsa_cmp_side *s)
+{
+    json_t *by = json_object();
+    json_t *recs = s->n_runs ? s->runs[0].records : NULL;
+    for (size_t k = 0; k < json_array_size(recs); k++) {
+        json_t *r = json_array_get(recs, k);
+        double d, a;
+        if (spec_counts(r, &d, &a))
+            json_object_set_new(by, json_string_value(json_object_get(r, "id")),
+                                json_pack("[ff]", d, a));
+    }
+    return by;
+}
+
+struct al_pairs {
+    size_t n;
+    double *db, *ab, *dc, *ac; /* drafts and accepted per paired request, each side */
+};
+
+/* 1 + Σaccepted/Σdrafts over the drawn requests: the ratio estimator that the server's
+   counters give for the whole run, so the point estimate equals the counter deltas */
+static double al_of(const double *d, const double *a, const size_t *idx, size_t n)
+{
+    double sd = 0, sa = 0;
+    for (size_t j = 0; j < n; j++) {
+        sd += d[idx ? idx[j] : j];
+        sa += a[idx ? idx[j] : j];
+    }
+    return sd > 0 ? 1 + sa / sd : NAN;
+}
+
+/* the paired percentile bootstrap of AL_cand - AL_base and AL_cand / AL_base (and of each
+   side's AL) over requests, one stream "main..cand/acceptance_length" */
+static json_t *al_bootstrap(const struct al_pairs *p, const struct dsa_boot_cfg *cfg)
+{
+    size_t B = (size_t)cfg->resamples, n = p->n;
+    double *rep[4];
+    for (int k = 0; k < 4; k++)
+        rep[k] = dsa_xmalloc(B * sizeof *rep[k]);
+    size_t *idx = dsa_xmalloc(n * sizeof *idx), ok = 0;
+    gsl_rng *r = dsa_stats_rng_new(
+        cfg->rng, dsa_stats_stream_seed(cfg->seed, "main..cand/acceptance_length"));
+    for (size_t b = 0; b < B; b++) {
+        for (size_t j = 0; j < n; j++)
+            idx[j] = (size_t)gsl_rng_uniform_int(r, n);
+        double x = al_of(p->db, p->ab, idx, n), y = al_of(p->dc, p->ac, idx, n);
+        if (isnan(x) || isnan(y))
+            continue; /* a draw without drafts on a side: no AL to compare */
+        rep[0][ok] = y - x;
+        rep[1][ok] = y / x;
+        rep[2][ok] = x;
+        rep[3][ok++] = y;
+    }
+    gsl_rng_free(r);
+    double lo[4] = {NAN, NAN, NAN, NAN}, hi[4] = {NAN, NAN, NAN, NAN};
+    for (int k = 0; k < 4 && ok >= 2; k++) {
+        gsl_sort(rep[k], 1, ok);
+        dsa_stats_ci_percentile(rep[k], ok, cfg->confidence, &lo[k], &hi[k]);
+    }
+    for (int k = 0; k < 4; k++)
+        free(rep[k]);
+    free(idx);
+    return json_pack("{s:o,s:o,s:o,s:o}", "diff_ci", jci(lo[0], hi[0]), "ratio_ci",
+                     jci(lo[1], hi[1]), "base_ci", jci(lo[2], hi[2]), "cand_ci", jci(lo[3], hi[3]));
+}
+
+/*
+ * Acceptance length of both sides with statistics (docs/compare.md "Acceptance length"):
+ * from per-request draft/accepted counts when both sides' first runs carry them for the
+ * same requests (paired by id): AL = 1 + Σaccepted/Σdrafts per side, the difference and
+ * ratio cand/base with paired bootstrap CIs; else from the run headers' counter deltas
+ * ("source": "counters", no CI). NULL when neither side has an acceptance length.
+ */
+json_t *dsa_cmp_acceptance(const struct dsa_cmp_side *base, const struct dsa_cmp_side *cand,
+                           const struct dsa_boot_cfg *cfg)
+{
+    json_t *sb = side_spec(base), *sc = side_spec(cand), *out = NULL;
+    struct al_pairs p = {0};
+    size_t cap = json_object_size(sb) + 1;
+    p.db = dsa_xmalloc(cap * sizeof(double));
+    p.ab = dsa_xmalloc(cap * sizeof(double));
+    p.dc = dsa_xmalloc(cap * sizeof(double));
+    p.ac = dsa_xmalloc(cap * sizeof(double));
+    /* requests in the baseline's file order, paired by id */
+    json_t *recs = base->n_runs ? base->runs[0].records : NULL;
+    for (size_t k = 0; k < json_array_size(recs); k++) {
+        const char *id = json_string_value(json_object_get(json_array_get(recs, k), "id"));
+        json_t *x = json_object_get(sb, id), *y = json_object_get(sc, id);
+        if (!x || !y)
+            continue;
+        p.db[p.n] = json_real_value(json_array_get(x, 0));
+        p.ab[p.n] = json_real_value(json_array_get(x, 1));
+        p.dc[p.n] = json_real_value(json_array_get(y, 0));
+        p.ac[p.n++] = json_real_value(json_array_get(y, 1));
+    }
+    double alb = al_of(p.db, p.ab, NULL, p.n), alc = al_of(p.dc, p.ac, NULL, p.n);
+    if (p.n >= 2 && !isnan(alb) && !isnan(alc)) {
+        out = json_pack("{s:s,s:I,s:f,s:f,s:f,s:f}", "source", "per-request", "n", (json_int_t)p.n,
+                        "base", alb, "cand", alc, "diff", alc - alb, "ratio", alc / alb);
+        json_t *ci = al_bootstrap(&p, cfg);
+        json_object_update(out, ci);
+        json_decref(ci);
+    } else if (header_al(base, &alb) && header_al(cand, &alc)) {
+        out = json_pack("{s:s,s:n,s:f,s:f,s:f,s:f,s:n,s:n}", "source", "counters", "n", "base", alb,
+                        "cand", alc, "diff", alc - alb, "ratio", alc / alb, "diff_ci", "ratio_ci");
+    }
+    free(p.db);
+    free(p.ab);
+    free(p.dc);
+    free(p.ac);
+    json_decref(sb);
+    json_decref(sc);
+    return out;
 }
 
 /* the record's output text: "output" (run files), else "text" (the name `grade gsm8k` reads) */

@@ -45,8 +45,9 @@ struct dsa_cmp_opts {
     struct dsa_boot_cfg boot;
     const char *label_base; /* display labels (reports); never part of a stream seed */
     const char *label_cand;
-    double fail_if_worse; /* NAN = off; else flag bins whose CI lies wholly below -x */
-    int threads;          /* bins computed in parallel; results never depend on it */
+    double fail_if_worse;    /* NAN = off; else flag bins whose CI lies wholly below -x */
+    int threads;             /* bins computed in parallel; results never depend on it */
+    double fail_if_al_drops; /* NAN = off; else flag an acceptance-length ratio CI below 1 - x */
 };
 
 /*
@@ -69,6 +70,23 @@ json_t *dsa_cmp_identity_builtin(const struct dsa_cmp_side *base, const struct d
    NULL. Returns NULL with one line printed on inconsistent input (a sample in two bins). */
 json_t *dsa_cmp_build(const struct dsa_cmp_side *base, const struct dsa_cmp_side *cand,
                       const struct dsa_cmp_side *aa, const struct dsa_cmp_opts *opts);
+
+/* Acceptance length of both sides (docs/compare.md "Acceptance length"): per-request counts
+   paired by id with bootstrap CIs of the difference and the ratio, else the headers' counter
+   deltas without CIs. Returns {"source": "per-request"|"counters", "n", "base", "cand",
+   "diff", "ratio", "diff_ci", "ratio_ci", "base_ci"?, "cand_ci"?} or NULL (new reference). */
+json_t *dsa_cmp_acceptance(const struct dsa_cmp_side *base, const struct dsa_cmp_side *cand,
+                           const struct dsa_boot_cfg *cfg);
+
+/* Verdicts (docs/compare.md "Verdicts"). dsa_cmp_bin_verdict() judges one bin object of the
+   document from its CI, two-level CI and MDE80 (tolerance: --fail-if-worse X, or NAN) and
+   returns {"verdict": "worse"|"better"|"no change detected"|"inconclusive", "reason": null |
+   "identical" | "n too small" | "runs disagree" | "no paired samples", "interval":
+   "bootstrap"|"two-level", "text": "no change detected (MDE80 0.044)"}; dsa_cmp_overall_verdict()
+   sums up bins that carry their verdicts ({"verdict": … | "mixed", "text"}). dsa_cmp_build() adds
+   both to the document ("verdict" in every bin and at the top). Both return new references. */
+json_t *dsa_cmp_bin_verdict(json_t *bin, double tolerance);
+json_t *dsa_cmp_overall_verdict(json_t *bins);
 
 /* Loads the sides named by the paths (aa_path may be NULL) and builds the document into
  *doc. Returns DSA_EXIT_OK, or DSA_EXIT_DATA after printing why. */

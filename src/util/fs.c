@@ -2,6 +2,7 @@
 #include "util/fs.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -134,4 +135,14 @@ void dsa_atomic_abort(struct dsa_atomic *a)
         unlink(a->tmp);
     free(a->tmp);
     a->tmp = NULL;
+}
+
+bool dsa_fd_reader_gone(int fd)
+{
+    if (errno == EPIPE)
+        return true;
+    /* Linux reports POLLERR on the write end of a pipe without readers; the errno of the
+       failed write may be long overwritten by the time the error is noticed */
+    struct pollfd p = {fd, 0, 0};
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
 }

@@ -10,6 +10,9 @@
 
 /* mkdir -p; returns 0 or -1 with the error printed */
 int dsa_mkdirs(const char *path);
+/* Is `fd` a pipe whose reader has gone (dsa-eval compare a b | head)? Writers say nothing
+   then: main() ends quietly with SIGPIPE, as git does. errno == EPIPE counts too. */
+bool dsa_fd_reader_gone(int fd);
 bool dsa_is_dir(const char *path);
 bool dsa_is_file(const char *path);
 char *dsa_path_join(const char *a, const char *b);

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,11 +210,105 @@ void dsa_opt_print_usage(void *outp, const char *const *usage, const struct dsa_
     fprintf(out, "    %-26s%s\n", "-h, --help", "show this help");
 }
 
+/* Optimal string alignment distance (Levenshtein plus adjacent transpositions, as git's
+   "did you mean"): "comapre" is 1 from "compare", not 2. Words longer than 63 bytes are far. */
+static size_t osa_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63)
+        return SIZE_MAX;
+    size_t d[64][64];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cost = a[i - 1] != b[j - 1];
+            size_t v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < v)
+                v = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[la][lb];
+}
+
+const char *dsa_did_you_mean(const char *word, const char *const *candidates, size_t n)
+{
+    /* close enough to be a typo: at most 2 edits, and fewer than half the word's length */
+    size_t best = SIZE_MAX, limit = strlen(word) / 2;
+    const char *pick = NULL;
+    bool tie = false;
+    if (limit > 2)
+        limit = 2;
+    for (size_t k = 0; k < n; k++) {
+        size_t dist = osa_distance(word, candidates[k]);
+        if (dist < best) {
+            best = dist;
+            pick = candidates[k];
+            tie = false;
+        } else if (dist == best) {
+            tie = true;
+        }
+    }
+    return pick && best <= limit && !tie ? pick : NULL;
+}
+
+/* the long option closest to `name` (without its dashes), or NULL */
+static const char *closest_long(const struct dsa_option *opts, const char *name, size_t len)
+{
+    const char *cands[256];
+    size_t n = 0;
+    for (const struct dsa_option *o = opts; o->type != DSA_OPT_TYPE_END && n < 256; o++)
+        if (o->long_name)
+            cands[n++] = o->long_name;
+    cands[n++] = "help";
+    char *word = dsa_xstrndup(name, len);
+    const char *pick = dsa_did_you_mean(word, cands, n);
+    free(word);
+    return pick;
+}
+
+static void usage_hint(const char *const *usage)
+{
+    if (usage && usage[0])
+        fprintf(stderr, "usage: %s\n", usage[0]);
+}
+
 static int fail(int err, const char *what, const char *const *usage)
 {
     dsa_errorf("%s: '%s'", dsa_opt_strerror(err), what);
-    if (usage && usage[0])
-        fprintf(stderr, "usage: %s\n", usage[0]);
+    usage_hint(usage);
+    return err;
+}
+
+static int fail_unknown(const struct dsa_option *opts, const char *a, const char *const *usage)
+{
+    const char *name = a + 2, *eq = strchr(name, '=');
+    const char *pick = closest_long(opts, name, eq ? (size_t)(eq - name) : strlen(name));
+    if (pick)
+        dsa_errorf("unknown option: '%s'; did you mean '--%s'?", a, pick);
+    else
+        dsa_errorf("unknown option: '%s'", a);
+    usage_hint(usage);
+    return DSA_OPT_ERR_UNKNOWN;
+}
+
+/* a value the option could not take: the message names the option ("--runs: expected a
+   number: 'three'"), so a long command line needs no guessing */
+static int fail_value(int err, const struct dsa_option *o, const char *arg,
+                      const char *const *usage)
+{
+    if (o->long_name)
+        dsa_errorf("--%s: %s: '%s'", o->long_name, dsa_opt_strerror(err), arg);
+    else
+        dsa_errorf("-%c: %s: '%s'", o->short_name, dsa_opt_strerror(err), arg);
+    usage_hint(usage);
     return err;
 }
 
@@ -243,7 +338,7 @@ int dsa_opt_parse(int *argc, char **argv, const struct dsa_option *opts, const c
             bool neg;
             const struct dsa_option *o = find_long(opts, name, len, &neg);
             if (!o)
-                return fail(DSA_OPT_ERR_UNKNOWN, a, usage);
+                return fail_unknown(opts, a, usage);
             const char *arg = NULL;
             if (takes_arg(o)) {
                 if (eq)
@@ -257,7 +352,7 @@ int dsa_opt_parse(int *argc, char **argv, const struct dsa_option *opts, const c
             }
             int r = store(o, arg, neg);
             if (r)
-                return fail(r, arg ? arg : a, usage);
+                return arg ? fail_value(r, o, arg, usage) : fail(r, a, usage);
             continue;
         }
         /* short options, possibly bundled: -qv, -o FILE, -oFILE */
@@ -277,7 +372,7 @@ int dsa_opt_parse(int *argc, char **argv, const struct dsa_option *opts, const c
                     return fail(DSA_OPT_ERR_MISSING, a, usage);
                 int r = store(o, arg, false);
                 if (r)
-                    return fail(r, arg, usage);
+                    return fail_value(r, o, arg, usage);
                 break;
             }
             int r = store(o, NULL, false);

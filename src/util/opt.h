@@ -116,6 +116,10 @@ void dsa_strlist_release(struct dsa_strlist *l);
 void dsa_split_commas(const char *s, struct dsa_strlist *out);
 void dsa_strlist_free_items(struct dsa_strlist *l);
 
+/* The one of `candidates` a mistyped `word` most likely meant (at most 2 edits, counting an
+   adjacent transposition as one, and a unique best), or NULL: "did you mean 'compare'?". */
+const char *dsa_did_you_mean(const char *word, const char *const *candidates, size_t n);
+
 /* Parses "8k", "256K", "1M", "131072" as token counts (k = 1024). Returns -1 if invalid. */
 long dsa_parse_tokens(const char *s);
 

@@ -290,6 +290,12 @@ expect_code 1 "a plain rerun keeps the failed rows: exit 1" "$DSA_BIN" mrcr \
     --endpoint "$SERVER_URL" --dataset "$DS" --needles 2,8 --retries 0 --out "$OUT" -q
 if ! grep -q /v1/models "$TMP/req-retry.jsonl" || grep -q chat/completions "$TMP/req-retry.jsonl"; then
     not_ok "a plain rerun sends no row"; else ok "a plain rerun sends no row"; fi
+# a rerun says so (it resumed silently)
+"$DSA_BIN" mrcr --endpoint "$SERVER_URL" --dataset "$DS" --needles 2,8 --retries 0 --out "$OUT" \
+    >/dev/null 2>"$TMP/err"
+grep -Eqx "dsa-eval: resuming: ([0-9]+) of \1 samples already done in '$OUT/run-001.jsonl': nothing left to do" "$TMP/err" \
+    && ok "a rerun says it resumes, with nothing left to do" \
+    || { not_ok "a rerun says it resumes, with nothing left to do"; sed 's/^/#   /' "$TMP/err"; }
 "$DSA_BIN" mrcr --endpoint "$SERVER_URL" --dataset "$DS" --needles 2,8 --retries 0 \
     --retry-failed --out "$OUT" --json >"$OUT.json" 2>"$TMP/err"
 expect_eq "--retry-failed against a healthy server: exit 0" "$?" 0

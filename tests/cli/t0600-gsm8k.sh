@@ -82,19 +82,44 @@ for r in recs:
     # the test server answers with the gold solution, cut at the "Question" stop string
     assert r["output"] == " " + test[i]["answer"] + "\n\n", (i, r["output"])
     assert r["finish_reason"] == "stop" and r["correct"] is True and r["score"] == 1
+    assert r["retries"] == 0, r  # like mrcr records: attempts beyond the first
     assert r["gold"] == test[i]["answer"].split("#### ")[-1].replace(",", "").strip()
 s = json.load(open("$TMP/main/run-001.summary.json"))
 assert s["accuracy"] == 1.0 and s["graded"] == 32 and s["invalid"] == 0
 m = s["mtp"]
 assert m["acceptance_length"] == 3.0 and m["per_position_rate"] == [1.0, 1.0, 0.0], m
 assert m["drafts"] > 0 and m["accepted"] == 2 * m["drafts"] and m["source"] == "metrics"
+t = s["throughput"]  # questions/s and output tokens/s over this attempt's wall time
+assert t["sent"] == 32 and t["wall_s"] > 0, t
+assert abs(t["questions_per_s"] - 32 / t["wall_s"]) < 1e-9 * t["questions_per_s"], t
+assert t["completion_tokens"] == sum(r["completion_tokens"] for r in recs), t
+assert abs(t["output_tokens_per_s"] - t["completion_tokens"] / t["wall_s"]) < 1e-6, t
 PYEOF
+grep -Eq '^throughput          [0-9]+\.[0-9]{2} questions/s, [0-9]+\.[0-9] output tokens/s, wall [0-9]+\.[0-9] s \(32 sent\)$' "$TMP/main.out" \
+    && ok "throughput line" || not_ok "throughput line"
 
 # resume: nothing left to send
 expect_success "rerun resumes" "${G[@]}" --endpoint "$MAIN_URL" --limit 32 --out "$TMP/main" -q
 grep -q '32 graded (0 sent, 32 resumed, 0 failed)' "$TMP/out" && ok "nothing sent again" \
     || not_ok "nothing sent again"
 expect_eq "run file unchanged" "$(wc -l <"$RUN" | tr -d ' ')" 33
+# ... and says so, and shows the stored acceptance length, not "n/a (no drafts during the run)"
+expect_success "rerun with --mtp, nothing left" "${G[@]}" --endpoint "$MAIN_URL" --mtp --limit 32 --out "$TMP/main"
+grep -qx "dsa-eval: resuming: 32 of 32 samples already done in '$RUN': nothing left to do" "$TMP/err" \
+    && ok "resume note" || { not_ok "resume note"; sed 's/^/#   /' "$TMP/err"; }
+grep -qx 'acceptance length   3.0000   (stored: measured by an earlier attempt of this run)' "$TMP/out" \
+    && ok "the stored acceptance length" || { not_ok "the stored acceptance length"; sed 's/^/#   /' "$TMP/out"; }
+grep -q 'no drafts during the run' "$TMP/out" && not_ok "no 'n/a (no drafts)'" || ok "no 'n/a (no drafts)'"
+expect_eq "the summary file keeps the measured length" \
+    "$("$DSA_PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["mtp"]["acceptance_length"])' "$TMP/main/run-001.summary.json")" 3.0
+# --json: the summary document instead of the text
+expect_success "gsm8k --json" "${G[@]}" --endpoint "$MAIN_URL" --mtp --limit 32 --out "$TMP/main" --json -q
+py "--json prints the summary document" <<PYEOF
+import json
+s = json.load(open("$TMP/out"))
+assert s["eval"] == "gsm8k" and s["accuracy"] == 1.0 and s["graded"] == 32, s
+assert s["mtp"]["acceptance_length"] == 3.0 and s["throughput"]["sent"] == 0, s
+PYEOF
 expect_code 6 "another prompt mode is another run" "${G[@]}" --endpoint "$MAIN_URL" --limit 32 \
     --prompt cot8 --out "$TMP/main" -q
 
@@ -277,4 +302,35 @@ grep -q "expect-mtp: the spec-decode counters did not move\|expect-mtp: the serv
 expect_success "--mtp without spec decoding is only a note" "${G[@]}" --endpoint "$SERVER_URL" \
     --mtp --limit 2
 grep -q '^acceptance length   n/a' "$TMP/out" && ok "n/a" || not_ok "n/a"
+# ---- acceptance length with statistics, end to end: two servers that send vLLM's per-request
+# spec-decode metrics, synthetic AL 3.0 and 2.5; compare pairs the requests and bootstraps
+start_server --gsm8k-data "$D/test.jsonl" --spec-tokens 3 --acceptance-length 3.0 \
+    --per-request-spec-decode-metrics summary || not_ok "per-request server A starts"
+AL_A=$SERVER_URL
+start_server --gsm8k-data "$D/test.jsonl" --spec-tokens 3 --acceptance-length 2.5 \
+    --per-request-spec-decode-metrics summary || not_ok "per-request server B starts"
+AL_B=$SERVER_URL
+expect_success "per-request run A" "${G[@]}" --endpoint "$AL_A" --mtp --limit 16 --out "$TMP/alA" -q
+expect_success "per-request run B" "${G[@]}" --endpoint "$AL_B" --mtp --limit 16 --out "$TMP/alB" -q
+expect_code 1 "compare: --fail-if-al-drops 0.05 sees the drop" "$DSA_BIN" compare "$TMP/alA" "$TMP/alB" --fail-if-al-drops 0.05
+grep -q "regression: the acceptance length dropped by more than 5%" "$TMP/err" && ok "AL drop message" \
+    || { not_ok "AL drop message"; sed 's/^/#   /' "$TMP/err"; }
+"$DSA_BIN" compare "$TMP/alA" "$TMP/alB" --json >"$TMP/al.json"
+py "per-request acceptance: the counters' figures, paired, with CIs" <<PYEOF
+import json
+doc = json.load(open("$TMP/al.json"))
+al = doc["acceptance"]
+recs = lambda d: [json.loads(l) for l in open(d + "/run-001.jsonl").read().splitlines()[1:]]
+a, b = recs("$TMP/alA"), recs("$TMP/alB")
+sa = json.load(open("$TMP/alA/run-001.summary.json"))["mtp"]
+sb = json.load(open("$TMP/alB/run-001.summary.json"))["mtp"]
+assert al["source"] == "per-request" and al["n"] == 16, al
+# the ratio estimator over the requests equals what the /metrics deltas gave for the run
+assert abs(al["base"] - sa["acceptance_length"]) < 1e-12 and abs(al["cand"] - sb["acceptance_length"]) < 1e-12, (al, sa, sb)
+assert al["ratio_ci"][0] <= al["ratio"] <= al["ratio_ci"][1] and al["ratio_ci"][1] < 0.95, al
+assert al["diff_ci"][0] <= al["diff"] <= al["diff_ci"][1] < 0, al
+PYEOF
+expect_code 0 "the same server twice: no drop" "$DSA_BIN" compare "$TMP/alA" "$TMP/alA" --fail-if-al-drops 0.01
+grep -q '^  ratio       1.0000 \[1.0000, 1.0000\]  (+0.0%)$' "$TMP/out" && ok "AL ratio 1 [1, 1]" \
+    || { not_ok "AL ratio 1 [1, 1]"; sed 's/^/#   /' "$TMP/out"; }
 done_testing

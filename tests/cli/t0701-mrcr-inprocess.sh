@@ -19,11 +19,23 @@ expect_success "bf16 run" run --variant weights=bf16 --out "$TMP/bf16"
 head -n 1 "$TMP/bf16/run-001.jsonl" | grep -q '"weights":"bf16"' && ok "variant in header" || not_ok "variant in header"
 expect_success "compare fp32 bf16" "$DSA_BIN" compare "$TMP/fp32" "$TMP/bf16"
 grep -q 'difference' "$TMP/out" && ok "compare prints differences" || not_ok "compare prints differences"
+# a bf16-sized effect is never rounded to zero: no "-0.000 [-0.000, +0.000]", no "MDE80 0.000"
+grep -Eq '[-+]0\.000 \[[-+]0\.000, [-+]0\.000\]|MDE80 0\.000( |$)' "$TMP/out" \
+    && { not_ok "fp32 vs bf16: no effect rounded to zero"; sed 's/^/#   /' "$TMP/out"; } || ok "fp32 vs bf16: no effect rounded to zero"
 expect_success "rerun into a new dir" run --out "$TMP/again"
+# the rows take seconds each: a progress meter with an ETA (a line per 10 % off a terminal)
+grep -Eq '^mrcr in-process  2/2  100% .* ETA ' "$TMP/err" && ok "in-process progress meter" \
+    || { not_ok "in-process progress meter"; sed 's/^/#   /' "$TMP/err"; }
 expect_eq "same selection hashes" "$(grep -o '"selection_sha256":"[0-9a-f]*"' "$TMP/again/run-001.jsonl")" "$(grep -o '"selection_sha256":"[0-9a-f]*"' "$F")"
 cp "$F" "$TMP/before"
 expect_success "resume" run --out "$TMP/fp32"
 cmp -s "$F" "$TMP/before" && ok "resume adds nothing" || not_ok "resume adds nothing"
+grep -qx "dsa-eval: resuming: 2 of 2 samples already done in '$F': nothing left to do" "$TMP/err" \
+    && ok "resume says so" || { not_ok "resume says so"; sed 's/^/#   /' "$TMP/err"; }
+# --json is honoured in-process too: the summary document, no text table
+expect_success "in-process --json" run --out "$TMP/fp32" --json
+"$DSA_PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["dsa_eval_summary"] == 1 and d["rows"], d' "$TMP/out" \
+    && ok "in-process --json prints the summary document" || { not_ok "in-process --json prints the summary document"; head -5 "$TMP/out" | sed 's/^/#   /'; }
 expect_code 6 "other variant into the same dir" run --variant rope=interleaved --out "$TMP/fp32"
 expect_code 2 "unknown variant" run --variant weights=fp8 --out "$TMP/x"
 grep -q "unknown variant 'weights=fp8'" "$TMP/err" && ok "variant message" || not_ok "variant message"

@@ -18,6 +18,11 @@ expect_success "mtp 1 (next_n 2)" "${G[@]}" --mtp 1 --limit 2 --variant weights=
 grep -q '"mtp":1' "$TMP/g1/run-001.jsonl" && ok "mtp 1 recorded" || not_ok "mtp 1 recorded"
 expect_success "resume" "${G[@]}" --mtp 3 --limit 3 --out "$TMP/g"
 expect_eq "resume adds nothing" "$(tail -n +2 "$F" | wc -l | tr -d ' ')" "3"
+grep -qx "dsa-eval: resuming: 3 of 3 samples already done in '$F': nothing left to do" "$TMP/err" \
+    && ok "resume says so" || { not_ok "resume says so"; sed 's/^/#   /' "$TMP/err"; }
+expect_success "in-process --json" "${G[@]}" --mtp 3 --limit 3 --out "$TMP/g" --json
+"$DSA_PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["dsa_eval_summary"] == 1 and d["rows"][0]["pooled"]["scored"] == 3, d' "$TMP/out" \
+    && ok "in-process gsm8k --json prints the summary document" || { not_ok "in-process gsm8k --json prints the summary document"; head -5 "$TMP/out" | sed 's/^/#   /'; }
 expect_code 2 "mtp 5 is too many" "${G[@]}" --mtp 5 --limit 1 --out "$TMP/x"
 expect_code 2 "no --out" "${G[@]}" --mtp 3 --limit 1
 done_testing

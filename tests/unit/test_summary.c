@@ -71,8 +71,8 @@ static void test_one(void **state)
                         "macro mean over 2 bins: 0.5000\n"
                         "failed: 1\n"
                         "  n2/r0002  http 500: boom\n"
-                        "excluded: 1\n"
-                        "  n2/r0004  over_context: 20000 prompt tokens + 4096 > 16384\n");
+                        "excluded: 1 (the ids are in --json and the run files)\n"
+                        "  ≤16K  over_context  1 sample\n");
 }
 
 /* Two runs. ≤8K run 1 (1.0, 0.5) = 0.75, run 2 0.75 with one failed, pooled 2.25/3 = 0.75;
@@ -116,6 +116,45 @@ static void test_two(void **state)
                "macro mean over 2 bins: run 1 0.3750, run 2 0.6250, all 0.5000\n"
                "failed: 1\n"
                "  run 2  n2/r0001  timeout after 600 s\n");
+}
+
+/* issue #11: 3 over-context samples in each of 3 runs are one line, not 9 */
+static void test_excluded_counts(void **state)
+{
+    (void)state;
+    struct dsa_buf runs = DSA_BUF_INIT;
+    dsa_buf_adds(&runs, "[");
+    for (int r = 0; r < 3; r++) {
+        dsa_buf_adds(&runs, r ? ",[" : "[");
+        dsa_buf_adds(&runs, "{\"id\":\"a\",\"bin\":\"≤8K\",\"bin_tokens\":8192,\"score\":1}");
+        for (int i = 0; i < 3; i++)
+            dsa_buf_addf(
+                &runs,
+                ",{\"id\":\"x%d\",\"bin\":\"≤256K\",\"bin_tokens\":262144,\"status\":"
+                "\"excluded\",\"score\":null,\"error\":\"over_context: %d prompt tokens\"}",
+                i, 270000 + i);
+        if (r == 0)
+            dsa_buf_adds(&runs, ",{\"id\":\"y\",\"bin\":\"≤8K\",\"bin_tokens\":8192,\"status\":"
+                                "\"excluded\",\"score\":null,\"error\":null}");
+        dsa_buf_adds(&runs, "]");
+    }
+    dsa_buf_adds(&runs, "]");
+    json_t *doc = json_loads(runs.data, 0, NULL);
+    assert_non_null(doc);
+    json_t *s = dsa_summary_new(doc);
+    struct dsa_buf b = DSA_BUF_INIT;
+    dsa_summary_render_text(s, &b);
+    const char *tail = strstr(b.data, "excluded: ");
+    assert_non_null(tail);
+    assert_string_equal(tail, "excluded: 10 (the ids are in --json and the run files)\n"
+                              "  ≤256K  over_context  3 samples × 3 runs\n"
+                              "  ≤8K  excluded  1 sample\n");
+    /* the JSON keeps every id of every run */
+    assert_int_equal(json_array_size(json_object_get(s, "excluded")), 10);
+    dsa_buf_release(&b);
+    dsa_buf_release(&runs);
+    json_decref(s);
+    json_decref(doc);
 }
 
 /* GSM8K: one bin "all", score = correct 0/1: a single row, no prefix or exact columns */
@@ -343,6 +382,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one),
         cmocka_unit_test(test_two),
+        cmocka_unit_test(test_excluded_counts),
         cmocka_unit_test(test_gsm),
         cmocka_unit_test(test_needles),
         cmocka_unit_test(test_json_document),

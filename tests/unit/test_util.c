@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "util/buf.h"
+#include "util/fmt.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/lines.h"
@@ -247,12 +248,58 @@ static void test_atomic_write(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* did you mean: an adjacent transposition is one edit; far-off words and ties get none */
+static void test_did_you_mean(void **state)
+{
+    (void)state;
+    const char *cmds[] = {"compare", "datasets", "grade", "gsm8k",  "kernels",
+                          "merge",   "mrcr",     "plan",  "report", "version"};
+    assert_string_equal(dsa_did_you_mean("comapre", cmds, 10), "compare");
+    assert_string_equal(dsa_did_you_mean("reprot", cmds, 10), "report");
+    assert_string_equal(dsa_did_you_mean("mrc", cmds, 10), "mrcr");
+    assert_null(dsa_did_you_mean("frobnicate", cmds, 10));
+    const char *opts[] = {"endpoint", "out", "runs", "json"};
+    assert_string_equal(dsa_did_you_mean("endpiont", opts, 4), "endpoint");
+    assert_string_equal(dsa_did_you_mean("rusn", opts, 4), "runs");
+    assert_null(dsa_did_you_mean("zzzzzz", opts, 4));
+    const char *tie[] = {"abcd", "abce"};
+    assert_null(dsa_did_you_mean("abcf", tie, 2));
+}
+
+/* decimals from a quantity's own scale: two significant digits, at least min_dec */
+static void test_fmt_decimals(void **state)
+{
+    (void)state;
+    assert_int_equal(dsa_fmt_decimals(0.058, 2, 3), 3);
+    assert_int_equal(dsa_fmt_decimals(0.0058, 2, 3), 4);
+    assert_int_equal(dsa_fmt_decimals(4.4e-5, 2, 3), 6);
+    assert_int_equal(dsa_fmt_decimals(0, 2, 3), 3);
+    assert_int_equal(dsa_fmt_decimals(1e-30, 2, 3), 12);
+    /* the CI width decides; a width of rounding noise is no width (every d_i equal) */
+    assert_int_equal(dsa_fmt_diff_decimals(-0.063, -0.087, -0.039), 3);
+    assert_int_equal(dsa_fmt_diff_decimals(1e-4, 7e-5, 1.3e-4), 6); /* width 6.0e-5 */
+    assert_int_equal(dsa_fmt_diff_decimals(-0.1, -0.1 - 1e-17, -0.1 + 1e-17), 3);
+    struct dsa_buf b = DSA_BUF_INIT;
+    dsa_fmt_diff_ci(&b, 1e-4, true, 7e-5, 1.3e-4, 5);
+    assert_string_equal(b.data, "+0.00010 [+0.00007, +0.00013]");
+    dsa_buf_reset(&b);
+    dsa_fmt_sig(&b, 0.0125, 4);
+    dsa_buf_adds(&b, " ");
+    dsa_fmt_sig(&b, 1.2e-5, 4);
+    dsa_buf_adds(&b, " ");
+    dsa_fmt_sig(&b, 0, 4);
+    assert_string_equal(b.data, "0.0125 0.000012 0");
+    dsa_buf_release(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sha256_vectors),
         cmocka_unit_test(test_seed_derivation_vectors),
         cmocka_unit_test(test_opt_parse),
+        cmocka_unit_test(test_did_you_mean),
+        cmocka_unit_test(test_fmt_decimals),
         cmocka_unit_test(test_parse_tokens),
         cmocka_unit_test(test_buf),
         cmocka_unit_test(test_lines_torn_tail),
