@@ -1565,14 +1565,37 @@ static bool header_al(const struct dsa_cmp_side *s, double *al)
 /* ---- acceptance length ------------------------------------------------------------------ */
 
 /*
+ * llama-server's per-response timings have the drafted (draft_n) and accepted
+ * (draft_n_accepted) tokens but not the number of verify steps. After the prompt's first token,
+ * every step emits one token of its own plus the drafts it accepted, so
+ * steps = predicted_n - 1 - draft_n_accepted (docs/compare.md "Acceptance length"). A response
+ * that drafted nothing (draft_n absent or 0) has no acceptance length.
+ */
+static bool timings_counts(json_t *t, double *drafts, double *accepted)
+{
+    json_t *pn = json_object_get(t, "predicted_n"), *dn = json_object_get(t, "draft_n"),
+           *da = json_object_get(t, "draft_n_accepted");
+    if (!json_is_number(pn) || !json_is_number(dn) || !json_is_number(da))
+        return false;
+    double steps = json_number_value(pn) - 1 - json_number_value(da);
+    if (!(json_number_value(dn) > 0) || !(json_number_value(da) >= 0) || !(steps >= 1))
+        return false;
+    *drafts = steps;
+    *accepted = json_number_value(da);
+    return true;
+}
+
+/*
  * One response's speculative-decoding counts, from what the server gave per request: vLLM's
  * metrics.speculative_decoding (num_spec_steps, num_accepted_draft_tokens; recorded as
  * "spec"), SGLang's meta_info (spec_verify_ct, spec_num_correct_drafts or its older name
- * spec_accepted_drafts; recorded as "spec"). llama-server's timings carry draft tokens but
- * not the number of drafts, so they give no acceptance length. Returns false without both.
+ * spec_accepted_drafts; recorded as "spec"), llama-server's timings (recorded as "timings":
+ * draft_n_accepted, and the steps from predicted_n, below). Returns false without both.
  */
 static bool spec_counts(json_t *rec, double *drafts, double *accepted)
 {
+    if (timings_counts(json_object_get(rec, "timings"), drafts, accepted))
+        return true;
     json_t *s = json_object_get(rec, "spec");
     static const char *const pairs[][3] = {
         {"num_spec_steps", "num_accepted_draft_tokens", NULL},

@@ -297,7 +297,37 @@ for e in log:
 assert sum(json.loads(e["body"]).get("stream", False) for e in log) == 12
 EOF
     stop_server
-    # a small per-slot context: the prompts that do not fit are excluded with their counts
+    # per-request acceptance length from timings: a second server with lower acceptance; compare
+    # pairs the 12 requests (steps = predicted_n - 1 - draft_n_accepted) and bootstraps
+    start_server --dialect llamacpp --metrics --spec-tokens 3 --acceptance-rates 0.5,0.2,0 \
+        --gsm8k-data "$D/test.jsonl" --max-model-len 8192 || { echo "Bail out! server"; exit 1; }
+    "$DSA_BIN" gsm8k --endpoint "$SERVER_URL" --data "$D" --mtp --limit 12 --out "$TMP/g-low" -q \
+        >/dev/null 2>"$TMP/err"
+    expect_eq "gsm8k --mtp (lower acceptance): exit 0" "$?" 0
+    "$DSA_BIN" compare "$TMP/g-plain" "$TMP/g-low" --json >"$TMP/al.json"
+    A=$TMP/g-plain B=$TMP/g-low J=$TMP/al.json \
+        lpy "compare: per-request acceptance length from llama.cpp timings, with CIs" <<'EOF'
+import json, os
+recs = lambda d: [json.loads(l) for l in open(d + "/run-001.jsonl").read().splitlines()[1:]]
+def al(d):
+    t = [r["timings"] for r in recs(d)]
+    return 1 + sum(x["draft_n_accepted"] for x in t) / sum(x["predicted_n"] - 1 - x["draft_n_accepted"] for x in t)
+al_doc = json.load(open(os.environ["J"]))["acceptance"]
+assert al_doc["source"] == "per-request" and al_doc["n"] == 12, al_doc
+a, b = al(os.environ["A"]), al(os.environ["B"])
+assert abs(al_doc["base"] - a) < 1e-12 and abs(al_doc["cand"] - b) < 1e-12, (al_doc, a, b)
+# within a last step's overshoot of the counters' figure
+m = lambda d: json.load(open(d + "/run-001.summary.json"))["mtp"]["acceptance_length"]
+print("# per-request AL %.4f %.4f, counters %.4f %.4f" % (a, b, m(os.environ["A"]), m(os.environ["B"])))
+assert abs(a - m(os.environ["A"])) < 0.1 and abs(b - m(os.environ["B"])) < 0.1, (a, b)
+assert al_doc["diff_ci"][0] <= al_doc["diff"] <= al_doc["diff_ci"][1] < 0, al_doc
+assert al_doc["ratio_ci"][1] < 1, al_doc
+EOF
+    expect_code 1 "compare --fail-if-al-drops 0.05 (llama.cpp timings): exit 1" "$DSA_BIN" \
+        compare "$TMP/g-plain" "$TMP/g-low" --fail-if-al-drops 0.05
+    stop_server
+    # a small per-slot context
+: the prompts that do not fit are excluded with their counts
     start_server --dialect llamacpp --gsm8k-data "$D/test.jsonl" --max-model-len 800 \
         --log-requests "$TMP/gx.jsonl" || { echo "Bail out! server"; exit 1; }
     "$DSA_BIN" gsm8k --endpoint "$SERVER_URL" --data "$D" --limit 12 --out "$TMP/gx" \
