@@ -211,10 +211,16 @@ struct kgold {
 static void kgold_range(void *c, long b, long e)
 {
     const struct kgold *g = c;
-    for (long t = b; t < e; t++)
-        dsa_golden_k_vec(g->in->k_raw + (size_t)t * 128, g->in->ln_w, g->in->ln_b,
-                         g->in->cos + (size_t)t * 32, g->in->sin + (size_t)t * 32, g->rope, 0,
-                         g->out + (size_t)t * 128);
+    const struct dsa_inproc_inputs *in = g->in;
+    for (long t = b; t < e; t++) {
+        const float *cs = in->cos + (size_t)t * 32, *sn = in->sin + (size_t)t * 32;
+        if (in->k_f32)
+            dsa_golden_k_vec_f32(in->k_f32 + (size_t)t * 128, in->ln_w, in->ln_b, cs, sn, g->rope,
+                                 0, g->out + (size_t)t * 128);
+        else
+            dsa_golden_k_vec(in->k_raw + (size_t)t * 128, in->ln_w, in->ln_b, cs, sn, g->rope, 0,
+                             g->out + (size_t)t * 128);
+    }
 }
 
 int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, int32_t *idx,
@@ -256,8 +262,11 @@ int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, 
         re[m] = (int32_t)(qpos[m] + 1);
         for (int h = 0; h < H; h++) {
             size_t mh = (size_t)m * H + h;
-            dsa_golden_q_vec(in->q_raw + mh * 128, in->cos + qpos[m] * 32, in->sin + qpos[m] * 32,
-                             p->f.rope, 0, qgold + mh * 128);
+            const float *cs = in->cos + qpos[m] * 32, *sn = in->sin + qpos[m] * 32;
+            if (in->q_f32)
+                dsa_golden_q_vec_f32(in->q_f32 + mh * 128, cs, sn, p->f.rope, 0, qgold + mh * 128);
+            else
+                dsa_golden_q_vec(in->q_raw + mh * 128, cs, sn, p->f.rope, 0, qgold + mh * 128);
             double wr = in->w_raw_dtype == DSA_K_BF16
                             ? (double)dsa_bf16_to_f32(((const uint16_t *)in->w_raw)[mh])
                             : (double)((const float *)in->w_raw)[mh];
@@ -374,8 +383,9 @@ int dsa_inproc_proxy_inputs(dsa_inproc *p, const uint32_t *tokens, long T, const
         dsa_proxy_q(p->seed, H, tokens[qpos[m]], qpos[m], q_raw + (size_t)m * H * 128);
         dsa_proxy_w(p->seed, H, tokens[qpos[m]], qpos[m], w_raw + (size_t)m * H);
     }
-    *in = (struct dsa_inproc_inputs){T,          k_raw,   M,       qpos,   q_raw,  w_raw,
-                                     DSA_K_BF16, p->ln_w, p->ln_b, p->cos, p->sin, p->max_pos};
+    *in =
+        (struct dsa_inproc_inputs){T,       k_raw,   M,      qpos,   q_raw,      w_raw, DSA_K_BF16,
+                                   p->ln_w, p->ln_b, p->cos, p->sin, p->max_pos, NULL,  NULL};
     return 0;
 }
 
@@ -580,40 +590,76 @@ static const struct dsa_trace_tensor *want(const dsa_trace *tr, const char *name
     return ok ? t : NULL;
 }
 
-int dsa_inproc_trace_inputs(const dsa_trace *tr, int H, struct dsa_inproc_inputs *in)
+/* a BF16 or F32 tensor as bf16 (rounded to nearest even), and the F32 original when it is F32 */
+static void copy_raw(const struct dsa_trace_tensor *t, uint16_t **bf, float **f32)
 {
-    memset(in, 0, sizeof *in);
-    const struct dsa_trace_tensor *k, *q, *w, *qp, *lw, *lb, *c, *s;
-    if (!(k = want(tr, "k_raw", DSA_TR_BF16, -1, 2, (int64_t[]){-1, 128})))
-        return -1;
-    long T = (long)k->shape[0];
-    if (!(qp = want(tr, "q_pos", DSA_TR_I64, -1, 1, (int64_t[]){-1})))
-        return -1;
+    size_t n = t->nbytes / (t->dtype == DSA_TR_F32 ? 4 : 2);
+    *bf = dsa_xmalloc(n * 2 + 2);
+    *f32 = NULL;
+    if (t->dtype != DSA_TR_F32) {
+        memcpy(*bf, t->data, t->nbytes);
+        return;
+    }
+    *f32 = dsa_xmalloc(n * 4 + 4);
+    memcpy(*f32, t->data, t->nbytes);
+    for (size_t i = 0; i < n; i++)
+        (*bf)[i] = dsa_f32_to_bf16((*f32)[i]);
+}
+
+/* q_pos as longs, checked: increasing, inside [0, T) */
+static long *trace_qpos(const struct dsa_trace_tensor *qp, long T)
+{
     int64_t M = qp->shape[0];
-    if (!(q = want(tr, "q_raw", DSA_TR_BF16, -1, 3, (int64_t[]){M, H, 128})) ||
-        !(w = want(tr, "w_raw", DSA_TR_BF16, DSA_TR_F32, 2, (int64_t[]){M, H})) ||
-        !(lw = want(tr, "ln_w", DSA_TR_F32, -1, 1, (int64_t[]){128})) ||
-        !(lb = want(tr, "ln_b", DSA_TR_F32, -1, 1, (int64_t[]){128})) ||
-        !(c = want(tr, "cos", DSA_TR_F32, -1, 2, (int64_t[]){-1, 32})) ||
-        !(s = want(tr, "sin", DSA_TR_F32, -1, 2, c->shape)))
-        return -1;
-    if (T < 1 || M < 1 || M > 1 << 20 || c->shape[0] < T)
-        return dsa_errorf("trace needs T >= 1 tokens, 1..2^20 query rows and cos/sin of T rows");
-    /* copies: the mapping need not be aligned for these element types */
-    long *qpos = dsa_xmalloc((size_t)M * sizeof *qpos);
+    long *qpos = dsa_xmalloc((size_t)(M > 0 ? M : 1) * sizeof *qpos);
     for (int64_t m = 0; m < M; m++) {
         int64_t v;
         memcpy(&v, (const char *)qp->data + m * 8, 8);
         qpos[m] = (long)v;
         if (v < 0 || v >= T || (m && qpos[m] <= qpos[m - 1])) {
             free(qpos);
-            return dsa_errorf("trace q_pos must increase and lie in [0, %ld)", T);
+            dsa_errorf("trace q_pos must increase and lie in [0, %ld)", T);
+            return NULL;
         }
     }
-    void *kc = dsa_xmalloc(k->nbytes), *qc = dsa_xmalloc(q->nbytes), *wc = dsa_xmalloc(w->nbytes);
+    return qpos;
+}
+
+int dsa_inproc_trace_layer_inputs(const dsa_trace *tr, const char *prefix, int H,
+                                  struct dsa_inproc_inputs *in)
+{
+    memset(in, 0, sizeof *in);
+    const struct dsa_trace_tensor *k, *q, *w, *qp, *lw, *lb, *c, *s;
+    char n_k[96], n_q[96], n_w[96], n_lw[96], n_lb[96];
+    snprintf(n_k, sizeof n_k, "%sk_raw", prefix);
+    snprintf(n_q, sizeof n_q, "%sq_raw", prefix);
+    snprintf(n_w, sizeof n_w, "%sw_raw", prefix);
+    snprintf(n_lw, sizeof n_lw, "%sln_w", prefix);
+    snprintf(n_lb, sizeof n_lb, "%sln_b", prefix);
+    if (!(k = want(tr, n_k, DSA_TR_BF16, DSA_TR_F32, 2, (int64_t[]){-1, 128})))
+        return -1;
+    long T = (long)k->shape[0];
+    if (!(qp = want(tr, "q_pos", DSA_TR_I64, -1, 1, (int64_t[]){-1})))
+        return -1;
+    int64_t M = qp->shape[0];
+    if (!(q = want(tr, n_q, DSA_TR_BF16, DSA_TR_F32, 3, (int64_t[]){M, H, 128})) ||
+        !(w = want(tr, n_w, DSA_TR_BF16, DSA_TR_F32, 2, (int64_t[]){M, H})) ||
+        !(lw = want(tr, n_lw, DSA_TR_F32, -1, 1, (int64_t[]){128})) ||
+        !(lb = want(tr, n_lb, DSA_TR_F32, -1, 1, (int64_t[]){128})) ||
+        !(c = want(tr, "cos", DSA_TR_F32, -1, 2, (int64_t[]){-1, 32})) ||
+        !(s = want(tr, "sin", DSA_TR_F32, -1, 2, c->shape)))
+        return -1;
+    if (T < 1 || M < 1 || M > 1 << 20 || c->shape[0] < T)
+        return dsa_errorf("trace needs T >= 1 tokens, 1..2^20 query rows and cos/sin of T rows");
+    long *qpos = trace_qpos(qp, T);
+    if (!qpos)
+        return -1;
+    /* copies: the mapping need not be aligned for these element types */
+    uint16_t *kc, *qc;
+    float *kf, *qf;
+    copy_raw(k, &kc, &kf);
+    copy_raw(q, &qc, &qf);
+    void *wc = dsa_xmalloc(w->nbytes);
     float *tabs = dsa_xmalloc(c->nbytes * 2 + 1024);
-    memcpy(kc, k->data, k->nbytes);
-    memcpy(qc, q->data, q->nbytes);
     memcpy(wc, w->data, w->nbytes);
     memcpy(tabs, lw->data, 512);
     memcpy(tabs + 128, lb->data, 512);
@@ -630,13 +676,66 @@ int dsa_inproc_trace_inputs(const dsa_trace *tr, int H, struct dsa_inproc_inputs
                                      tabs + 128,
                                      tabs + 256,
                                      (const float *)((const char *)(tabs + 256) + c->nbytes),
-                                     (long)c->shape[0]};
+                                     (long)c->shape[0],
+                                     kf,
+                                     qf};
     return 0;
+}
+
+int dsa_inproc_trace_inputs(const dsa_trace *tr, int H, struct dsa_inproc_inputs *in)
+{
+    return dsa_inproc_trace_layer_inputs(tr, "", H, in);
+}
+
+int dsa_inproc_trace_model_topk(const dsa_trace *tr, const char *prefix, int M, int K, int32_t *sel)
+{
+    char name[96];
+    snprintf(name, sizeof name, "%stopk", prefix);
+    if (!dsa_trace_get(tr, name))
+        return 0;
+    const struct dsa_trace_tensor *t = want(tr, name, DSA_TR_I32, -1, 2, (int64_t[]){M, -1});
+    if (!t)
+        return -1;
+    long kc = (long)t->shape[1];
+    if (kc < 1 || kc > 1 << 20)
+        return dsa_errorf("trace tensor '%s' has %ld columns", name, kc);
+    for (int m = 0; m < M; m++)
+        for (int j = 0; j < K; j++) {
+            int32_t v = -1;
+            if (j < kc)
+                memcpy(&v, (const char *)t->data + ((size_t)m * kc + j) * 4, 4);
+            sel[(size_t)m * K + j] = v < 0 ? -1 : v;
+        }
+    return (int)kc;
+}
+
+int dsa_inproc_trace_layers(const dsa_trace *tr, int *layers, int cap)
+{
+    const char *ls = dsa_trace_meta(tr, "layers");
+    if (!ls || dsa_trace_get(tr, "k_raw")) {
+        layers[0] = -1; /* the single-layer form */
+        return 1;
+    }
+    int n = 0;
+    for (const char *p = ls; *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 100000 || n == cap || (*end && *end != ','))
+            return dsa_errorf("trace __metadata__ \"layers\" is not a list of layer numbers: '%s'",
+                              ls);
+        layers[n++] = (int)v;
+        p = *end ? end + 1 : end;
+    }
+    if (!n)
+        return dsa_errorf("trace __metadata__ \"layers\" is empty");
+    return n;
 }
 
 void dsa_inproc_trace_inputs_release(struct dsa_inproc_inputs *in)
 {
     free((void *)in->qpos);
+    free((void *)in->k_f32);
+    free((void *)in->q_f32);
     free((void *)in->ln_w); /* the tables' block */
     dsa_inproc_inputs_release(in);
 }

@@ -85,6 +85,9 @@ struct dsa_inproc_inputs {
     const float *ln_w, *ln_b; /* [128] */
     const float *cos, *sin;   /* [max_pos,32], max_pos >= T */
     long max_pos;
+    /* optional fp32 originals of k_raw/q_raw (a float32 model's trace): the golden model reads
+       these, the stack reads the bf16 roundings above, as a bf16 serving stack would; NULL: none */
+    const float *k_f32, *q_f32;
 };
 
 /* The selection and the golden selection for explicit inputs (as dsa_inproc_select). */
@@ -97,8 +100,23 @@ int dsa_inproc_proxy_inputs(dsa_inproc *p, const uint32_t *tokens, long T, const
 void dsa_inproc_inputs_release(struct dsa_inproc_inputs *in);
 /* The inputs held by a trace file (kernels/trace.h; H index heads), copied out of the
    mapping; released with dsa_inproc_trace_inputs_release. Returns 0 or -1 (printed: a missing
-   tensor, a wrong dtype or shape, bad q_pos). */
+   tensor, a wrong dtype or shape, bad q_pos). k_raw and q_raw may be BF16 or F32 (then
+   k_f32/q_f32 hold the originals). */
 int dsa_inproc_trace_inputs(const dsa_trace *tr, int H, struct dsa_inproc_inputs *in);
+/* The same for one layer of a multi-layer trace: the per-layer tensors are named
+   "layers.<L>.k_raw" and so on (prefix "layers.<L>."), cos/sin/q_pos/tokens are shared;
+   prefix "" reads a single-layer file. */
+int dsa_inproc_trace_layer_inputs(const dsa_trace *tr, const char *prefix, int H,
+                                  struct dsa_inproc_inputs *in);
+/* The model's own selection stored with the trace ("<prefix>topk", I32 [M, Kc], -1 padded)
+   into sel [M, K] (-1 padded, at most K per row kept). Returns Kc when present, 0 when the
+   trace has none, -1 on a wrong dtype or shape (printed). */
+int dsa_inproc_trace_model_topk(const dsa_trace *tr, const char *prefix, int M, int K,
+                                int32_t *sel);
+/* The layers of a trace: "__metadata__" "layers" ("0,3,10") when the file has per-layer
+   tensors, else one layer (-1: the unprefixed single-layer form). Writes at most cap layer
+   numbers into layers and returns their count, or -1 (printed) on a malformed list. */
+int dsa_inproc_trace_layers(const dsa_trace *tr, int *layers, int cap);
 void dsa_inproc_trace_inputs_release(struct dsa_inproc_inputs *in);
 
 /* Sorts each row of idx and golden ascending and returns the mean recall@k of idx against
