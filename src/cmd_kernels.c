@@ -35,57 +35,6 @@ static const char *const usage[] = {
     NULL};
 
 #ifndef DSA_KERNELS_ONLY_BUILD
-/* |a ∩ b| / |b| of two ascending, -1 padded rows of k */
-static double agreement(const int32_t *a, const int32_t *b, int k)
-{
-    int na = 0, nb = 0, i = 0, j = 0, c = 0;
-    while (na < k && a[na] >= 0)
-        na++;
-    while (nb < k && b[nb] >= 0)
-        nb++;
-    while (i < na && j < nb) {
-        if (a[i] == b[j])
-            c++, i++, j++;
-        else if (a[i] < b[j])
-            i++;
-        else
-            j++;
-    }
-    return nb ? (double)c / nb : 1.0;
-}
-
-static int cmp_i32(const void *a, const void *b)
-{
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* the model's rows must be a selection: min(kc, pos + 1) distinct keys in [0, pos] each (so a
-   wrongly captured topk cannot pass as agreement); sorts each row ascending, -1 last */
-static int check_model_rows(const char *path, const struct dsa_inproc_inputs *in, int32_t *model,
-                            int kc, int K)
-{
-    for (int m = 0; m < in->M; m++) {
-        int32_t *r = model + (size_t)m * K;
-        int n = 0;
-        for (int j = 0; j < K; j++)
-            if (r[j] >= 0)
-                r[n++] = r[j];
-        qsort(r, (size_t)n, sizeof *r, cmp_i32);
-        for (int j = n; j < K; j++)
-            r[j] = -1;
-        long want = in->qpos[m] + 1 < kc ? in->qpos[m] + 1 : kc;
-        int dup = 0;
-        for (int j = 1; j < n; j++)
-            dup |= r[j] == r[j - 1];
-        if ((kc == K && n != want) || dup || (n && r[n - 1] > in->qpos[m]))
-            return dsa_errorf("trace '%s': the model's selection of row %d (position %ld) is not "
-                              "%ld distinct keys in [0, %ld]",
-                              path, m, in->qpos[m], want, in->qpos[m]);
-    }
-    return 0;
-}
-
 /* one layer of a trace (prefix "" or "layers.<L>."), printed as one block:
  *   trace 'x.safetensors' layer 1: T=8192 rows=4 rope=neox,… on cuda
  *          pos  recall@2048  model:stack  model:golden
@@ -123,7 +72,8 @@ static int trace_layer(const dsa_trace *tr, const char *path, int layer,
             *model = dsa_xmalloc((size_t)in.M * K * 4);
     double *rec = dsa_xmalloc((size_t)in.M * sizeof *rec);
     int has_model = dsa_inproc_trace_model_topk(tr, prefix, in.M, K, model);
-    if (has_model < 0 || (has_model > 0 && check_model_rows(path, &in, model, has_model, K))) {
+    if (has_model < 0 ||
+        (has_model > 0 && dsa_inproc_check_model_rows(path, &in, model, has_model, K))) {
         ret = DSA_EXIT_DATA;
         goto cleanup;
     }
@@ -147,8 +97,8 @@ static int trace_layer(const dsa_trace *tr, const char *path, int layer,
         printf("%10ld %13.4f", in.qpos[m], rec[m]);
         if (has_model) {
             const int32_t *mr = model + (size_t)m * K;
-            double as = agreement(idx + (size_t)m * K, mr, K),
-                   ag = agreement(gold + (size_t)m * K, mr, K);
+            double as = dsa_inproc_agreement(idx + (size_t)m * K, mr, K),
+                   ag = dsa_inproc_agreement(gold + (size_t)m * K, mr, K);
             ms += as;
             mg += ag;
             printf(" %12.4f %13.4f", as, ag);

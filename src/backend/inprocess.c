@@ -773,3 +773,43 @@ double dsa_inproc_recall(int32_t *idx, int32_t *golden, int M, int K, double *pe
     dsa_sha256_free(&h);
     return M ? sum / M : 1.0;
 }
+
+/* |a ∩ b| / |b| of two ascending, -1 padded rows of k */
+double dsa_inproc_agreement(const int32_t *a, const int32_t *b, int k)
+{
+    int na = 0, nb = 0, i = 0, j = 0, c = 0;
+    while (na < k && a[na] >= 0)
+        na++;
+    while (nb < k && b[nb] >= 0)
+        nb++;
+    while (i < na && j < nb) {
+        if (a[i] == b[j])
+            c++, i++, j++;
+        else if (a[i] < b[j])
+            i++;
+        else
+            j++;
+    }
+    return nb ? (double)c / nb : 1.0;
+}
+
+int dsa_inproc_check_model_rows(const char *path, const struct dsa_inproc_inputs *in,
+                                int32_t *model, int kc, int K)
+{
+    for (int m = 0; m < in->M; m++) {
+        int32_t *r = model + (size_t)m * K;
+        sort_rows(r, 1, K);
+        int n = 0;
+        while (n < K && r[n] >= 0)
+            n++;
+        long want = in->qpos[m] + 1 < kc ? in->qpos[m] + 1 : kc;
+        int dup = 0;
+        for (int j = 1; j < n; j++)
+            dup |= r[j] == r[j - 1];
+        if ((kc == K && n != want) || dup || (n && r[n - 1] > in->qpos[m]))
+            return dsa_errorf("trace '%s': the model's selection of row %d (position %ld) is not "
+                              "%ld distinct keys in [0, %ld]",
+                              path, m, in->qpos[m], want, in->qpos[m]);
+    }
+    return 0;
+}

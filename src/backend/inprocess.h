@@ -45,6 +45,8 @@ struct dsa_inproc_opts {
     unsigned bins_mask;    /* 0 = all */
     unsigned needles_mask; /* 0 = all */
     bool force_new;
+    const char *traces_dir;    /* --traces DIR: captured model traces instead of the proxy model */
+    bool rope_given;           /* --variant rope=… given: it overrides the traces' "rope" */
     json_t *command;           /* the command line as dsa_run_command_json() made it (borrowed), for
                                   the run header; NULL = none */
     volatile int *interrupted; /* set by SIGINT/SIGTERM (commands.h), or NULL */
@@ -113,6 +115,13 @@ int dsa_inproc_trace_layer_inputs(const dsa_trace *tr, const char *prefix, int H
    trace has none, -1 on a wrong dtype or shape (printed). */
 int dsa_inproc_trace_model_topk(const dsa_trace *tr, const char *prefix, int M, int K,
                                 int32_t *sel);
+/* The model's rows must be a selection: min(kc, pos + 1) distinct keys in [0, pos] each, so a
+   wrongly captured topk cannot pass as agreement. Sorts each row of model [M, K] ascending
+   (-1 last). Returns 0, or -1 with one line naming path and the row. */
+int dsa_inproc_check_model_rows(const char *path, const struct dsa_inproc_inputs *in,
+                                int32_t *model, int kc, int K);
+/* |a ∩ b| / |b| of two ascending, -1 padded rows of k entries (1 when b is empty) */
+double dsa_inproc_agreement(const int32_t *a, const int32_t *b, int k);
 /* The layers of a trace: "__metadata__" "layers" ("0,3,10") when the file has per-layer
    tensors, else one layer (-1: the unprefixed single-layer form). Writes at most cap layer
    numbers into layers and returns their count, or -1 (printed) on a malformed list. */
