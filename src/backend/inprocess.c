@@ -109,6 +109,7 @@ json_t *dsa_inproc_describe(const dsa_inproc *p)
     json_object_set_new(d, "variant_str", json_string(vs));
     json_object_set_new(d, "topk", json_integer(p->topk));
     json_object_set_new(d, "seed", json_integer((json_int_t)p->seed));
+    json_object_set_new(d, "source", json_string("proxy"));
     json_object_set_new(d, "proxy", json_string(PROXY_NAME));
     return d;
 }
@@ -146,6 +147,8 @@ static int ensure_rope(dsa_inproc *p, long T)
 struct kgen {
     const dsa_inproc *p;
     const uint32_t *tokens;
+    const unsigned char *planted; /* [T] or NULL */
+    const double *u;              /* the topic direction */
     uint16_t *k_raw;
 };
 
@@ -153,7 +156,8 @@ static void kgen_range(void *c, long b, long e)
 {
     struct kgen *g = c;
     for (long t = b; t < e; t++) {
-        dsa_proxy_k(g->p->seed, g->tokens[t], t, g->k_raw + (size_t)t * 128);
+        const double *u = g->planted && g->planted[t] ? g->u : NULL;
+        dsa_proxy_k_planted(g->p->seed, g->tokens[t], t, u, g->k_raw + (size_t)t * 128);
     }
 }
 
@@ -368,25 +372,36 @@ cleanup:
     return rc;
 }
 
-int dsa_inproc_proxy_inputs(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
-                            struct dsa_inproc_inputs *in)
+int dsa_inproc_proxy_inputs_planted(dsa_inproc *p, const uint32_t *tokens, long T,
+                                    const struct dsa_inproc_plant *plant, const long *qpos, int M,
+                                    struct dsa_inproc_inputs *in)
 {
     const int H = p->f.heads;
     if (ensure_rope(p, T))
         return dsa_errorf("cannot set up the RoPE table on '%s'", p->api->device());
+    double u[128];
+    if (plant)
+        dsa_proxy_topic(p->seed, plant->topic, u);
     uint16_t *k_raw = dsa_xmalloc((size_t)(T > 0 ? T : 1) * 256);
     uint16_t *q_raw = dsa_xmalloc((size_t)(M > 0 ? M : 1) * H * 256);
     uint16_t *w_raw = dsa_xmalloc((size_t)(M > 0 ? M : 1) * H * 2);
-    struct kgen kg = {p, tokens, k_raw};
+    struct kgen kg = {p, tokens, plant ? plant->keys : NULL, u, k_raw};
     dsa_cpu_parallel_for(T, 256, kgen_range, &kg);
+    const double *uq = plant && plant->queries ? u : NULL;
     for (int m = 0; m < M; m++) {
-        dsa_proxy_q(p->seed, H, tokens[qpos[m]], qpos[m], q_raw + (size_t)m * H * 128);
+        dsa_proxy_q_planted(p->seed, H, tokens[qpos[m]], qpos[m], uq, q_raw + (size_t)m * H * 128);
         dsa_proxy_w(p->seed, H, tokens[qpos[m]], qpos[m], w_raw + (size_t)m * H);
     }
     *in =
         (struct dsa_inproc_inputs){T,       k_raw,   M,      qpos,   q_raw,      w_raw, DSA_K_BF16,
                                    p->ln_w, p->ln_b, p->cos, p->sin, p->max_pos, NULL,  NULL};
     return 0;
+}
+
+int dsa_inproc_proxy_inputs(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
+                            struct dsa_inproc_inputs *in)
+{
+    return dsa_inproc_proxy_inputs_planted(p, tokens, T, NULL, qpos, M, in);
 }
 
 void dsa_inproc_inputs_release(struct dsa_inproc_inputs *in)
@@ -400,8 +415,15 @@ void dsa_inproc_inputs_release(struct dsa_inproc_inputs *in)
 int dsa_inproc_select(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
                       int32_t *idx, int32_t *golden)
 {
+    return dsa_inproc_select_planted(p, tokens, T, NULL, qpos, M, idx, golden);
+}
+
+int dsa_inproc_select_planted(dsa_inproc *p, const uint32_t *tokens, long T,
+                              const struct dsa_inproc_plant *plant, const long *qpos, int M,
+                              int32_t *idx, int32_t *golden)
+{
     struct dsa_inproc_inputs in;
-    if (dsa_inproc_proxy_inputs(p, tokens, T, qpos, M, &in))
+    if (dsa_inproc_proxy_inputs_planted(p, tokens, T, plant, qpos, M, &in))
         return -1;
     int rc = dsa_inproc_select_inputs(p, &in, idx, golden);
     dsa_inproc_inputs_release(&in);
@@ -456,7 +478,7 @@ int dsa_inproc_mtp(dsa_inproc *p, const uint32_t *tokens, long T, long P, int n,
     void *d[16] = {0};
     int nd = 0;
 #define DALLOC(bytes) (d[nd++] = api->alloc(bytes))
-    struct kgen kg = {p, tokens, k_raw};
+    struct kgen kg = {p, tokens, NULL, NULL, k_raw};
     dsa_cpu_parallel_for(T, 256, kgen_range, &kg);
     for (long t = 0; t < T; t++)
         pos[t] = t;

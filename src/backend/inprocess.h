@@ -74,6 +74,23 @@ const char *dsa_inproc_device(const dsa_inproc *p);
 int dsa_inproc_select(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
                       int32_t *idx, int32_t *golden);
 
+/* the proxy's name in MRCR run headers: proxy-v1 plus the planted retrieval structure */
+#define DSA_INPROC_PROXY_MRCR "proxy-v2"
+
+/* The retrieval structure of one MRCR row, planted in the proxy model (kernels/proxy.h,
+   "proxy-v2"); borrowed. */
+struct dsa_inproc_plant {
+    uint64_t topic;            /* the row's topic: its needle's request */
+    const unsigned char *keys; /* [T]: 1 where the key carries the topic (needle, distractors,
+                                  question) */
+    bool queries;              /* the query rows carry it too */
+};
+
+/* dsa_inproc_select with the row's retrieval structure planted (plant NULL: none) */
+int dsa_inproc_select_planted(dsa_inproc *p, const uint32_t *tokens, long T,
+                              const struct dsa_inproc_plant *plant, const long *qpos, int M,
+                              int32_t *idx, int32_t *golden);
+
 /* Inputs of one selection, from the proxy model or a trace file (kernels/trace.h); all host
    memory, borrowed. */
 struct dsa_inproc_inputs {
@@ -99,6 +116,10 @@ int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, 
    dsa_inproc_inputs_release; the tables are borrowed from p). Returns 0 or -1 (printed). */
 int dsa_inproc_proxy_inputs(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
                             struct dsa_inproc_inputs *in);
+/* The same with a retrieval structure planted (plant NULL: none) */
+int dsa_inproc_proxy_inputs_planted(dsa_inproc *p, const uint32_t *tokens, long T,
+                                    const struct dsa_inproc_plant *plant, const long *qpos, int M,
+                                    struct dsa_inproc_inputs *in);
 void dsa_inproc_inputs_release(struct dsa_inproc_inputs *in);
 /* The inputs held by a trace file (kernels/trace.h; H index heads), copied out of the
    mapping; released with dsa_inproc_trace_inputs_release. Returns 0 or -1 (printed: a missing
