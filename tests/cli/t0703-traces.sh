@@ -38,6 +38,11 @@ expect_code 6 "another variant on the same run dir" "$DSA_BIN" mrcr --backend in
 expect_success "bf16 weights on the traces" "$DSA_BIN" mrcr --backend inprocess --device cpu --traces "$DSA_DATA/traces" --out "$R/b" --variant weights=bf16
 expect_success "compare two builds on real activations" "$DSA_BIN" compare "$R/a" "$R/b"
 grep -q 'selections  0/1 samples select bit-identical top-k sets' "$TMP/out" && ok "compare sees the selections differ" || not_ok "compare sees the selections differ"
+if [ -n "${DSA_TEST_PLUGIN:-}" ]; then
+    expect_success "another build (--kernels plugin) on the traces" "$DSA_BIN" mrcr --backend inprocess --traces "$DSA_DATA/traces" --kernels "$DSA_TEST_PLUGIN" --out "$R/p"
+    expect_success "compare the built-in reference with the plugin build" "$DSA_BIN" compare "$R/a" "$R/p"
+    grep -q 'selections  1/1 samples select bit-identical top-k sets' "$TMP/out" && ok "a copy of the reference selects identically" || not_ok "a copy of the reference selects identically"
+fi
 
 # bad input: one line, exit 3, nothing half-written
 mkdir -p "$TMP/bad"
