@@ -81,6 +81,24 @@ static const char *parse_row(json_t *o, struct trow *r)
     return NULL;
 }
 
+#ifdef DSA_UNITTEST_BUILD
+int dsa_inproc_traces_parse_line(const char *text, size_t len, char *why, size_t cap)
+{
+    json_error_t je;
+    json_t *o = json_loadb(text, len, 0, &je);
+    struct trow r;
+    const char *bad = o ? parse_row(o, &r) : je.text;
+    if (!bad) {
+        free(r.id);
+        free(r.file);
+    } else {
+        snprintf(why, cap, "%s", bad);
+    }
+    json_decref(o);
+    return bad ? -1 : 0;
+}
+#endif
+
 /* DIR/manifest.jsonl -> rows; -1 (printed: "cannot parse line N of '…': …") */
 static int read_manifest(const char *path, struct manifest *m)
 {

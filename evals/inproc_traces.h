@@ -32,4 +32,10 @@
    ids) and prints a per-bin summary on stdout. Returns an enum dsa_exit. */
 int dsa_inproc_traces_run(const struct dsa_inproc_opts *o);
 
+#ifdef DSA_UNITTEST_BUILD
+/* One manifest line checked as the run checks it (the fuzz seam): 0, or -1 with the reason in
+   why[cap]; nothing printed. */
+int dsa_inproc_traces_parse_line(const char *text, size_t len, char *why, size_t cap);
+#endif
+
 #endif

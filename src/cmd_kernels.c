@@ -78,8 +78,8 @@ static int trace_layer(const dsa_trace *tr, const char *path, int layer,
         goto cleanup;
     }
     if (has_model > 0 && has_model != K) {
-        dsa_notef("trace '%s' holds the model's top-%d; pass --topk %d to compare with it", path,
-                  has_model, has_model);
+        dsa_notef("trace '%s' holds the model's top-%d, not a top-%d: no model columns", path,
+                  has_model, K);
         has_model = 0;
     }
     ip = dsa_inproc_new(&o);
