@@ -312,10 +312,10 @@ cleanup:
 
 /* the run header: the in-process identity, with the traces (and their model) instead of the
    proxy model; a resume must see the same manifest */
-static json_t *traces_header(dsa_inproc *ip, const struct dsa_inproc_opts *o,
+static json_t *traces_header(dsa_inproc *ip, const char *eval, const struct dsa_inproc_opts *o,
                              const struct manifest *m, const char *mpath)
 {
-    json_t *header = dsa_inproc_header_new(ip, "mrcr", o);
+    json_t *header = dsa_inproc_header_new(ip, eval, o);
     json_t *match = json_object_get(header, "match"), *be = json_object_get(header, "backend");
     json_t *tr = json_pack("{s:s, s:s, s:s?}", "dir", o->traces_dir, "manifest_sha256", m->sha256,
                            "model", m->model);
@@ -435,7 +435,7 @@ int dsa_inproc_traces_run(const struct dsa_inproc_opts *o_in)
     ret = DSA_EXIT_BACKEND;
     if (!(ip = dsa_inproc_new(&o)))
         goto cleanup;
-    header = traces_header(ip, &o, &m, mpath);
+    header = traces_header(ip, "mrcr", &o, &m, mpath);
     path = dsa_run_file_name(o.out_dir, 1);
     int orc = dsa_run_open(&run, path, header, o.force_new ? DSA_RUN_FORCE_NEW : 0);
     if (orc < 0) {
@@ -481,6 +481,181 @@ cleanup:
     free(path);
     free(mpath);
     free(sel);
+    manifest_release(&m);
+    dsa_inproc_free(&ip);
+    dsa_kernels_unload();
+    return ret;
+}
+
+/* ---- gsm8k --backend inprocess --mtp N --traces DIR: the MTP verify shapes on real q/k/w ---- */
+
+/* one layer: the trace's query rows (consecutive positions P..P+R-1) as decode rows over the keys
+   0..P+R-1; 0 or an exit status (printed) */
+static int mtp_layer(dsa_inproc *ip, const struct dsa_inproc_opts *o, const dsa_trace *tr,
+                     const char *path, int layer, json_t *layers, int *all_same, int *all_logits,
+                     long *rows_out, dsa_sha256 *h)
+{
+    char prefix[32] = "";
+    if (layer >= 0)
+        snprintf(prefix, sizeof prefix, "layers.%d.", layer);
+    struct dsa_inproc_inputs in;
+    if (dsa_inproc_trace_layer_inputs(tr, prefix, o->flags.heads, &in))
+        return DSA_EXIT_DATA;
+    int n = o->mtp + 1, K = o->topk, ret = DSA_EXIT_OK;
+    long P = in.qpos[0], R = in.M;
+    if (in.qpos[in.M - 1] != P + R - 1) {
+        dsa_errorf("trace '%s': the query rows are not consecutive positions, so they cannot "
+                   "stand for MTP decode rows",
+                   path);
+        dsa_inproc_trace_inputs_release(&in);
+        return DSA_EXIT_DATA;
+    }
+    struct dsa_inproc_inputs view = in;
+    view.T = P + R; /* keys after the last row are never seen */
+    long maxsteps = R / n + 1;
+    unsigned char *same = dsa_xcalloc((size_t)maxsteps, 1), *ls = dsa_xcalloc((size_t)maxsteps, 1);
+    int32_t *sel = dsa_xmalloc((size_t)maxsteps * n * K * 4);
+    long steps = 0;
+    if (dsa_inproc_mtp_inputs(ip, &view, P, n, &steps, same, ls, sel)) {
+        ret = DSA_EXIT_BACKEND;
+        goto cleanup;
+    }
+    int s_all = 1, l_all = 1;
+    for (long s = 0; s < steps; s++) {
+        s_all &= same[s];
+        l_all &= ls[s];
+    }
+    char hex[65];
+    dsa_sha256 *hl = dsa_sha256_new();
+    for (long r = 0; r < steps * n; r++) {
+        int32_t cnt = 0;
+        const int32_t *row = sel + (size_t)r * K;
+        while (cnt < K && row[cnt] >= 0)
+            cnt++;
+        dsa_sha256_update(hl, &cnt, 4);
+        dsa_sha256_update(hl, row, (size_t)cnt * 4);
+    }
+    dsa_sha256_final_hex(hl, hex);
+    dsa_sha256_free(&hl);
+    dsa_sha256_update(h, hex, 64);
+    json_array_append_new(layers, json_pack("{s:i, s:b, s:b, s:I, s:s}", "layer", layer,
+                                            "identical", s_all, "logits_identical", l_all, "steps",
+                                            (json_int_t)steps, "selection_sha256", hex));
+    *all_same &= s_all;
+    *all_logits &= l_all;
+    *rows_out = steps * n;
+    if (!steps) {
+        dsa_errorf("trace '%s' has %ld query rows, fewer than one verify step of %d", path, R, n);
+        ret = DSA_EXIT_DATA;
+    }
+cleanup:
+    free(same);
+    free(ls);
+    free(sel);
+    dsa_inproc_trace_inputs_release(&in);
+    return ret;
+}
+
+static json_t *mtp_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, const struct trow *r,
+                       int *exit_code)
+{
+    char *path = dsa_path_join(o->traces_dir, r->file);
+    dsa_trace *tr = NULL;
+    json_t *rec = NULL, *layers = json_array();
+    int ls[256], nl, same = 1, logits = 1;
+    long rows = 0;
+    *exit_code = DSA_EXIT_DATA;
+    dsa_sha256 *h = dsa_sha256_new();
+    if (dsa_trace_open(path, &tr) || (nl = dsa_inproc_trace_layers(tr, ls, 256)) < 0)
+        goto cleanup;
+    for (int i = 0; i < nl; i++)
+        if ((*exit_code = mtp_layer(ip, o, tr, path, ls[i], layers, &same, &logits, &rows, h)))
+            goto cleanup;
+    char hex[65];
+    dsa_sha256_final_hex(h, hex);
+    rec = json_pack("{s:s, s:s, s:s, s:f, s:n, s:b, s:b, s:I, s:i, s:i, s:s, s:s, s:O}", "id",
+                    r->id, "bin", dsa_mrcr_bin_label(r->bin), "status", "ok", "score",
+                    same ? 1.0 : 0.0, "error", "identical", same, "logits_identical", logits,
+                    "rows", (json_int_t)rows, "mtp", o->mtp, "topk", o->topk, "selection_sha256",
+                    hex, "trace", r->file, "layers", layers);
+cleanup:
+    dsa_sha256_free(&h);
+    json_decref(layers);
+    dsa_trace_free(&tr);
+    free(path);
+    return rec;
+}
+
+int dsa_inproc_traces_mtp_run(const struct dsa_inproc_opts *o_in)
+{
+    struct dsa_inproc_opts o = *o_in;
+    struct manifest m = {0};
+    dsa_inproc *ip = NULL;
+    dsa_run *run = NULL;
+    json_t *header = NULL;
+    char *path = NULL, *mpath = dsa_path_join(o.traces_dir, "manifest.jsonl");
+    int ret = DSA_EXIT_DATA;
+    size_t nsame = 0, nlogits = 0, ndone = 0;
+    if (o.mtp < 0 || o.mtp > 3) {
+        ret = DSA_EXIT_USAGE;
+        dsa_errorf("--mtp N must be 0..3 in-process (next_n = N+1 <= 4)");
+        goto cleanup;
+    }
+    if (read_manifest(mpath, &m) || flags_from_trace(&o, &m.v[0]))
+        goto cleanup;
+    ret = DSA_EXIT_BACKEND;
+    if (!(ip = dsa_inproc_new(&o)))
+        goto cleanup;
+    header = traces_header(ip, "gsm8k", &o, &m, mpath);
+    json_object_set_new(json_object_get(header, "match"), "mtp", json_integer(o.mtp));
+    path = dsa_run_file_name(o.out_dir, 1);
+    int orc = dsa_run_open(&run, path, header, o.force_new ? DSA_RUN_FORCE_NEW : 0);
+    if (orc < 0) {
+        ret = orc == -2 ? DSA_EXIT_MISMATCH : orc == -3 ? DSA_EXIT_DATA : DSA_EXIT_IO;
+        goto cleanup;
+    }
+    printf("gsm8k in-process on traces '%s' (model: %s): MTP verify next_n=%d vs one row at a "
+           "time, %s on %s, top-%d -> %s\n",
+           o.traces_dir, m.model ? m.model : "unnamed", o.mtp + 1,
+           json_string_value(json_object_get(
+               json_object_get(json_object_get(header, "match"), "kernels"), "name")),
+           dsa_inproc_device(ip), o.topk, path);
+    fflush(stdout);
+    ret = DSA_EXIT_OK;
+    for (size_t i = 0; i < m.n && (!o.limit || (long)i < o.limit); i++) {
+        json_t *rec = dsa_run_get(run, m.v[i].id);
+        if (rec) {
+            json_incref(rec);
+        } else {
+            int rc;
+            if (!(rec = mtp_row(ip, &o, &m.v[i], &rc))) {
+                ret = rc;
+                break;
+            }
+            if (dsa_run_append(run, rec)) {
+                json_decref(rec);
+                ret = DSA_EXIT_IO;
+                break;
+            }
+        }
+        ndone++;
+        nsame += json_is_true(json_object_get(rec, "identical"));
+        nlogits += json_is_true(json_object_get(rec, "logits_identical"));
+        json_decref(rec);
+        if (o.interrupted && *o.interrupted) {
+            ret = DSA_EXIT_INTERRUPTED;
+            break;
+        }
+    }
+    printf("identical selections: %zu/%zu traces; bit-identical logits: %zu/%zu\n", nsame, ndone,
+           nlogits, ndone);
+    if (ret == DSA_EXIT_OK && nsame != ndone)
+        ret = DSA_EXIT_FAIL;
+cleanup:
+    dsa_run_free(&run);
+    json_decref(header);
+    free(path);
+    free(mpath);
     manifest_release(&m);
     dsa_inproc_free(&ip);
     dsa_kernels_unload();

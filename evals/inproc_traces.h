@@ -32,6 +32,15 @@
    ids) and prints a per-bin summary on stdout. Returns an enum dsa_exit. */
 int dsa_inproc_traces_run(const struct dsa_inproc_opts *o);
 
+/* `dsa-eval gsm8k --backend inprocess --mtp N --traces DIR`: per trace and layer, the query rows
+   (consecutive positions) as MTP decode rows in verify steps of N+1 (as dsa_inproc_mtp): the
+   batched selection must equal the one-row-at-a-time selection. One record per row: score (1 when
+   every layer's steps select identically), identical, logits_identical, rows, mtp, topk,
+   selection_sha256 (over the layers' hashes), trace, layers [{layer, identical, logits_identical,
+   steps, selection_sha256}]. Prints "identical selections: X/Y traces; …"; DSA_EXIT_FAIL when one
+   differs. */
+int dsa_inproc_traces_mtp_run(const struct dsa_inproc_opts *o);
+
 #ifdef DSA_UNITTEST_BUILD
 /* One manifest line checked as the run checks it (the fuzz seam): 0, or -1 with the reason in
    why[cap]; nothing printed. */

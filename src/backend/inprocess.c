@@ -450,49 +450,44 @@ static void sort_rows(int32_t *idx, long rows, int K)
     }
 }
 
-int dsa_inproc_mtp(dsa_inproc *p, const uint32_t *tokens, long T, long P, int n, long *nsteps,
-                   unsigned char *identical, unsigned char *logits_identical, int32_t *sel)
+int dsa_inproc_mtp_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, long P, int n,
+                          long *nsteps, unsigned char *identical, unsigned char *logits_identical,
+                          int32_t *sel)
 {
     const struct dsa_kernels_api *api = p->api;
     const int H = p->f.heads, K = p->topk;
+    const long T = in->T;
     int rc = -1, st;
     *nsteps = 0;
-    if (n < 1 || n > 4 || P < 0 || P > T)
-        return dsa_errorf("mtp rows must be 1..4 and the prompt inside the tokens");
-    if (ensure_rope(p, T))
-        return dsa_errorf("cannot set up the RoPE table on '%s'", api->device());
+    if (n < 1 || n > 4 || P < 0 || P > T || in->M != T - P || in->max_pos < T)
+        return dsa_errorf("mtp rows must be 1..4, the decode rows the last T - P positions and "
+                          "the RoPE table T rows");
     long R = T - P, steps = R / n, stride = ((T + 255) / 256) * 256;
+    size_t tab = (size_t)in->max_pos * 128, wrb = in->w_raw_dtype == DSA_K_BF16 ? 2 : 4;
     long npages = (T + DSA_K_PAGE - 1) / DSA_K_PAGE;
     size_t cbytes = (size_t)(npages ? npages : 1) * DSA_K_PAGE_BYTES;
     size_t wb = p->f.weights == DSA_K_BF16 ? 2 : 4, lb = p->f.logits == DSA_K_BF16 ? 2 : 4;
     size_t lbytes = (size_t)n * stride * lb;
-    uint16_t *k_raw = dsa_xmalloc((size_t)T * 256 + 2);
     int64_t *pos = dsa_xmalloc((size_t)T * 8 + 8);
-    uint16_t *q_raw = dsa_xmalloc((size_t)(R ? R : 1) * H * 256),
-             *w_raw = dsa_xmalloc((size_t)(R ? R : 1) * H * 2);
     int32_t *bt = dsa_xmalloc((size_t)(npages ? npages : 1) * 4),
             *ctx = dsa_xmalloc((size_t)(R ? R : 1) * 4);
     int32_t *zeros = dsa_xcalloc((size_t)n, 4);
     int32_t *idx_b = dsa_xmalloc((size_t)n * K * 4), *idx_s = dsa_xmalloc((size_t)n * K * 4);
     unsigned char *lg_b = dsa_xmalloc(lbytes), *lg_s = dsa_xmalloc(lbytes);
-    void *d[16] = {0};
+    void *d[24] = {0};
     int nd = 0;
 #define DALLOC(bytes) (d[nd++] = api->alloc(bytes))
-    struct kgen kg = {p, tokens, NULL, NULL, k_raw};
-    dsa_cpu_parallel_for(T, 256, kgen_range, &kg);
     for (long t = 0; t < T; t++)
         pos[t] = t;
     for (long pg = 0; pg < npages; pg++)
         bt[pg] = (int32_t)pg;
-    for (long r = 0; r < R; r++) {
-        dsa_proxy_q(p->seed, H, tokens[P + r], P + r, q_raw + (size_t)r * H * 128);
-        dsa_proxy_w(p->seed, H, tokens[P + r], P + r, w_raw + (size_t)r * H);
+    for (long r = 0; r < R; r++)
         ctx[r] = (int32_t)(P + r + 1);
-    }
     void *dk_raw = DALLOC((size_t)T * 256 + 2), *dpos = DALLOC((size_t)T * 8 + 8);
     void *dcache = DALLOC(cbytes), *dbt = DALLOC((size_t)(npages ? npages : 1) * 4);
     void *dq_raw = DALLOC((size_t)(R ? R : 1) * H * 256),
-         *dw_raw = DALLOC((size_t)(R ? R : 1) * H * 2);
+         *dw_raw = DALLOC((size_t)(R ? R : 1) * H * wrb);
+    void *dcos = DALLOC(tab), *dsin = DALLOC(tab), *dln_w = DALLOC(512), *dln_b = DALLOC(512);
     void *dq8 = DALLOC((size_t)(R ? R : 1) * H * 128), *dqs = DALLOC((size_t)(R ? R : 1) * H * 4);
     void *dw = DALLOC((size_t)(R ? R : 1) * H * wb), *dctx = DALLOC((size_t)(R ? R : 1) * 4);
     void *dzero = DALLOC((size_t)n * 4), *dlog = DALLOC(lbytes), *didx = DALLOC((size_t)n * K * 4);
@@ -501,25 +496,36 @@ int dsa_inproc_mtp(dsa_inproc *p, const uint32_t *tokens, long T, long P, int n,
             dsa_errorf("cannot allocate on '%s'", api->device());
             goto cleanup;
         }
-    if (api->upload(dk_raw, k_raw, (size_t)T * 256) || api->upload(dpos, pos, (size_t)T * 8) ||
+    if (api->upload(dk_raw, in->k_raw, (size_t)T * 256) || api->upload(dpos, pos, (size_t)T * 8) ||
+        api->upload(dcos, in->cos, tab) || api->upload(dsin, in->sin, tab) ||
+        api->upload(dln_w, in->ln_w, 512) || api->upload(dln_b, in->ln_b, 512) ||
         api->upload(dbt, bt, (size_t)npages * 4) ||
-        (R && (api->upload(dq_raw, q_raw, (size_t)R * H * 256) ||
-               api->upload(dw_raw, w_raw, (size_t)R * H * 2) ||
+        (R && (api->upload(dq_raw, in->q_raw, (size_t)R * H * 256) ||
+               api->upload(dw_raw, in->w_raw, (size_t)R * H * wrb) ||
                api->upload(dctx, ctx, (size_t)R * 4))) ||
         api->upload(dzero, zeros, (size_t)n * 4)) {
         dsa_errorf("cannot move the inputs to '%s'", api->device());
         goto cleanup;
     }
-    struct dsa_k_prep_args ka = {(int)T, (int)p->max_pos, dk_raw,  p->dln_w, p->dln_b,
-                                 dpos,   p->dcos,         p->dsin, dpos,     dcache};
+    struct dsa_k_prep_args ka = {
+        (int)T, (int)in->max_pos, dk_raw, dln_w, dln_b, dpos, dcos, dsin, dpos, dcache};
     if ((st = api->k_prep(&p->f, &ka)) != DSA_K_OK) {
         fail(p, "k_prep", st);
         goto cleanup;
     }
-    struct dsa_q_prep_args qa = {
-        (int)R,  (int)p->max_pos, dq_raw, dw_raw, DSA_K_BF16, (const int64_t *)dpos + P,
-        p->dcos, p->dsin,         dq8,    dqs,    dw,         NULL,
-        0};
+    struct dsa_q_prep_args qa = {(int)R,
+                                 (int)in->max_pos,
+                                 dq_raw,
+                                 dw_raw,
+                                 in->w_raw_dtype,
+                                 (const int64_t *)dpos + P,
+                                 dcos,
+                                 dsin,
+                                 dq8,
+                                 dqs,
+                                 dw,
+                                 NULL,
+                                 0};
     if (R && (st = api->q_prep(&p->f, &qa)) != DSA_K_OK) {
         fail(p, "q_prep", st);
         goto cleanup;
@@ -581,10 +587,7 @@ cleanup:
         if (d[i])
             api->free(d[i]);
 #undef DALLOC
-    free(k_raw);
     free(pos);
-    free(q_raw);
-    free(w_raw);
     free(bt);
     free(ctx);
     free(zeros);
@@ -592,6 +595,26 @@ cleanup:
     free(idx_s);
     free(lg_b);
     free(lg_s);
+    return rc;
+}
+
+int dsa_inproc_mtp(dsa_inproc *p, const uint32_t *tokens, long T, long P, int n, long *nsteps,
+                   unsigned char *identical, unsigned char *logits_identical, int32_t *sel)
+{
+    *nsteps = 0;
+    if (n < 1 || n > 4 || P < 0 || P > T)
+        return dsa_errorf("mtp rows must be 1..4 and the prompt inside the tokens");
+    long R = T - P;
+    long *qpos = dsa_xmalloc((size_t)(R ? R : 1) * sizeof *qpos);
+    for (long r = 0; r < R; r++)
+        qpos[r] = P + r;
+    struct dsa_inproc_inputs in;
+    memset(&in, 0, sizeof in);
+    int rc = dsa_inproc_proxy_inputs(p, tokens, T, qpos, (int)R, &in);
+    if (!rc)
+        rc = dsa_inproc_mtp_inputs(p, &in, P, n, nsteps, identical, logits_identical, sel);
+    dsa_inproc_inputs_release(&in); /* frees NULLs when the inputs were never made */
+    free(qpos);
     return rc;
 }
 

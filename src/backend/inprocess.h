@@ -164,5 +164,10 @@ double dsa_inproc_recall(int32_t *idx, int32_t *golden, int M, int K, double *pe
    Returns 0, or -1 (printed). n must be 1..4. */
 int dsa_inproc_mtp(dsa_inproc *p, const uint32_t *tokens, long T, long P, int n, long *nsteps,
                    unsigned char *identical, unsigned char *logits_identical, int32_t *sel);
+/* The same verify on explicit inputs (a trace's layer): in->T keys, in->M = T - P decode rows
+   at positions P..T-1 (in->qpos is not read). */
+int dsa_inproc_mtp_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, long P, int n,
+                          long *nsteps, unsigned char *identical, unsigned char *logits_identical,
+                          int32_t *sel);
 
 #endif

@@ -44,6 +44,17 @@ if [ -n "${DSA_TEST_PLUGIN:-}" ]; then
     grep -q 'selections  1/1 samples select bit-identical top-k sets' "$TMP/out" && ok "a copy of the reference selects identically" || not_ok "a copy of the reference selects identically"
 fi
 
+# gsm8k --mtp N --traces DIR: the 4 query rows as MTP decode rows (paged S3a, batched vs one row);
+# the decode path selects exactly what the prefill path (S3b) selected: the same hash
+expect_success "gsm8k --mtp 3 on the traces" "$DSA_BIN" gsm8k --backend inprocess --device cpu --mtp 3 --topk 2048 --traces "$DSA_DATA/traces" --out "$R/g3"
+grep -q '^identical selections: 1/1 traces; bit-identical logits: 1/1$' "$TMP/out" && ok "mtp verdict line" || not_ok "mtp verdict line"
+grep -q "^gsm8k in-process on traces '$DSA_DATA/traces' (model: tiny-random DeepseekV32 " "$TMP/out" && ok "gsm8k names the checkpoint" || not_ok "gsm8k names the checkpoint"
+rec=$(sed -n 2p "$R/g3/run-001.jsonl")
+grep -qF '"layers":[{"identical":true,"layer":1,"logits_identical":true,"selection_sha256":"f06e7c79e07e900d253fa52200d0e0da29655e083c7e5d2e188f7923bcd5d08f","steps":1}]' <<<"$rec" && ok "decode selects what prefill selected" || not_ok "decode selects what prefill selected"
+expect_success "gsm8k --mtp 1 (two steps of 2)" "$DSA_BIN" gsm8k --backend inprocess --device cpu --mtp 1 --topk 2048 --traces "$DSA_DATA/traces" --out "$R/g1"
+grep -qF '"steps":2' "$R/g1/run-001.jsonl" && ok "two verify steps" || not_ok "two verify steps"
+expect_code 2 "gsm8k --traces needs --backend inprocess" "$DSA_BIN" gsm8k --traces "$DSA_DATA/traces" --endpoint http://127.0.0.1:9 --out "$R/g9"
+
 # bad input: one line, exit 3, nothing half-written
 mkdir -p "$TMP/bad"
 cp "$DSA_DATA/traces/n8_r0000.safetensors" "$TMP/bad/"
