@@ -31,7 +31,9 @@ static const char *const usage[] = {
     "                      [--variant K=V]... [--topk K]",
     "",
     "Runs the stack on q/k/w captured from a model (docs/kernels.md \"Trace files\") and",
-    "prints recall@k of each query row against the fp64 golden selection.",
+    "prints recall@k of each query row against the fp64 golden selection, per layer, and",
+    "the share of the model's own selection that the stack and the golden model select",
+    "when the trace holds it (scripts/capture_traces.py writes such traces).",
     NULL};
 
 #ifndef DSA_KERNELS_ONLY_BUILD

@@ -1,8 +1,8 @@
 /*
  * The in-process backend: runs the DSA indexer stack (kernels/: the C reference, the CUDA
- * kernels, or a plugin) on token ids, with q/k/w from the proxy model (kernels/proxy.h), and
- * compares its top-k selection with the fp64 golden selection (docs/kernels.md "The in-process
- * backend").
+ * kernels, or a plugin) on token ids, with q/k/w from the proxy model (kernels/proxy.h), or
+ * on inputs captured from a model (trace files, kernels/trace.h), and compares its top-k
+ * selection with the fp64 golden selection (docs/kernels.md "The in-process backend").
  *
  * One selection (dsa_inproc_select) for a prompt of T tokens and M query positions:
  *   S1 k_prep over all T tokens into a paged cache (slot = position),
