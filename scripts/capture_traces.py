@@ -29,7 +29,7 @@ import sys
 import time
 import zlib
 
-import torch
+torch = None  # imported by main(): the tokenizer and manifest helpers run without it (tests)
 
 BIN_LABELS = ["≤8K", "≤16K", "≤32K", "≤64K", "≤128K", "≤256K", "≤512K", "≤1M"]
 BLOCK_TO_BIN = [5, 2, 6, 3, 0, 7, 4, 1]  # datasets/mrcr.c: the official 100-row blocks
@@ -178,8 +178,11 @@ def load_model(args):
 
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[args.dtype]
     if args.model:
-        model = transformers.AutoModelForCausalLM.from_pretrained(
-            args.model, torch_dtype=dtype, attn_implementation="eager")
+        load = transformers.AutoModelForCausalLM.from_pretrained
+        try:  # transformers 5 names it dtype, 4.x torch_dtype
+            model = load(args.model, dtype=dtype, attn_implementation="eager")
+        except TypeError:
+            model = load(args.model, torch_dtype=dtype, attn_implementation="eager")
         tok, name = HFTokenizer(args.model), args.model
     else:
         cfg_cls = getattr(transformers, "DeepseekV32Config", None)
@@ -563,10 +566,14 @@ def parity(args):
 
 
 def main():
+    global torch
+    import torch
+
     torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(
+        description="Capture DeepSeek-V3.2 indexer traces with transformers (docs/kernels.md)")
     ap.add_argument("mode", choices=["capture", "parity"])
     ap.add_argument("--model", help="a DeepSeek-V3.2-architecture checkpoint (directory or id)")
     ap.add_argument("--tiny", action="store_true", help="a tiny random DeepseekV32 config instead")
