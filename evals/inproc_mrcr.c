@@ -83,6 +83,41 @@ struct bin_sum {
     double score, needle, needle_gold;
 };
 
+/* FNV-1a of a string: the topic of a row is its needle's request text */
+static uint64_t topic_of(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+/* the keys that carry the row's topic (proxy-v2, kernels/proxy.h): the needle, the distractors
+   (every other reply to the needle's request: MRCR's other needles, which share its lexical
+   features) and the question; returns the distractors' token count */
+static long plant_keys(const struct dsa_mrcr_row *row, const long *lo, const long *hi, long T,
+                       long needle_msg, unsigned char *keys)
+{
+    size_t nmsg = json_array_size(row->messages);
+    const char *req = needle_msg >= 1
+                          ? json_string_value(json_object_get(
+                                json_array_get(row->messages, needle_msg - 1), "content"))
+                          : NULL;
+    long ndis = 0;
+    memset(keys, 0, (size_t)T);
+    for (size_t i = 1; i < nmsg; i++) {
+        const char *prev =
+            json_string_value(json_object_get(json_array_get(row->messages, i - 1), "content"));
+        bool same = req && prev && !strcmp(prev, req);
+        if ((long)i == needle_msg || (same && i + 1 < nmsg) || i + 1 == nmsg) {
+            memset(keys + lo[i], 1, (size_t)(hi[i] - lo[i]));
+            if ((long)i != needle_msg && i + 1 < nmsg)
+                ndis += hi[i] - lo[i];
+        }
+    }
+    return ndis;
+}
+
 /* one row -> one record (new reference), or NULL on a backend error (printed) */
 static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, struct dsa_mrcr_row *row)
 {
@@ -91,6 +126,7 @@ static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, struct d
     size_t nmsg = json_array_size(row->messages);
     long needle_msg =
         row->desired_msg_index + 1; /* docs/mrcr.md "The dataset": the needle is messages[i+1] */
+    long *mlo = dsa_xmalloc((nmsg + 1) * sizeof *mlo), *mhi = dsa_xmalloc((nmsg + 1) * sizeof *mhi);
     for (size_t i = 0; i < nmsg; i++) {
         json_t *m = json_array_get(row->messages, i);
         const char *role = json_string_value(json_object_get(m, "role"));
@@ -101,6 +137,8 @@ static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, struct d
         long start = t.n;
         if (content)
             toks_add_text(&t, content, strlen(content));
+        mlo[i] = start;
+        mhi[i] = t.n;
         if ((long)i == needle_msg) {
             needle_lo = start;
             needle_hi = t.n;
@@ -114,6 +152,8 @@ static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, struct d
         M = o->max_query;
     if (M <= 0 || T <= 0) {
         free(t.v);
+        free(mlo);
+        free(mhi);
         rec = json_pack("{s:s, s:s, s:i, s:s, s:n, s:s}", "id", row->id, "bin", row->bin_label,
                         "bin_tokens", (json_int_t)row->bin_tokens, "status", "failed", "score",
                         "error", "empty prompt or question");
@@ -124,9 +164,16 @@ static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, struct d
         qpos[m] = T - M + m;
     int K = o->topk;
     int32_t *idx = dsa_xmalloc((size_t)M * K * 4), *gold = dsa_xmalloc((size_t)M * K * 4);
+    unsigned char *keys = dsa_xmalloc((size_t)T);
+    long ndis = plant_keys(row, mlo, mhi, T, needle_msg, keys);
+    const char *req = needle_msg >= 1
+                          ? json_string_value(json_object_get(
+                                json_array_get(row->messages, needle_msg - 1), "content"))
+                          : NULL;
+    struct dsa_inproc_plant plant = {topic_of(req), keys, true};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (dsa_inproc_select(ip, t.v, T, qpos, (int)M, idx, gold) == 0) {
+    if (dsa_inproc_select_planted(ip, t.v, T, &plant, qpos, (int)M, idx, gold) == 0) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double recall_sum = 0.0, recall_last = 0.0;
         int nsel_last = 0, ngold_last = 0;
@@ -158,18 +205,22 @@ static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, struct d
                                  (double)nneedle);
         }
         double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-        rec = json_pack("{s:s, s:s, s:I, s:s, s:f, s:n, s:f, s:o, s:o, s:s, s:I, s:I, s:I, s:i, "
-                        "s:f}",
+        rec = json_pack("{s:s, s:s, s:I, s:s, s:f, s:n, s:f, s:o, s:o, s:s, s:I, s:I, s:I, s:I, "
+                        "s:i, s:f}",
                         "id", row->id, "bin", row->bin_label, "bin_tokens",
                         (json_int_t)row->bin_tokens, "status", "ok", "score", recall_sum / M,
                         "error", "recall_last", recall_last, "needle_retention", needle,
                         "needle_retention_golden", needle_g, "selection_sha256", hex,
                         "context_tokens", (json_int_t)T, "query_tokens", (json_int_t)M,
-                        "needle_tokens", (json_int_t)nneedle, "topk", K, "elapsed_ms", ms);
+                        "needle_tokens", (json_int_t)nneedle, "distractor_tokens", (json_int_t)ndis,
+                        "topk", K, "elapsed_ms", ms);
     }
     free(qpos);
     free(idx);
     free(gold);
+    free(keys);
+    free(mlo);
+    free(mhi);
     free(t.v);
     return rec;
 }
@@ -256,6 +307,10 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
     }
     header = dsa_inproc_header_new(ip, "mrcr", o);
     json_t *match = json_object_get(header, "match");
+    /* MRCR rows plant their retrieval structure in the proxy (kernels/proxy.h) */
+    json_object_set_new(match, "proxy", json_string(DSA_INPROC_PROXY_MRCR));
+    json_object_set_new(json_object_get(header, "backend"), "proxy",
+                        json_string(DSA_INPROC_PROXY_MRCR));
     json_object_set(match, "dataset_sha256", shas);
     json_object_set_new(match, "max_query", json_integer(o->max_query));
     json_object_set_new(match, "limit", json_integer(o->limit));
@@ -281,11 +336,13 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
         o->quiet ? NULL : dsa_progress_new("mrcr in-process", (size_t)selected, done);
     if (!o->json)
         printf(
-            "mrcr in-process: %s on %s, %s, top-%d, proxy seed %llu -> %s\n",
+            "mrcr in-process on the proxy model (%s, seed %llu; no model weights): %s on %s, %s, "
+            "top-%d -> %s\n",
+            DSA_INPROC_PROXY_MRCR, (unsigned long long)o->seed,
             json_string_value(json_object_get(json_object_get(match, "kernels"), "name")),
             dsa_inproc_device(ip),
             json_string_value(json_object_get(json_object_get(header, "backend"), "variant_str")),
-            o->topk, (unsigned long long)o->seed, path);
+            o->topk, path);
     fflush(stdout);
     for (size_t i = 0; i < o->ndatasets && (ret == DSA_EXIT_OK || ret == DSA_EXIT_FAIL); i++) {
         dsa_mrcr_reader *rd = dsa_mrcr_open(o->datasets[i], &filt);

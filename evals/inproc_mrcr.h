@@ -8,7 +8,9 @@
  *   needle_retention         share of the needle message's tokens in the last row's selection
  *   needle_retention_golden  the same for the golden selection
  *   selection_sha256         hash of the selected index sets (sorted per row, int32 LE)
- *   context_tokens, query_tokens, needle_tokens, topk, elapsed_ms
+ *   context_tokens, query_tokens, needle_tokens, distractor_tokens, topk, elapsed_ms
+ * q/k/w come from the proxy model with the row's retrieval structure planted ("proxy-v2",
+ * kernels/proxy.h): the needle, the other replies to its request and the question share a topic.
  * Records bin and compare like endpoint runs (src/store/store.h).
  * SPDX-License-Identifier: GPL-3.0-or-later
  */

@@ -33,24 +33,43 @@ static void hadamard_f64(double *x)
         x[i] = y[i];
 }
 
-void dsa_golden_k_vec(const uint16_t *k_raw, const float *ln_w, const float *ln_b, const float *cs,
+/* LayerNorm -> RoPE -> [Hadamard] of one 128-vector already widened to fp64 */
+static void k_vec_f64(const double *x, const float *ln_w, const float *ln_b, const float *cs,
                       const float *sn, int rope, int hadamard, double *out)
 {
     double mean = 0.0, var = 0.0;
     for (int i = 0; i < 128; i++)
-        mean += dsa_bf16_to_f32(k_raw[i]);
+        mean += x[i];
     mean /= 128.0;
     for (int i = 0; i < 128; i++) {
-        double d = dsa_bf16_to_f32(k_raw[i]) - mean;
+        double d = x[i] - mean;
         var += d * d;
     }
     var /= 128.0;
     double rstd = 1.0 / sqrt(var + (double)DSA_K_LN_EPS);
     for (int i = 0; i < 128; i++)
-        out[i] = (dsa_bf16_to_f32(k_raw[i]) - mean) * rstd * ln_w[i] + ln_b[i];
+        out[i] = (x[i] - mean) * rstd * ln_w[i] + ln_b[i];
     rope_f64(out, cs, sn, rope);
     if (hadamard)
         hadamard_f64(out);
+}
+
+void dsa_golden_k_vec(const uint16_t *k_raw, const float *ln_w, const float *ln_b, const float *cs,
+                      const float *sn, int rope, int hadamard, double *out)
+{
+    double x[128];
+    for (int i = 0; i < 128; i++)
+        x[i] = dsa_bf16_to_f32(k_raw[i]);
+    k_vec_f64(x, ln_w, ln_b, cs, sn, rope, hadamard, out);
+}
+
+void dsa_golden_k_vec_f32(const float *k_raw, const float *ln_w, const float *ln_b, const float *cs,
+                          const float *sn, int rope, int hadamard, double *out)
+{
+    double x[128];
+    for (int i = 0; i < 128; i++)
+        x[i] = k_raw[i];
+    k_vec_f64(x, ln_w, ln_b, cs, sn, rope, hadamard, out);
 }
 
 void dsa_golden_q_vec(const uint16_t *q_raw, const float *cs, const float *sn, int rope,
@@ -58,6 +77,16 @@ void dsa_golden_q_vec(const uint16_t *q_raw, const float *cs, const float *sn, i
 {
     for (int i = 0; i < 128; i++)
         out[i] = dsa_bf16_to_f32(q_raw[i]);
+    rope_f64(out, cs, sn, rope);
+    if (hadamard)
+        hadamard_f64(out);
+}
+
+void dsa_golden_q_vec_f32(const float *q_raw, const float *cs, const float *sn, int rope,
+                          int hadamard, double *out)
+{
+    for (int i = 0; i < 128; i++)
+        out[i] = q_raw[i];
     rope_f64(out, cs, sn, rope);
     if (hadamard)
         hadamard_f64(out);

@@ -25,6 +25,12 @@ void dsa_golden_k_vec(const uint16_t *k_raw, const float *ln_w, const float *ln_
 void dsa_golden_q_vec(const uint16_t *q_raw, const float *cs, const float *sn, int rope,
                       int hadamard, double *out);
 
+/* the same from fp32 raw vectors (a float32 model's activations, before any bf16 rounding) */
+void dsa_golden_k_vec_f32(const float *k_raw, const float *ln_w, const float *ln_b, const float *cs,
+                          const float *sn, int rope, int hadamard, double *out);
+void dsa_golden_q_vec_f32(const float *q_raw, const float *cs, const float *sn, int rope,
+                          int hadamard, double *out);
+
 /* logits[m, s] for s in [start[m], end[m]) from fp8 codes: ks[s] * sum_h w[m,h]*relu(dot);
    the others are -inf. w is f32 or bf16 (wdtype); out is f64 [M, NK] (the exact fp64 value
    before the fp32 rounding). */

@@ -3,12 +3,13 @@
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include <math.h>
+#include <stddef.h>
 
 #include "dsa_numeric.h"
 #include "kernels/proxy.h"
 #include "util/hash.h"
 
-enum { TAG_E = 1, TAG_A, TAG_K, TAG_B, TAG_C, TAG_Q, TAG_W, TAG_LNW, TAG_LNB };
+enum { TAG_E = 1, TAG_A, TAG_K, TAG_B, TAG_C, TAG_Q, TAG_W, TAG_LNW, TAG_LNB, TAG_U };
 
 double dsa_proxy_normal(uint64_t seed, uint64_t tag, uint64_t a, uint64_t b)
 {
@@ -39,17 +40,41 @@ void dsa_proxy_ln(uint64_t seed, float *ln_w, float *ln_b)
     }
 }
 
-void dsa_proxy_k(uint64_t seed, int64_t tok, int64_t pos, uint16_t *k_raw)
+void dsa_proxy_topic(uint64_t seed, uint64_t topic, double u[128])
+{
+    double mean = 0.0, norm = 0.0;
+    for (int d = 0; d < 128; d++)
+        u[d] = d < 64 ? 0.0 : dsa_proxy_normal(seed, TAG_U, topic, (uint64_t)d);
+    for (int d = 64; d < 128; d++)
+        mean += u[d] / 64.0;
+    for (int d = 64; d < 128; d++) {
+        u[d] -= mean;
+        norm += u[d] * u[d];
+    }
+    for (int d = 64; d < 128; d++)
+        u[d] /= sqrt(norm);
+}
+
+void dsa_proxy_k_planted(uint64_t seed, int64_t tok, int64_t pos, const double *u, uint16_t *k_raw)
 {
     double a = exp(0.5 * dsa_proxy_normal(seed, TAG_A, (uint64_t)pos, 0));
     for (int d = 0; d < 128; d++) {
         double e = dsa_proxy_normal(seed, TAG_E, (uint64_t)tok, (uint64_t)d);
         double n = dsa_proxy_normal(seed, TAG_K, (uint64_t)pos, (uint64_t)d);
-        k_raw[d] = dsa_f32_to_bf16((float)(a * (e + 0.5 * n)));
+        double x = e + 0.5 * n;
+        if (u)
+            x += DSA_PROXY_KEY_GAIN * u[d];
+        k_raw[d] = dsa_f32_to_bf16((float)(a * x));
     }
 }
 
-void dsa_proxy_q(uint64_t seed, int H, int64_t tok, int64_t pos, uint16_t *q_raw)
+void dsa_proxy_k(uint64_t seed, int64_t tok, int64_t pos, uint16_t *k_raw)
+{
+    dsa_proxy_k_planted(seed, tok, pos, NULL, k_raw);
+}
+
+void dsa_proxy_q_planted(uint64_t seed, int H, int64_t tok, int64_t pos, const double *u,
+                         uint16_t *q_raw)
 {
     double e[128];
     for (int d = 0; d < 128; d++)
@@ -59,9 +84,17 @@ void dsa_proxy_q(uint64_t seed, int H, int64_t tok, int64_t pos, uint16_t *q_raw
         double c = 1.0 + 0.5 * fabs(dsa_proxy_normal(seed, TAG_C, (uint64_t)h, 0));
         for (int d = 0; d < 128; d++) {
             double n = dsa_proxy_normal(seed, TAG_Q, (uint64_t)pos, (uint64_t)(h * 128 + d));
-            q_raw[h * 128 + d] = dsa_f32_to_bf16((float)(b * (c * e[d] + n)));
+            double x = c * e[d] + n;
+            if (u)
+                x += DSA_PROXY_QUERY_GAIN * u[d];
+            q_raw[h * 128 + d] = dsa_f32_to_bf16((float)(b * x));
         }
     }
+}
+
+void dsa_proxy_q(uint64_t seed, int H, int64_t tok, int64_t pos, uint16_t *q_raw)
+{
+    dsa_proxy_q_planted(seed, H, tok, pos, NULL, q_raw);
 }
 
 void dsa_proxy_w(uint64_t seed, int H, int64_t tok, int64_t pos, uint16_t *w_raw)

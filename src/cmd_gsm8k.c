@@ -30,6 +30,7 @@
 #include "evals/gsm8k_prompt.h"
 #include "evals/gsm8k_run.h"
 #include "evals/inproc_gsm8k.h"
+#include "evals/inproc_traces.h"
 #include "evals/mtp.h"
 #include "evals/summary.h"
 #include "store/store.h"
@@ -69,7 +70,7 @@ struct opts {
     double timeout_s;
     bool mtp, expect_mtp, print_prompts, stream, force_new, quiet, insecure, token_ids, as_json;
     /* --backend inprocess */
-    const char *device, *kernels_so;
+    const char *device, *kernels_so, *traces;
     struct dsa_strlist variants;
     int topk, mtp_n;
 };
@@ -519,12 +520,14 @@ static int run_inprocess(struct run *r, int argc0, char **argv0)
     const struct opts *o = r->o;
     struct dsa_inproc_opts io;
     dsa_inproc_opts_init(&io);
-    for (size_t i = 0; i < o->variants.n; i++)
+    for (size_t i = 0; i < o->variants.n; i++) {
         if (dsa_k_flags_set(&io.flags, o->variants.v[i]) < 0) {
             dsa_errorf("unknown variant '%s' (see docs/kernels.md \"Variant flags\")",
                        o->variants.v[i]);
             return DSA_EXIT_USAGE;
         }
+        io.rope_given |= !strncmp(o->variants.v[i], "rope=", 5);
+    }
     if (o->topk != 512 && o->topk != 1024 && o->topk != 2048) {
         dsa_errorf("--topk must be 512, 1024 or 2048");
         return DSA_EXIT_USAGE;
@@ -546,6 +549,12 @@ static int run_inprocess(struct run *r, int argc0, char **argv0)
     io.json = o->as_json;
     io.interrupted = &dsa_interrupted;
     io.command = dsa_run_command_json(argc0, argv0);
+    if (o->traces) { /* real activations: the traces' query rows are the decode rows */
+        io.traces_dir = o->traces;
+        int tr = dsa_inproc_traces_mtp_run(&io);
+        json_decref(io.command);
+        return tr;
+    }
     struct dsa_inproc_gsm8k_item *items = dsa_xcalloc(r->n ? r->n : 1, sizeof *items);
     struct dsa_buf *prompts = dsa_xcalloc(r->n ? r->n : 1, sizeof *prompts);
     int ret = DSA_EXIT_OK;
@@ -671,6 +680,8 @@ int cmd_gsm8k(int argc, char **argv)
         DSA_OPT_STRING(0, "kernels", &o.kernels_so, "PATH.so",
                        "inprocess: another build of dsa_kernels.h (plugin ABI)"),
         DSA_OPT_INT(0, "topk", &o.topk, "K", "inprocess: top-k (512|1024|2048; default 512)"),
+        DSA_OPT_STRING(0, "traces", &o.traces, "DIR",
+                       "inprocess: captured model traces (manifest.jsonl) instead of the proxy"),
         DSA_OPT_END(),
     };
     /* the command line for the run header, before parsing reorders argv */
@@ -719,6 +730,14 @@ int cmd_gsm8k(int argc, char **argv)
             dsa_errorf("--extra-body must be a JSON object: %s", extra ? "not an object" : je.text);
             goto cleanup;
         }
+    }
+    if (o.traces && strcmp(o.backend, "inprocess")) {
+        dsa_errorf("--traces DIR is for --backend inprocess");
+        goto cleanup;
+    }
+    if (o.traces) { /* no GSM8K data: the traces hold the prompts */
+        ret = run_inprocess(&r, argc0, argv0);
+        goto cleanup;
     }
     data_dir = o.data ? dsa_xstrdup(o.data) : default_data_dir();
     if ((ret = load_data(&r, data_dir)))

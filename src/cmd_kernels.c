@@ -31,23 +31,29 @@ static const char *const usage[] = {
     "                      [--variant K=V]... [--topk K]",
     "",
     "Runs the stack on q/k/w captured from a model (docs/kernels.md \"Trace files\") and",
-    "prints recall@k of each query row against the fp64 golden selection.",
+    "prints recall@k of each query row against the fp64 golden selection, per layer, and",
+    "the share of the model's own selection that the stack and the golden model select",
+    "when the trace holds it (scripts/capture_traces.py writes such traces).",
     NULL};
 
 #ifndef DSA_KERNELS_ONLY_BUILD
-/*
- *   trace 'x.safetensors': T=8192 rows=4 H=64 rope=neox on cuda (NVIDIA H200 …)
- *       pos  recall@2048
- *      8188       0.9951
+/* one layer of a trace (prefix "" or "layers.<L>."), printed as one block:
+ *   trace 'x.safetensors' layer 1: T=8192 rows=4 rope=neox,… on cuda
+ *          pos  recall@2048  model:stack  model:golden
+ *         8188       0.9951       0.9912        1.0000
  *   mean recall@2048 0.9940, selection_sha256 3f2a…
+ *   model selection: stack 0.9930, golden 0.9998
+ * (the two model columns and the last line only when the trace holds the model's top-k)
  */
-static int run_trace(const char *path, const struct dsa_inproc_opts *base, bool rope_given)
+static int trace_layer(const dsa_trace *tr, const char *path, int layer,
+                       const struct dsa_inproc_opts *base, bool rope_given)
 {
-    dsa_trace *tr = NULL;
-    if (dsa_trace_open(path, &tr))
-        return DSA_EXIT_DATA;
+    char prefix[32] = "", qname[48];
+    if (layer >= 0)
+        snprintf(prefix, sizeof prefix, "layers.%d.", layer);
+    snprintf(qname, sizeof qname, "%sq_raw", prefix);
     struct dsa_inproc_opts o = *base;
-    const struct dsa_trace_tensor *q = dsa_trace_get(tr, "q_raw");
+    const struct dsa_trace_tensor *q = dsa_trace_get(tr, qname);
     if (q && q->ndim == 3 && (q->shape[1] == 32 || q->shape[1] == 64))
         o.flags.heads = (int)q->shape[1]; /* the trace says how many index heads */
     const char *rope = dsa_trace_meta(tr, "rope");
@@ -56,37 +62,75 @@ static int run_trace(const char *path, const struct dsa_inproc_opts *base, bool 
         snprintf(kv, sizeof kv, "rope=%s", rope);
         if (dsa_k_flags_set(&o.flags, kv)) {
             dsa_errorf("trace '%s' has an unknown rope '%s' in __metadata__", path, rope);
-            dsa_trace_free(&tr);
             return DSA_EXIT_DATA;
         }
     }
     struct dsa_inproc_inputs in;
-    if (dsa_inproc_trace_inputs(tr, o.flags.heads, &in)) {
-        dsa_trace_free(&tr);
+    if (dsa_inproc_trace_layer_inputs(tr, prefix, o.flags.heads, &in))
         return DSA_EXIT_DATA;
-    }
-    dsa_trace_free(&tr); /* the inputs are copies */
-    int ret = DSA_EXIT_BACKEND;
-    dsa_inproc *ip = dsa_inproc_new(&o);
-    int32_t *idx = dsa_xmalloc((size_t)in.M * o.topk * 4),
-            *gold = dsa_xmalloc((size_t)in.M * o.topk * 4);
+    int ret = DSA_EXIT_BACKEND, K = o.topk;
+    dsa_inproc *ip = NULL;
+    int32_t *idx = dsa_xmalloc((size_t)in.M * K * 4), *gold = dsa_xmalloc((size_t)in.M * K * 4),
+            *model = dsa_xmalloc((size_t)in.M * K * 4);
     double *rec = dsa_xmalloc((size_t)in.M * sizeof *rec);
-    if (ip && dsa_inproc_select_inputs(ip, &in, idx, gold) == 0) {
-        char hex[65], vs[256];
-        double mean = dsa_inproc_recall(idx, gold, in.M, o.topk, rec, hex);
-        dsa_k_flags_str(&o.flags, vs, sizeof vs);
-        printf("trace '%s': T=%ld rows=%d %s on %s\n", path, in.T, in.M, vs, dsa_inproc_device(ip));
-        printf("%10s %12s%d\n", "pos", "recall@", o.topk);
-        for (int m = 0; m < in.M; m++)
-            printf("%10ld %13.4f\n", in.qpos[m], rec[m]);
-        printf("mean recall@%d %.4f, selection_sha256 %s\n", o.topk, mean, hex);
-        ret = DSA_EXIT_OK;
+    int has_model = dsa_inproc_trace_model_topk(tr, prefix, in.M, K, model);
+    if (has_model < 0 ||
+        (has_model > 0 && dsa_inproc_check_model_rows(path, &in, model, has_model, K))) {
+        ret = DSA_EXIT_DATA;
+        goto cleanup;
     }
+    if (has_model > 0 && has_model != K) {
+        dsa_notef("trace '%s' holds the model's top-%d, not a top-%d: no model columns", path,
+                  has_model, K);
+        has_model = 0;
+    }
+    ip = dsa_inproc_new(&o);
+    if (!ip || dsa_inproc_select_inputs(ip, &in, idx, gold))
+        goto cleanup;
+    char hex[65], vs[256], where[48] = "";
+    double mean = dsa_inproc_recall(idx, gold, in.M, K, rec, hex), ms = 0.0, mg = 0.0;
+    dsa_k_flags_str(&o.flags, vs, sizeof vs);
+    if (layer >= 0)
+        snprintf(where, sizeof where, " layer %d", layer);
+    printf("trace '%s'%s: T=%ld rows=%d %s on %s\n", path, where, in.T, in.M, vs,
+           dsa_inproc_device(ip));
+    printf("%10s %12s%d%s\n", "pos", "recall@", K, has_model ? "  model:stack  model:golden" : "");
+    for (int m = 0; m < in.M; m++) {
+        printf("%10ld %13.4f", in.qpos[m], rec[m]);
+        if (has_model) {
+            const int32_t *mr = model + (size_t)m * K;
+            double as = dsa_inproc_agreement(idx + (size_t)m * K, mr, K),
+                   ag = dsa_inproc_agreement(gold + (size_t)m * K, mr, K);
+            ms += as;
+            mg += ag;
+            printf(" %12.4f %13.4f", as, ag);
+        }
+        printf("\n");
+    }
+    printf("mean recall@%d %.4f, selection_sha256 %s\n", K, mean, hex);
+    if (has_model)
+        printf("model selection: stack %.4f, golden %.4f\n", ms / in.M, mg / in.M);
+    ret = DSA_EXIT_OK;
+cleanup:
     free(idx);
     free(gold);
+    free(model);
     free(rec);
     dsa_inproc_free(&ip);
     dsa_inproc_trace_inputs_release(&in);
+    return ret;
+}
+
+static int run_trace(const char *path, const struct dsa_inproc_opts *base, bool rope_given)
+{
+    dsa_trace *tr = NULL;
+    if (dsa_trace_open(path, &tr))
+        return DSA_EXIT_DATA;
+    int layers[256];
+    int n = dsa_inproc_trace_layers(tr, layers, 256), ret = n < 0 ? DSA_EXIT_DATA : DSA_EXIT_OK;
+    for (int i = 0; i < n && ret == DSA_EXIT_OK; i++)
+        ret = trace_layer(tr, path, layers[i], base, rope_given);
+    dsa_trace_free(&tr);
     return ret;
 }
 

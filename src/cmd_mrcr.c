@@ -15,6 +15,7 @@
 #include "backend/inprocess.h"
 #include "datasets/samples.h"
 #include "evals/inproc_mrcr.h"
+#include "evals/inproc_traces.h"
 #include "commands.h"
 #include "datasets/mrcr.h"
 #include "evals/mrcr_eval.h"
@@ -104,20 +105,43 @@ static void on_progress(void *ud, const struct dsa_mrcr_eval_counts *c)
     dsa_progress_poll(pc->p);
 }
 
+/* --json is honoured by every backend: after an in-process run, the summary document of its
+   run file instead of the text table. Returns ret, or DSA_EXIT_DATA if the document could not
+   be printed. */
+static int print_json_summary(bool as_json, const char *out, int ret)
+{
+    if (!as_json || (ret != DSA_EXIT_OK && ret != DSA_EXIT_FAIL && ret != DSA_EXIT_INTERRUPTED))
+        return ret;
+    char *path = dsa_run_file_name(out, 1);
+    json_t *h = NULL, *recs = NULL;
+    if (dsa_run_load(path, &h, &recs) == 0) {
+        json_t *runs = json_pack("[o]", recs);
+        if (dsa_summary_print(runs, true, stdout) < 0 && ret == DSA_EXIT_OK)
+            ret = DSA_EXIT_DATA;
+        json_decref(runs);
+        json_decref(h);
+    }
+    free(path);
+    return ret;
+}
+
 /* --backend inprocess: the indexer stack on the dataset's prompts (evals/inproc_mrcr.h) */
 static int run_inprocess(const char *dataset, const char *out, const struct dsa_mrcr_filter *filt,
                          const char *device, const char *kernels_so,
                          const struct dsa_strlist *variants, int topk, int max_query, uint64_t seed,
-                         bool force_new, bool as_json, bool quiet, json_t *command)
+                         bool force_new, const char *traces, bool as_json, bool quiet,
+                         json_t *command)
 {
     struct dsa_inproc_opts o;
     dsa_inproc_opts_init(&o);
-    for (size_t i = 0; i < variants->n; i++)
+    for (size_t i = 0; i < variants->n; i++) {
         if (dsa_k_flags_set(&o.flags, variants->v[i]) < 0) {
             dsa_errorf("unknown variant '%s' (see docs/kernels.md \"Variant flags\")",
                        variants->v[i]);
             return DSA_EXIT_USAGE;
         }
+        o.rope_given |= !strncmp(variants->v[i], "rope=", 5);
+    }
     if (device && strcmp(device, "cuda") && strcmp(device, "cpu") && strcmp(device, "auto")) {
         dsa_errorf("unknown device '%s' (use cuda or cpu)", device);
         return DSA_EXIT_USAGE;
@@ -130,6 +154,22 @@ static int run_inprocess(const char *dataset, const char *out, const struct dsa_
         dsa_errorf("--max-query must be >= 0");
         return DSA_EXIT_USAGE;
     }
+    o.device = device;
+    o.kernels_so = kernels_so;
+    o.topk = topk;
+    o.out_dir = out;
+    o.limit = filt->limit;
+    o.bins_mask = filt->bins_mask;
+    o.needles_mask = filt->needles_mask;
+    o.force_new = force_new;
+    o.json = as_json;
+    o.quiet = quiet;
+    o.command = command;
+    o.interrupted = &dsa_interrupted;
+    if (traces) { /* the model's activations instead of the proxy model: no dataset */
+        o.traces_dir = traces;
+        return print_json_summary(as_json, out, dsa_inproc_traces_run(&o));
+    }
     struct dsa_strlist paths = {0};
     int ret;
     if (!strncmp(dataset, DSA_SAMPLE_PREFIX, strlen(DSA_SAMPLE_PREFIX))) {
@@ -140,37 +180,13 @@ static int run_inprocess(const char *dataset, const char *out, const struct dsa_
     } else if (resolve_dataset(dataset, filt->needles_mask, &paths) < 0) {
         return DSA_EXIT_DATA;
     }
-    o.device = device;
-    o.kernels_so = kernels_so;
-    o.topk = topk;
     o.max_query = max_query;
     o.seed = seed;
     o.dataset_name = dataset;
     o.datasets = paths.v;
     o.ndatasets = paths.n;
-    o.out_dir = out;
-    o.limit = filt->limit;
-    o.bins_mask = filt->bins_mask;
-    o.needles_mask = filt->needles_mask;
-    o.force_new = force_new;
-    o.json = as_json;
-    o.quiet = quiet;
-    o.command = command;
-    o.interrupted = &dsa_interrupted;
     ret = dsa_inproc_mrcr_run(&o);
-    /* --json is honoured by every backend: the summary document of the run file */
-    if (as_json && (ret == DSA_EXIT_OK || ret == DSA_EXIT_FAIL || ret == DSA_EXIT_INTERRUPTED)) {
-        char *path = dsa_run_file_name(out, 1);
-        json_t *h = NULL, *recs = NULL;
-        if (dsa_run_load(path, &h, &recs) == 0) {
-            json_t *runs = json_pack("[o]", recs);
-            if (dsa_summary_print(runs, true, stdout) < 0 && ret == DSA_EXIT_OK)
-                ret = DSA_EXIT_DATA;
-            json_decref(runs);
-            json_decref(h);
-        }
-        free(path);
-    }
+    ret = print_json_summary(as_json, out, ret);
     free_paths(&paths);
     return ret;
 }
@@ -186,7 +202,7 @@ int cmd_mrcr(int argc, char **argv)
     const char *api_key_file = NULL, *extra_body_text = NULL;
     long limit = 0, max_tokens = 4096, seed = 0;
     int runs = 1, concurrency = 8, retries = 5;
-    const char *device = NULL, *kernels_so = NULL;
+    const char *device = NULL, *kernels_so = NULL, *traces = NULL;
     struct dsa_strlist variants = {0};
     int topk = 2048, max_query = 32;
     double temperature = 0.0, timeout_s = 1800;
@@ -217,6 +233,8 @@ int cmd_mrcr(int argc, char **argv)
         DSA_OPT_STRING(0, "kernels", &kernels_so, "PATH.so",
                        "inprocess: another build of dsa_kernels.h (plugin ABI)"),
         DSA_OPT_INT(0, "topk", &topk, "K", "inprocess: top-k of the indexer (512|1024|2048)"),
+        DSA_OPT_STRING(0, "traces", &traces, "DIR",
+                       "inprocess: captured model traces (manifest.jsonl) instead of the proxy"),
         DSA_OPT_INT(0, "max-query", &max_query, "N",
                     "inprocess: query rows = the last N question tokens (default 32, 0 = all)"),
         DSA_OPT_STRING(0, "model", &model, "NAME", "model name (default: from /v1/models)"),
@@ -299,6 +317,14 @@ int cmd_mrcr(int argc, char **argv)
             goto cleanup;
         }
     }
+    if (traces && strcmp(backend_kind, "inprocess")) {
+        dsa_errorf("--traces DIR is for --backend inprocess");
+        goto cleanup;
+    }
+    if (traces && dataset) {
+        dsa_errorf("--traces DIR replaces --dataset (the traces hold the prompts)");
+        goto cleanup;
+    }
     if (!strcmp(backend_kind, "inprocess")) {
         if (retry_failed) {
             dsa_errorf("--retry-failed is for --backend endpoint (an in-process row fails "
@@ -307,7 +333,7 @@ int cmd_mrcr(int argc, char **argv)
         }
         ret = run_inprocess(dataset ? dataset : DSA_SAMPLE_MRCR_DEFAULT, out, &eo.filter, device,
                             kernels_so, &variants, topk, max_query, seed_text ? (uint64_t)seed : 1,
-                            force_new, as_json, quiet, command);
+                            force_new, traces, as_json, quiet, command);
         goto cleanup;
     }
     if (!dataset)

@@ -109,6 +109,7 @@ json_t *dsa_inproc_describe(const dsa_inproc *p)
     json_object_set_new(d, "variant_str", json_string(vs));
     json_object_set_new(d, "topk", json_integer(p->topk));
     json_object_set_new(d, "seed", json_integer((json_int_t)p->seed));
+    json_object_set_new(d, "source", json_string("proxy"));
     json_object_set_new(d, "proxy", json_string(PROXY_NAME));
     return d;
 }
@@ -146,6 +147,8 @@ static int ensure_rope(dsa_inproc *p, long T)
 struct kgen {
     const dsa_inproc *p;
     const uint32_t *tokens;
+    const unsigned char *planted; /* [T] or NULL */
+    const double *u;              /* the topic direction */
     uint16_t *k_raw;
 };
 
@@ -153,7 +156,8 @@ static void kgen_range(void *c, long b, long e)
 {
     struct kgen *g = c;
     for (long t = b; t < e; t++) {
-        dsa_proxy_k(g->p->seed, g->tokens[t], t, g->k_raw + (size_t)t * 128);
+        const double *u = g->planted && g->planted[t] ? g->u : NULL;
+        dsa_proxy_k_planted(g->p->seed, g->tokens[t], t, u, g->k_raw + (size_t)t * 128);
     }
 }
 
@@ -211,10 +215,16 @@ struct kgold {
 static void kgold_range(void *c, long b, long e)
 {
     const struct kgold *g = c;
-    for (long t = b; t < e; t++)
-        dsa_golden_k_vec(g->in->k_raw + (size_t)t * 128, g->in->ln_w, g->in->ln_b,
-                         g->in->cos + (size_t)t * 32, g->in->sin + (size_t)t * 32, g->rope, 0,
-                         g->out + (size_t)t * 128);
+    const struct dsa_inproc_inputs *in = g->in;
+    for (long t = b; t < e; t++) {
+        const float *cs = in->cos + (size_t)t * 32, *sn = in->sin + (size_t)t * 32;
+        if (in->k_f32)
+            dsa_golden_k_vec_f32(in->k_f32 + (size_t)t * 128, in->ln_w, in->ln_b, cs, sn, g->rope,
+                                 0, g->out + (size_t)t * 128);
+        else
+            dsa_golden_k_vec(in->k_raw + (size_t)t * 128, in->ln_w, in->ln_b, cs, sn, g->rope, 0,
+                             g->out + (size_t)t * 128);
+    }
 }
 
 int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, int32_t *idx,
@@ -256,8 +266,11 @@ int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, 
         re[m] = (int32_t)(qpos[m] + 1);
         for (int h = 0; h < H; h++) {
             size_t mh = (size_t)m * H + h;
-            dsa_golden_q_vec(in->q_raw + mh * 128, in->cos + qpos[m] * 32, in->sin + qpos[m] * 32,
-                             p->f.rope, 0, qgold + mh * 128);
+            const float *cs = in->cos + qpos[m] * 32, *sn = in->sin + qpos[m] * 32;
+            if (in->q_f32)
+                dsa_golden_q_vec_f32(in->q_f32 + mh * 128, cs, sn, p->f.rope, 0, qgold + mh * 128);
+            else
+                dsa_golden_q_vec(in->q_raw + mh * 128, cs, sn, p->f.rope, 0, qgold + mh * 128);
             double wr = in->w_raw_dtype == DSA_K_BF16
                             ? (double)dsa_bf16_to_f32(((const uint16_t *)in->w_raw)[mh])
                             : (double)((const float *)in->w_raw)[mh];
@@ -359,24 +372,36 @@ cleanup:
     return rc;
 }
 
-int dsa_inproc_proxy_inputs(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
-                            struct dsa_inproc_inputs *in)
+int dsa_inproc_proxy_inputs_planted(dsa_inproc *p, const uint32_t *tokens, long T,
+                                    const struct dsa_inproc_plant *plant, const long *qpos, int M,
+                                    struct dsa_inproc_inputs *in)
 {
     const int H = p->f.heads;
     if (ensure_rope(p, T))
         return dsa_errorf("cannot set up the RoPE table on '%s'", p->api->device());
+    double u[128];
+    if (plant)
+        dsa_proxy_topic(p->seed, plant->topic, u);
     uint16_t *k_raw = dsa_xmalloc((size_t)(T > 0 ? T : 1) * 256);
     uint16_t *q_raw = dsa_xmalloc((size_t)(M > 0 ? M : 1) * H * 256);
     uint16_t *w_raw = dsa_xmalloc((size_t)(M > 0 ? M : 1) * H * 2);
-    struct kgen kg = {p, tokens, k_raw};
+    struct kgen kg = {p, tokens, plant ? plant->keys : NULL, u, k_raw};
     dsa_cpu_parallel_for(T, 256, kgen_range, &kg);
+    const double *uq = plant && plant->queries ? u : NULL;
     for (int m = 0; m < M; m++) {
-        dsa_proxy_q(p->seed, H, tokens[qpos[m]], qpos[m], q_raw + (size_t)m * H * 128);
+        dsa_proxy_q_planted(p->seed, H, tokens[qpos[m]], qpos[m], uq, q_raw + (size_t)m * H * 128);
         dsa_proxy_w(p->seed, H, tokens[qpos[m]], qpos[m], w_raw + (size_t)m * H);
     }
-    *in = (struct dsa_inproc_inputs){T,          k_raw,   M,       qpos,   q_raw,  w_raw,
-                                     DSA_K_BF16, p->ln_w, p->ln_b, p->cos, p->sin, p->max_pos};
+    *in =
+        (struct dsa_inproc_inputs){T,       k_raw,   M,      qpos,   q_raw,      w_raw, DSA_K_BF16,
+                                   p->ln_w, p->ln_b, p->cos, p->sin, p->max_pos, NULL,  NULL};
     return 0;
+}
+
+int dsa_inproc_proxy_inputs(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
+                            struct dsa_inproc_inputs *in)
+{
+    return dsa_inproc_proxy_inputs_planted(p, tokens, T, NULL, qpos, M, in);
 }
 
 void dsa_inproc_inputs_release(struct dsa_inproc_inputs *in)
@@ -390,8 +415,15 @@ void dsa_inproc_inputs_release(struct dsa_inproc_inputs *in)
 int dsa_inproc_select(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
                       int32_t *idx, int32_t *golden)
 {
+    return dsa_inproc_select_planted(p, tokens, T, NULL, qpos, M, idx, golden);
+}
+
+int dsa_inproc_select_planted(dsa_inproc *p, const uint32_t *tokens, long T,
+                              const struct dsa_inproc_plant *plant, const long *qpos, int M,
+                              int32_t *idx, int32_t *golden)
+{
     struct dsa_inproc_inputs in;
-    if (dsa_inproc_proxy_inputs(p, tokens, T, qpos, M, &in))
+    if (dsa_inproc_proxy_inputs_planted(p, tokens, T, plant, qpos, M, &in))
         return -1;
     int rc = dsa_inproc_select_inputs(p, &in, idx, golden);
     dsa_inproc_inputs_release(&in);
@@ -418,49 +450,44 @@ static void sort_rows(int32_t *idx, long rows, int K)
     }
 }
 
-int dsa_inproc_mtp(dsa_inproc *p, const uint32_t *tokens, long T, long P, int n, long *nsteps,
-                   unsigned char *identical, unsigned char *logits_identical, int32_t *sel)
+int dsa_inproc_mtp_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, long P, int n,
+                          long *nsteps, unsigned char *identical, unsigned char *logits_identical,
+                          int32_t *sel)
 {
     const struct dsa_kernels_api *api = p->api;
     const int H = p->f.heads, K = p->topk;
+    const long T = in->T;
     int rc = -1, st;
     *nsteps = 0;
-    if (n < 1 || n > 4 || P < 0 || P > T)
-        return dsa_errorf("mtp rows must be 1..4 and the prompt inside the tokens");
-    if (ensure_rope(p, T))
-        return dsa_errorf("cannot set up the RoPE table on '%s'", api->device());
+    if (n < 1 || n > 4 || P < 0 || P > T || in->M != T - P || in->max_pos < T)
+        return dsa_errorf("mtp rows must be 1..4, the decode rows the last T - P positions and "
+                          "the RoPE table T rows");
     long R = T - P, steps = R / n, stride = ((T + 255) / 256) * 256;
+    size_t tab = (size_t)in->max_pos * 128, wrb = in->w_raw_dtype == DSA_K_BF16 ? 2 : 4;
     long npages = (T + DSA_K_PAGE - 1) / DSA_K_PAGE;
     size_t cbytes = (size_t)(npages ? npages : 1) * DSA_K_PAGE_BYTES;
     size_t wb = p->f.weights == DSA_K_BF16 ? 2 : 4, lb = p->f.logits == DSA_K_BF16 ? 2 : 4;
     size_t lbytes = (size_t)n * stride * lb;
-    uint16_t *k_raw = dsa_xmalloc((size_t)T * 256 + 2);
     int64_t *pos = dsa_xmalloc((size_t)T * 8 + 8);
-    uint16_t *q_raw = dsa_xmalloc((size_t)(R ? R : 1) * H * 256),
-             *w_raw = dsa_xmalloc((size_t)(R ? R : 1) * H * 2);
     int32_t *bt = dsa_xmalloc((size_t)(npages ? npages : 1) * 4),
             *ctx = dsa_xmalloc((size_t)(R ? R : 1) * 4);
     int32_t *zeros = dsa_xcalloc((size_t)n, 4);
     int32_t *idx_b = dsa_xmalloc((size_t)n * K * 4), *idx_s = dsa_xmalloc((size_t)n * K * 4);
     unsigned char *lg_b = dsa_xmalloc(lbytes), *lg_s = dsa_xmalloc(lbytes);
-    void *d[16] = {0};
+    void *d[24] = {0};
     int nd = 0;
 #define DALLOC(bytes) (d[nd++] = api->alloc(bytes))
-    struct kgen kg = {p, tokens, k_raw};
-    dsa_cpu_parallel_for(T, 256, kgen_range, &kg);
     for (long t = 0; t < T; t++)
         pos[t] = t;
     for (long pg = 0; pg < npages; pg++)
         bt[pg] = (int32_t)pg;
-    for (long r = 0; r < R; r++) {
-        dsa_proxy_q(p->seed, H, tokens[P + r], P + r, q_raw + (size_t)r * H * 128);
-        dsa_proxy_w(p->seed, H, tokens[P + r], P + r, w_raw + (size_t)r * H);
+    for (long r = 0; r < R; r++)
         ctx[r] = (int32_t)(P + r + 1);
-    }
     void *dk_raw = DALLOC((size_t)T * 256 + 2), *dpos = DALLOC((size_t)T * 8 + 8);
     void *dcache = DALLOC(cbytes), *dbt = DALLOC((size_t)(npages ? npages : 1) * 4);
     void *dq_raw = DALLOC((size_t)(R ? R : 1) * H * 256),
-         *dw_raw = DALLOC((size_t)(R ? R : 1) * H * 2);
+         *dw_raw = DALLOC((size_t)(R ? R : 1) * H * wrb);
+    void *dcos = DALLOC(tab), *dsin = DALLOC(tab), *dln_w = DALLOC(512), *dln_b = DALLOC(512);
     void *dq8 = DALLOC((size_t)(R ? R : 1) * H * 128), *dqs = DALLOC((size_t)(R ? R : 1) * H * 4);
     void *dw = DALLOC((size_t)(R ? R : 1) * H * wb), *dctx = DALLOC((size_t)(R ? R : 1) * 4);
     void *dzero = DALLOC((size_t)n * 4), *dlog = DALLOC(lbytes), *didx = DALLOC((size_t)n * K * 4);
@@ -469,25 +496,36 @@ int dsa_inproc_mtp(dsa_inproc *p, const uint32_t *tokens, long T, long P, int n,
             dsa_errorf("cannot allocate on '%s'", api->device());
             goto cleanup;
         }
-    if (api->upload(dk_raw, k_raw, (size_t)T * 256) || api->upload(dpos, pos, (size_t)T * 8) ||
+    if (api->upload(dk_raw, in->k_raw, (size_t)T * 256) || api->upload(dpos, pos, (size_t)T * 8) ||
+        api->upload(dcos, in->cos, tab) || api->upload(dsin, in->sin, tab) ||
+        api->upload(dln_w, in->ln_w, 512) || api->upload(dln_b, in->ln_b, 512) ||
         api->upload(dbt, bt, (size_t)npages * 4) ||
-        (R && (api->upload(dq_raw, q_raw, (size_t)R * H * 256) ||
-               api->upload(dw_raw, w_raw, (size_t)R * H * 2) ||
+        (R && (api->upload(dq_raw, in->q_raw, (size_t)R * H * 256) ||
+               api->upload(dw_raw, in->w_raw, (size_t)R * H * wrb) ||
                api->upload(dctx, ctx, (size_t)R * 4))) ||
         api->upload(dzero, zeros, (size_t)n * 4)) {
         dsa_errorf("cannot move the inputs to '%s'", api->device());
         goto cleanup;
     }
-    struct dsa_k_prep_args ka = {(int)T, (int)p->max_pos, dk_raw,  p->dln_w, p->dln_b,
-                                 dpos,   p->dcos,         p->dsin, dpos,     dcache};
+    struct dsa_k_prep_args ka = {
+        (int)T, (int)in->max_pos, dk_raw, dln_w, dln_b, dpos, dcos, dsin, dpos, dcache};
     if ((st = api->k_prep(&p->f, &ka)) != DSA_K_OK) {
         fail(p, "k_prep", st);
         goto cleanup;
     }
-    struct dsa_q_prep_args qa = {
-        (int)R,  (int)p->max_pos, dq_raw, dw_raw, DSA_K_BF16, (const int64_t *)dpos + P,
-        p->dcos, p->dsin,         dq8,    dqs,    dw,         NULL,
-        0};
+    struct dsa_q_prep_args qa = {(int)R,
+                                 (int)in->max_pos,
+                                 dq_raw,
+                                 dw_raw,
+                                 in->w_raw_dtype,
+                                 (const int64_t *)dpos + P,
+                                 dcos,
+                                 dsin,
+                                 dq8,
+                                 dqs,
+                                 dw,
+                                 NULL,
+                                 0};
     if (R && (st = api->q_prep(&p->f, &qa)) != DSA_K_OK) {
         fail(p, "q_prep", st);
         goto cleanup;
@@ -549,10 +587,7 @@ cleanup:
         if (d[i])
             api->free(d[i]);
 #undef DALLOC
-    free(k_raw);
     free(pos);
-    free(q_raw);
-    free(w_raw);
     free(bt);
     free(ctx);
     free(zeros);
@@ -560,6 +595,26 @@ cleanup:
     free(idx_s);
     free(lg_b);
     free(lg_s);
+    return rc;
+}
+
+int dsa_inproc_mtp(dsa_inproc *p, const uint32_t *tokens, long T, long P, int n, long *nsteps,
+                   unsigned char *identical, unsigned char *logits_identical, int32_t *sel)
+{
+    *nsteps = 0;
+    if (n < 1 || n > 4 || P < 0 || P > T)
+        return dsa_errorf("mtp rows must be 1..4 and the prompt inside the tokens");
+    long R = T - P;
+    long *qpos = dsa_xmalloc((size_t)(R ? R : 1) * sizeof *qpos);
+    for (long r = 0; r < R; r++)
+        qpos[r] = P + r;
+    struct dsa_inproc_inputs in;
+    memset(&in, 0, sizeof in);
+    int rc = dsa_inproc_proxy_inputs(p, tokens, T, qpos, (int)R, &in);
+    if (!rc)
+        rc = dsa_inproc_mtp_inputs(p, &in, P, n, nsteps, identical, logits_identical, sel);
+    dsa_inproc_inputs_release(&in); /* frees NULLs when the inputs were never made */
+    free(qpos);
     return rc;
 }
 
@@ -580,40 +635,76 @@ static const struct dsa_trace_tensor *want(const dsa_trace *tr, const char *name
     return ok ? t : NULL;
 }
 
-int dsa_inproc_trace_inputs(const dsa_trace *tr, int H, struct dsa_inproc_inputs *in)
+/* a BF16 or F32 tensor as bf16 (rounded to nearest even), and the F32 original when it is F32 */
+static void copy_raw(const struct dsa_trace_tensor *t, uint16_t **bf, float **f32)
 {
-    memset(in, 0, sizeof *in);
-    const struct dsa_trace_tensor *k, *q, *w, *qp, *lw, *lb, *c, *s;
-    if (!(k = want(tr, "k_raw", DSA_TR_BF16, -1, 2, (int64_t[]){-1, 128})))
-        return -1;
-    long T = (long)k->shape[0];
-    if (!(qp = want(tr, "q_pos", DSA_TR_I64, -1, 1, (int64_t[]){-1})))
-        return -1;
+    size_t n = t->nbytes / (t->dtype == DSA_TR_F32 ? 4 : 2);
+    *bf = dsa_xmalloc(n * 2 + 2);
+    *f32 = NULL;
+    if (t->dtype != DSA_TR_F32) {
+        memcpy(*bf, t->data, t->nbytes);
+        return;
+    }
+    *f32 = dsa_xmalloc(n * 4 + 4);
+    memcpy(*f32, t->data, t->nbytes);
+    for (size_t i = 0; i < n; i++)
+        (*bf)[i] = dsa_f32_to_bf16((*f32)[i]);
+}
+
+/* q_pos as longs, checked: increasing, inside [0, T) */
+static long *trace_qpos(const struct dsa_trace_tensor *qp, long T)
+{
     int64_t M = qp->shape[0];
-    if (!(q = want(tr, "q_raw", DSA_TR_BF16, -1, 3, (int64_t[]){M, H, 128})) ||
-        !(w = want(tr, "w_raw", DSA_TR_BF16, DSA_TR_F32, 2, (int64_t[]){M, H})) ||
-        !(lw = want(tr, "ln_w", DSA_TR_F32, -1, 1, (int64_t[]){128})) ||
-        !(lb = want(tr, "ln_b", DSA_TR_F32, -1, 1, (int64_t[]){128})) ||
-        !(c = want(tr, "cos", DSA_TR_F32, -1, 2, (int64_t[]){-1, 32})) ||
-        !(s = want(tr, "sin", DSA_TR_F32, -1, 2, c->shape)))
-        return -1;
-    if (T < 1 || M < 1 || M > 1 << 20 || c->shape[0] < T)
-        return dsa_errorf("trace needs T >= 1 tokens, 1..2^20 query rows and cos/sin of T rows");
-    /* copies: the mapping need not be aligned for these element types */
-    long *qpos = dsa_xmalloc((size_t)M * sizeof *qpos);
+    long *qpos = dsa_xmalloc((size_t)(M > 0 ? M : 1) * sizeof *qpos);
     for (int64_t m = 0; m < M; m++) {
         int64_t v;
         memcpy(&v, (const char *)qp->data + m * 8, 8);
         qpos[m] = (long)v;
         if (v < 0 || v >= T || (m && qpos[m] <= qpos[m - 1])) {
             free(qpos);
-            return dsa_errorf("trace q_pos must increase and lie in [0, %ld)", T);
+            dsa_errorf("trace q_pos must increase and lie in [0, %ld)", T);
+            return NULL;
         }
     }
-    void *kc = dsa_xmalloc(k->nbytes), *qc = dsa_xmalloc(q->nbytes), *wc = dsa_xmalloc(w->nbytes);
+    return qpos;
+}
+
+int dsa_inproc_trace_layer_inputs(const dsa_trace *tr, const char *prefix, int H,
+                                  struct dsa_inproc_inputs *in)
+{
+    memset(in, 0, sizeof *in);
+    const struct dsa_trace_tensor *k, *q, *w, *qp, *lw, *lb, *c, *s;
+    char n_k[96], n_q[96], n_w[96], n_lw[96], n_lb[96];
+    snprintf(n_k, sizeof n_k, "%sk_raw", prefix);
+    snprintf(n_q, sizeof n_q, "%sq_raw", prefix);
+    snprintf(n_w, sizeof n_w, "%sw_raw", prefix);
+    snprintf(n_lw, sizeof n_lw, "%sln_w", prefix);
+    snprintf(n_lb, sizeof n_lb, "%sln_b", prefix);
+    if (!(k = want(tr, n_k, DSA_TR_BF16, DSA_TR_F32, 2, (int64_t[]){-1, 128})))
+        return -1;
+    long T = (long)k->shape[0];
+    if (!(qp = want(tr, "q_pos", DSA_TR_I64, -1, 1, (int64_t[]){-1})))
+        return -1;
+    int64_t M = qp->shape[0];
+    if (!(q = want(tr, n_q, DSA_TR_BF16, DSA_TR_F32, 3, (int64_t[]){M, H, 128})) ||
+        !(w = want(tr, n_w, DSA_TR_BF16, DSA_TR_F32, 2, (int64_t[]){M, H})) ||
+        !(lw = want(tr, n_lw, DSA_TR_F32, -1, 1, (int64_t[]){128})) ||
+        !(lb = want(tr, n_lb, DSA_TR_F32, -1, 1, (int64_t[]){128})) ||
+        !(c = want(tr, "cos", DSA_TR_F32, -1, 2, (int64_t[]){-1, 32})) ||
+        !(s = want(tr, "sin", DSA_TR_F32, -1, 2, c->shape)))
+        return -1;
+    if (T < 1 || M < 1 || M > 1 << 20 || c->shape[0] < T)
+        return dsa_errorf("trace needs T >= 1 tokens, 1..2^20 query rows and cos/sin of T rows");
+    long *qpos = trace_qpos(qp, T);
+    if (!qpos)
+        return -1;
+    /* copies: the mapping need not be aligned for these element types */
+    uint16_t *kc, *qc;
+    float *kf, *qf;
+    copy_raw(k, &kc, &kf);
+    copy_raw(q, &qc, &qf);
+    void *wc = dsa_xmalloc(w->nbytes);
     float *tabs = dsa_xmalloc(c->nbytes * 2 + 1024);
-    memcpy(kc, k->data, k->nbytes);
-    memcpy(qc, q->data, q->nbytes);
     memcpy(wc, w->data, w->nbytes);
     memcpy(tabs, lw->data, 512);
     memcpy(tabs + 128, lb->data, 512);
@@ -630,13 +721,66 @@ int dsa_inproc_trace_inputs(const dsa_trace *tr, int H, struct dsa_inproc_inputs
                                      tabs + 128,
                                      tabs + 256,
                                      (const float *)((const char *)(tabs + 256) + c->nbytes),
-                                     (long)c->shape[0]};
+                                     (long)c->shape[0],
+                                     kf,
+                                     qf};
     return 0;
+}
+
+int dsa_inproc_trace_inputs(const dsa_trace *tr, int H, struct dsa_inproc_inputs *in)
+{
+    return dsa_inproc_trace_layer_inputs(tr, "", H, in);
+}
+
+int dsa_inproc_trace_model_topk(const dsa_trace *tr, const char *prefix, int M, int K, int32_t *sel)
+{
+    char name[96];
+    snprintf(name, sizeof name, "%stopk", prefix);
+    if (!dsa_trace_get(tr, name))
+        return 0;
+    const struct dsa_trace_tensor *t = want(tr, name, DSA_TR_I32, -1, 2, (int64_t[]){M, -1});
+    if (!t)
+        return -1;
+    long kc = (long)t->shape[1];
+    if (kc < 1 || kc > 1 << 20)
+        return dsa_errorf("trace tensor '%s' has %ld columns", name, kc);
+    for (int m = 0; m < M; m++)
+        for (int j = 0; j < K; j++) {
+            int32_t v = -1;
+            if (j < kc)
+                memcpy(&v, (const char *)t->data + ((size_t)m * kc + j) * 4, 4);
+            sel[(size_t)m * K + j] = v < 0 ? -1 : v;
+        }
+    return (int)kc;
+}
+
+int dsa_inproc_trace_layers(const dsa_trace *tr, int *layers, int cap)
+{
+    const char *ls = dsa_trace_meta(tr, "layers");
+    if (!ls || dsa_trace_get(tr, "k_raw")) {
+        layers[0] = -1; /* the single-layer form */
+        return 1;
+    }
+    int n = 0;
+    for (const char *p = ls; *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 100000 || n == cap || (*end && *end != ','))
+            return dsa_errorf("trace __metadata__ \"layers\" is not a list of layer numbers: '%s'",
+                              ls);
+        layers[n++] = (int)v;
+        p = *end ? end + 1 : end;
+    }
+    if (!n)
+        return dsa_errorf("trace __metadata__ \"layers\" is empty");
+    return n;
 }
 
 void dsa_inproc_trace_inputs_release(struct dsa_inproc_inputs *in)
 {
     free((void *)in->qpos);
+    free((void *)in->k_f32);
+    free((void *)in->q_f32);
     free((void *)in->ln_w); /* the tables' block */
     dsa_inproc_inputs_release(in);
 }
@@ -673,4 +817,44 @@ double dsa_inproc_recall(int32_t *idx, int32_t *golden, int M, int K, double *pe
     dsa_sha256_final_hex(h, hex);
     dsa_sha256_free(&h);
     return M ? sum / M : 1.0;
+}
+
+/* |a ∩ b| / |b| of two ascending, -1 padded rows of k */
+double dsa_inproc_agreement(const int32_t *a, const int32_t *b, int k)
+{
+    int na = 0, nb = 0, i = 0, j = 0, c = 0;
+    while (na < k && a[na] >= 0)
+        na++;
+    while (nb < k && b[nb] >= 0)
+        nb++;
+    while (i < na && j < nb) {
+        if (a[i] == b[j])
+            c++, i++, j++;
+        else if (a[i] < b[j])
+            i++;
+        else
+            j++;
+    }
+    return nb ? (double)c / nb : 1.0;
+}
+
+int dsa_inproc_check_model_rows(const char *path, const struct dsa_inproc_inputs *in,
+                                int32_t *model, int kc, int K)
+{
+    for (int m = 0; m < in->M; m++) {
+        int32_t *r = model + (size_t)m * K;
+        sort_rows(r, 1, K);
+        int n = 0;
+        while (n < K && r[n] >= 0)
+            n++;
+        long want = in->qpos[m] + 1 < kc ? in->qpos[m] + 1 : kc;
+        int dup = 0;
+        for (int j = 1; j < n; j++)
+            dup |= r[j] == r[j - 1];
+        if ((kc == K && n != want) || dup || (n && r[n - 1] > in->qpos[m]))
+            return dsa_errorf("trace '%s': the model's selection of row %d (position %ld) is not "
+                              "%ld distinct keys in [0, %ld]",
+                              path, m, in->qpos[m], want, in->qpos[m]);
+    }
+    return 0;
 }

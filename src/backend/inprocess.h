@@ -1,8 +1,8 @@
 /*
  * The in-process backend: runs the DSA indexer stack (kernels/: the C reference, the CUDA
- * kernels, or a plugin) on token ids, with q/k/w from the proxy model (kernels/proxy.h), and
- * compares its top-k selection with the fp64 golden selection (docs/kernels.md "The in-process
- * backend").
+ * kernels, or a plugin) on token ids, with q/k/w from the proxy model (kernels/proxy.h), or
+ * on inputs captured from a model (trace files, kernels/trace.h), and compares its top-k
+ * selection with the fp64 golden selection (docs/kernels.md "The in-process backend").
  *
  * One selection (dsa_inproc_select) for a prompt of T tokens and M query positions:
  *   S1 k_prep over all T tokens into a paged cache (slot = position),
@@ -47,6 +47,8 @@ struct dsa_inproc_opts {
     bool force_new;
     bool json;                 /* the caller prints the summary as JSON: no text table on stdout */
     bool quiet;                /* no progress meter (-q) */
+    const char *traces_dir;    /* --traces DIR: captured model traces instead of the proxy model */
+    bool rope_given;           /* --variant rope=… given: it overrides the traces' "rope" */
     json_t *command;           /* the command line as dsa_run_command_json() made it (borrowed), for
                                   the run header; NULL = none */
     volatile int *interrupted; /* set by SIGINT/SIGTERM (commands.h), or NULL */
@@ -74,6 +76,23 @@ const char *dsa_inproc_device(const dsa_inproc *p);
 int dsa_inproc_select(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
                       int32_t *idx, int32_t *golden);
 
+/* the proxy's name in MRCR run headers: proxy-v1 plus the planted retrieval structure */
+#define DSA_INPROC_PROXY_MRCR "proxy-v2"
+
+/* The retrieval structure of one MRCR row, planted in the proxy model (kernels/proxy.h,
+   "proxy-v2"); borrowed. */
+struct dsa_inproc_plant {
+    uint64_t topic;            /* the row's topic: its needle's request */
+    const unsigned char *keys; /* [T]: 1 where the key carries the topic (needle, distractors,
+                                  question) */
+    bool queries;              /* the query rows carry it too */
+};
+
+/* dsa_inproc_select with the row's retrieval structure planted (plant NULL: none) */
+int dsa_inproc_select_planted(dsa_inproc *p, const uint32_t *tokens, long T,
+                              const struct dsa_inproc_plant *plant, const long *qpos, int M,
+                              int32_t *idx, int32_t *golden);
+
 /* Inputs of one selection, from the proxy model or a trace file (kernels/trace.h); all host
    memory, borrowed. */
 struct dsa_inproc_inputs {
@@ -87,6 +106,9 @@ struct dsa_inproc_inputs {
     const float *ln_w, *ln_b; /* [128] */
     const float *cos, *sin;   /* [max_pos,32], max_pos >= T */
     long max_pos;
+    /* optional fp32 originals of k_raw/q_raw (a float32 model's trace): the golden model reads
+       these, the stack reads the bf16 roundings above, as a bf16 serving stack would; NULL: none */
+    const float *k_f32, *q_f32;
 };
 
 /* The selection and the golden selection for explicit inputs (as dsa_inproc_select). */
@@ -96,11 +118,37 @@ int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, 
    dsa_inproc_inputs_release; the tables are borrowed from p). Returns 0 or -1 (printed). */
 int dsa_inproc_proxy_inputs(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
                             struct dsa_inproc_inputs *in);
+/* The same with a retrieval structure planted (plant NULL: none) */
+int dsa_inproc_proxy_inputs_planted(dsa_inproc *p, const uint32_t *tokens, long T,
+                                    const struct dsa_inproc_plant *plant, const long *qpos, int M,
+                                    struct dsa_inproc_inputs *in);
 void dsa_inproc_inputs_release(struct dsa_inproc_inputs *in);
 /* The inputs held by a trace file (kernels/trace.h; H index heads), copied out of the
    mapping; released with dsa_inproc_trace_inputs_release. Returns 0 or -1 (printed: a missing
-   tensor, a wrong dtype or shape, bad q_pos). */
+   tensor, a wrong dtype or shape, bad q_pos). k_raw and q_raw may be BF16 or F32 (then
+   k_f32/q_f32 hold the originals). */
 int dsa_inproc_trace_inputs(const dsa_trace *tr, int H, struct dsa_inproc_inputs *in);
+/* The same for one layer of a multi-layer trace: the per-layer tensors are named
+   "layers.<L>.k_raw" and so on (prefix "layers.<L>."), cos/sin/q_pos/tokens are shared;
+   prefix "" reads a single-layer file. */
+int dsa_inproc_trace_layer_inputs(const dsa_trace *tr, const char *prefix, int H,
+                                  struct dsa_inproc_inputs *in);
+/* The model's own selection stored with the trace ("<prefix>topk", I32 [M, Kc], -1 padded)
+   into sel [M, K] (-1 padded, at most K per row kept). Returns Kc when present, 0 when the
+   trace has none, -1 on a wrong dtype or shape (printed). */
+int dsa_inproc_trace_model_topk(const dsa_trace *tr, const char *prefix, int M, int K,
+                                int32_t *sel);
+/* The model's rows must be a selection: min(kc, pos + 1) distinct keys in [0, pos] each, so a
+   wrongly captured topk cannot pass as agreement. Sorts each row of model [M, K] ascending
+   (-1 last). Returns 0, or -1 with one line naming path and the row. */
+int dsa_inproc_check_model_rows(const char *path, const struct dsa_inproc_inputs *in,
+                                int32_t *model, int kc, int K);
+/* |a ∩ b| / |b| of two ascending, -1 padded rows of k entries (1 when b is empty) */
+double dsa_inproc_agreement(const int32_t *a, const int32_t *b, int k);
+/* The layers of a trace: "__metadata__" "layers" ("0,3,10") when the file has per-layer
+   tensors, else one layer (-1: the unprefixed single-layer form). Writes at most cap layer
+   numbers into layers and returns their count, or -1 (printed) on a malformed list. */
+int dsa_inproc_trace_layers(const dsa_trace *tr, int *layers, int cap);
 void dsa_inproc_trace_inputs_release(struct dsa_inproc_inputs *in);
 
 /* Sorts each row of idx and golden ascending and returns the mean recall@k of idx against
@@ -118,5 +166,10 @@ double dsa_inproc_recall(int32_t *idx, int32_t *golden, int M, int K, double *pe
    Returns 0, or -1 (printed). n must be 1..4. */
 int dsa_inproc_mtp(dsa_inproc *p, const uint32_t *tokens, long T, long P, int n, long *nsteps,
                    unsigned char *identical, unsigned char *logits_identical, int32_t *sel);
+/* The same verify on explicit inputs (a trace's layer): in->T keys, in->M = T - P decode rows
+   at positions P..T-1 (in->qpos is not read). */
+int dsa_inproc_mtp_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, long P, int n,
+                          long *nsteps, unsigned char *identical, unsigned char *logits_identical,
+                          int32_t *sel);
 
 #endif

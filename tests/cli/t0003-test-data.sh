@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # The third-party test data is what its README says: every data file of tests/data/gsm8k and
-# tests/data/mrcr is listed in the README.md beside it with its sha256, and the bytes match.
+# tests/data/mrcr (and the trace fixture of tests/data/traces) is listed in the README.md beside it with its sha256, and the bytes match.
 # SPDX-License-Identifier: GPL-3.0-or-later
 . "$(dirname "$0")/lib.sh"
 
-for dir in gsm8k mrcr; do
+for dir in gsm8k mrcr traces; do
     readme="$DSA_DATA/$dir/README.md"
     [ -f "$readme" ] || { not_ok "$dir: README.md exists"; continue; }
     # table rows: | `file` | ... | `sha256` |
-    listed=$(grep -E '^\| `[^`]+\.jsonl` \|' "$readme" | sed -E 's/^\| `([^`]+)` \|.*`([0-9a-f]{64})` \|$/\1 \2/')
+    listed=$(grep -E '^\| `[^`]+\.(jsonl|safetensors)` \|' "$readme" | sed -E 's/^\| `([^`]+)` \|.*`([0-9a-f]{64})` \|$/\1 \2/')
     [ -n "$listed" ] && ok "$dir: README lists files" || not_ok "$dir: README lists files"
     while read -r file sum; do
         got=$(sha256sum "$DSA_DATA/$dir/$file" 2>/dev/null | cut -d' ' -f1)
         expect_eq "$dir/$file: sha256 as its README says" "$got" "$sum"
     done <<<"$listed"
-    for f in "$DSA_DATA/$dir"/*.jsonl; do
+    for f in "$DSA_DATA/$dir"/*.jsonl "$DSA_DATA/$dir"/*.safetensors; do
+        [ -e "$f" ] || continue
         name=$(basename "$f")
         grep -q "^$name " <<<"$listed" && ok "$dir/$name: listed with its sha256" ||
             not_ok "$dir/$name: listed with its sha256"

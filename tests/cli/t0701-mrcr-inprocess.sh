@@ -15,6 +15,16 @@ done
 for key in '"backend":"inprocess"' '"weights":"f32"' '"device":"cpu"' '"name":"cpu-reference"' '"git":'; do
     head -n 1 "$F" | grep -q "$key" && ok "header has $key" || not_ok "header has $key"
 done
+head -n 1 "$F" | grep -q '"proxy":"proxy-v2"' && ok "header names the proxy model" || not_ok "header names the proxy model"
+grep -q '^mrcr in-process on the proxy model (proxy-v2, seed 1; no model weights): ' "$TMP/out" && ok "summary says proxy" || not_ok "summary says proxy"
+# the planted retrieval structure: the golden selection keeps the needle (kernels/proxy.h), and
+# the other reply to the same request (the 2nd needle) is counted as distractor tokens
+for r in 2 3; do
+    g=$(sed -n "${r}p" "$F" | grep -o '"needle_retention_golden":[0-9.]*' | cut -d: -f2)
+    awk -v g="$g" 'BEGIN { exit !(g != "" && g >= 0.95) }' && ok "row $r: golden keeps the needle ($g)" || not_ok "row $r: golden keeps the needle ($g)"
+    d=$(sed -n "${r}p" "$F" | grep -o '"distractor_tokens":[0-9]*' | cut -d: -f2)
+    [ "${d:-0}" -gt 0 ] && ok "row $r: distractor tokens ($d)" || not_ok "row $r: distractor tokens ($d)"
+done
 expect_success "bf16 run" run --variant weights=bf16 --out "$TMP/bf16"
 head -n 1 "$TMP/bf16/run-001.jsonl" | grep -q '"weights":"bf16"' && ok "variant in header" || not_ok "variant in header"
 expect_success "compare fp32 bf16" "$DSA_BIN" compare "$TMP/fp32" "$TMP/bf16"
