@@ -18,6 +18,7 @@
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/msg.h"
+#include "util/progress.h"
 
 /* one line of manifest.jsonl */
 struct trow {
@@ -419,6 +420,7 @@ int dsa_inproc_traces_run(const struct dsa_inproc_opts *o_in)
     int ret = DSA_EXIT_DATA;
     long counts[9][8] = {{0}};
     bool *sel = NULL;
+    dsa_progress *pg = NULL;
     if (read_manifest(mpath, &m))
         goto cleanup;
     sel = dsa_xcalloc(m.n, sizeof *sel);
@@ -442,13 +444,27 @@ int dsa_inproc_traces_run(const struct dsa_inproc_opts *o_in)
         ret = orc == -2 ? DSA_EXIT_MISMATCH : orc == -3 ? DSA_EXIT_DATA : DSA_EXIT_IO;
         goto cleanup;
     }
-    printf("mrcr in-process on traces '%s' (model: %s): %s on %s, %s, top-%d -> %s\n", o.traces_dir,
-           m.model ? m.model : "unnamed",
-           json_string_value(json_object_get(
-               json_object_get(json_object_get(header, "match"), "kernels"), "name")),
-           dsa_inproc_device(ip),
-           json_string_value(json_object_get(json_object_get(header, "backend"), "variant_str")),
-           o.topk, path);
+    /* a rerun says what it found, and rows (seconds each on the CPU) drive the meter, as the
+       proxy run does */
+    size_t selected = 0, resumed = 0;
+    for (size_t i = 0; i < m.n; i++)
+        if (sel[i]) {
+            selected++;
+            resumed += dsa_run_get(run, m.v[i].id) != NULL;
+        }
+    if (resumed)
+        dsa_notef("resuming: %zu of %zu samples already done in '%s'%s", resumed, selected, path,
+                  resumed == selected ? ": nothing left to do" : "");
+    pg = o.quiet ? NULL : dsa_progress_new("mrcr in-process", selected, resumed);
+    if (!o.json)
+        printf(
+            "mrcr in-process on traces '%s' (model: %s): %s on %s, %s, top-%d -> %s\n",
+            o.traces_dir, m.model ? m.model : "unnamed",
+            json_string_value(json_object_get(
+                json_object_get(json_object_get(header, "match"), "kernels"), "name")),
+            dsa_inproc_device(ip),
+            json_string_value(json_object_get(json_object_get(header, "backend"), "variant_str")),
+            o.topk, path);
     fflush(stdout);
     ret = DSA_EXIT_OK;
     for (size_t i = 0; i < m.n && ret == DSA_EXIT_OK; i++) {
@@ -468,14 +484,21 @@ int dsa_inproc_traces_run(const struct dsa_inproc_opts *o_in)
                 ret = DSA_EXIT_IO;
                 break;
             }
+            if (pg)
+                dsa_progress_done(pg,
+                                  strcmp(json_string_value(json_object_get(rec, "status")), "ok"));
         }
         add_to_bin(&sums[m.v[i].bin], rec);
         json_decref(rec);
         if (o.interrupted && *o.interrupted)
             ret = DSA_EXIT_INTERRUPTED;
     }
-    print_summary(sums);
+    if (pg)
+        dsa_progress_finish(pg);
+    if (!o.json) /* --json: the caller prints the run's summary document instead */
+        print_summary(sums);
 cleanup:
+    dsa_progress_free(&pg);
     dsa_run_free(&run);
     json_decref(header);
     free(path);
