@@ -34,6 +34,12 @@ grep -qF '"needle_retention":0.87804878048780' <<<"$rec" && ok "needle retention
 head -1 "$R/a/run-001.jsonl" | grep -qF '"source":"traces"' && ok "header: source traces" || not_ok "header: source traces"
 expect_success "resume is a no-op" "$DSA_BIN" mrcr --backend inprocess --device cpu --traces "$DSA_DATA/traces" --out "$R/a"
 expect_eq "still one record" "$(wc -l <"$R/a/run-001.jsonl")" "2"
+grep -q "^dsa-eval: resuming: 1 of 1 samples already done in '$R/a/run-001.jsonl': nothing left to do$" "$TMP/err" &&
+    ok "the rerun says it resumed" || { not_ok "the rerun says it resumed"; sed 's/^/#   /' "$TMP/err"; }
+expect_success "mrcr --traces --json" "$DSA_BIN" mrcr --backend inprocess --device cpu --traces "$DSA_DATA/traces" --out "$R/j" --json -q
+"$DSA_PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["dsa_eval_summary"] == 1 and d["rows"][0]["bin"] == "≤8K" and d["rows"][0]["pooled"]["scored"] == 1, d' "$TMP/out" &&
+    ok "--json prints the summary document, no text table" || { not_ok "--json prints the summary document"; sed 's/^/#   /' "$TMP/out"; }
+expect_eq "-q: nothing on stderr" "$(wc -c <"$TMP/err")" "0"
 expect_code 6 "another variant on the same run dir" "$DSA_BIN" mrcr --backend inprocess --device cpu --traces "$DSA_DATA/traces" --out "$R/a" --variant weights=bf16
 expect_success "bf16 weights on the traces" "$DSA_BIN" mrcr --backend inprocess --device cpu --traces "$DSA_DATA/traces" --out "$R/b" --variant weights=bf16
 expect_success "compare two builds on real activations" "$DSA_BIN" compare "$R/a" "$R/b"
