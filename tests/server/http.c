@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "endless.h"
 #include "llamacpp.h"
 #include "mrcr.h"
 #include "server.h"
@@ -824,6 +825,20 @@ static struct srv_stream *generate_stream(const struct gen *g)
     return st;
 }
 
+/* U+0000 in the middle of the answer: models can emit any code point */
+static void add_nul(struct dsa_buf *text)
+{
+    size_t mid = text->len / 2;
+    while (mid > 0 && ((unsigned char)text->data[mid] & 0xc0) == 0x80)
+        mid--; /* not inside a UTF-8 sequence */
+    struct dsa_buf b = DSA_BUF_INIT;
+    dsa_buf_add(&b, text->data, mid);
+    dsa_buf_addch(&b, '\0');
+    dsa_buf_add(&b, text->data + mid, text->len - mid);
+    dsa_buf_release(text);
+    *text = b;
+}
+
 static MHD_RESULT send_malformed(struct MHD_Connection *c, const struct gen *g)
 {
     /* A body cut in the middle of a string: valid prefix, never valid JSON. */
@@ -876,6 +891,10 @@ static MHD_RESULT handle_generate(struct MHD_Connection *c, const char *endpoint
     case SRV_FAULT_STALL:
         srv_sleep_ms(1000L * cfg->stall_s);
         break;
+    case SRV_FAULT_BAD_UTF8_400: {
+        static const char body[] = "{\"error\":{\"message\":\"bad \xff\xfe bytes\"}}";
+        return send_buf(c, 400, "application/json", body, sizeof body - 1);
+    }
     default:
         break;
     }
@@ -901,8 +920,15 @@ static MHD_RESULT handle_generate(struct MHD_Connection *c, const char *endpoint
 
     if (fault.kind == SRV_FAULT_STALL_STREAM && !g.stream)
         srv_sleep_ms(1000L * cfg->stall_s);
+    if (fault.kind == SRV_FAULT_ENDLESS_STREAM || fault.kind == SRV_FAULT_GZIP_BOMB) {
+        bool sse = g.stream;
+        gen_release(&g);
+        return (MHD_RESULT)srv_endless_queue(c, sse, fault.kind == SRV_FAULT_GZIP_BOMB);
+    }
     srv_metrics_running(1);
     gen_run(&g);
+    if (fault.kind == SRV_FAULT_NUL)
+        add_nul(&g.text);
     if (cfg->delay_ms > 0)
         srv_sleep_ms(cfg->delay_ms);
     if (fault.kind == SRV_FAULT_MALFORMED) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -247,6 +248,48 @@ static void test_atomic_write(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+static bool exists(const char *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+/* temporary files of killed writers are removed by the next writer of the same file; those of
+   live processes (here: this one's parent) and of other files are left alone */
+static void test_stale_tmp_sweep(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/dsa-sweep.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    pid_t dead = fork();
+    assert_true(dead >= 0);
+    if (dead == 0)
+        _exit(0);
+    assert_int_equal(waitpid(dead, NULL, 0), dead);
+    char stale[400], live[400], other[400], path[100];
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    snprintf(stale, sizeof stale, "%s.tmp-%ld", path, (long)dead);
+    snprintf(live, sizeof live, "%s.tmp-%ld", path, (long)getppid());
+    snprintf(other, sizeof other, "%s/other.txt.tmp-%ld", dir, (long)dead);
+    const char *made[] = {stale, live, other};
+    for (int i = 0; i < 3; i++) {
+        FILE *f = fopen(made[i], "w");
+        assert_non_null(f);
+        fputs("partial", f);
+        fclose(f);
+    }
+    struct dsa_atomic a;
+    assert_int_equal(dsa_atomic_open(&a, path), 0);
+    assert_false(exists(stale));
+    assert_true(exists(live));
+    assert_true(exists(other));
+    fputs("whole\n", a.f);
+    assert_int_equal(dsa_atomic_commit(&a), 0);
+    assert_true(exists(path));
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -258,6 +301,7 @@ int main(void)
         cmocka_unit_test(test_lines_torn_tail),
         cmocka_unit_test(test_utc_format),
         cmocka_unit_test(test_atomic_write),
+        cmocka_unit_test(test_stale_tmp_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

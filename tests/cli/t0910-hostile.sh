@@ -1,0 +1,75 @@
+#!/bin/bash
+# Hostile peers and bad bytes: what a server returns round-trips through the run file (U+0000
+# included), every output file is whole or absent, temporary files of killed runs are removed
+# by the next run, secrets reach no output, memory stays under --max-memory, and inputs that
+# cannot mean anything are refused with the reason. Each case failed before it was fixed.
+# SPDX-License-Identifier: GPL-3.0-or-later
+. "$DSA_SRC/tests/cli/lib.sh"
+. "$DSA_SRC/tests/cli/srvlib.sh"
+require_python
+cd "$TMP" || exit 1
+S=sample:mrcr-synth-2needle-tiny.jsonl
+D=$DSA_DATA/gsm8k
+
+# ---- U+0000 in a model's output: stored escaped, read back, resumed, compared, graded alike
+start_server --fault nul --gsm8k-data "$D/test.jsonl" --log-requests "$TMP/req.jsonl" ||
+    { echo "Bail out! server"; exit 1; }
+M=("$DSA_BIN" mrcr --endpoint "$SERVER_URL" --dataset "$S" --needles 2 -q)
+sent() { grep -c '"path":"/v1/chat/completions"' "$TMP/req.jsonl"; }
+expect_success "nul: mrcr run" "${M[@]}" --out nul
+n1=$(sent)
+expect_success "nul: the rerun resumes it" "${M[@]}" --out nul
+expect_eq "nul: the rerun sent nothing (was: exit 5, the file unreadable)" "$(sent)" "$n1"
+expect_success "nul: --limit 1 run" "${M[@]}" --out nul1 --limit 1
+n1=$(sent)
+expect_success "nul: --limit 1 rerun" "${M[@]}" --out nul1 --limit 1
+expect_eq "nul: --limit 1 record kept, not resent (was: a torn line, resent every run)" \
+    "$(sent) $(grep -c '"status":"ok"' nul1/run-001.jsonl)" "$n1 1"
+expect_success "nul: compare reads it" "$DSA_BIN" compare nul nul
+DS=$DSA_SRC/datasets/samples/mrcr-synth-2needle-tiny.jsonl \
+    py "nul: stored outputs hold U+0000 and each score is difflib's of that very string" <<'PYEOF'
+import difflib, json, os
+rows, per = {}, {}
+for line in open(os.environ["DS"]):
+    r = json.loads(line)
+    n = r["n_needles"]
+    rows["n%d/r%04d" % (n, per.get(n, 0))] = r
+    per[n] = per.get(n, 0) + 1
+recs = [json.loads(l) for l in open(os.environ["TMP"] + "/nul/run-001.jsonl").read().splitlines()[1:]]
+assert recs and all("\0" in r["output"] for r in recs), recs
+for x in recs:
+    r = rows[x["id"]]
+    p = r["random_string_to_prepend"]
+    assert x["output"].startswith(p), x["id"]
+    want = difflib.SequenceMatcher(None, x["output"][len(p):], r["answer"][len(p):]).ratio()
+    assert x["score"] == want, (x["id"], x["score"], want)
+PYEOF
+G=("$DSA_BIN" gsm8k --endpoint "$SERVER_URL" --data "$D" --limit 2 -q)
+expect_success "nul: gsm8k run" "${G[@]}" --out gnul
+expect_success "nul: gsm8k rerun" "${G[@]}" --out gnul
+expect_eq "nul: gsm8k records kept" "$(grep -c '"id"' gnul/run-001.jsonl)" 2
+expect_code 0 "nul: gsm8k compare sees identical outputs" "$DSA_BIN" compare gnul gnul
+
+# ---- every output file whole or not at all; temp files of killed runs removed next time
+expect_success "atomic: report md" "$DSA_BIN" report nul nul -o rep.md
+cp rep.md rep.before
+# a file-size limit kills the writer mid-file (SIGXFSZ), as a full disk or a kill would stop it
+(ulimit -f 1; "$DSA_BIN" report nul nul --format html -o rep.md >/dev/null 2>&1)
+expect_eq "atomic: report -o killed mid-write leaves the old report whole" \
+    "$(cmp -s rep.md rep.before && echo same)" same
+sh -c 'exit 0' & dead=$!
+wait "$dead"
+for f in rep.md syn.jsonl merged.jsonl; do echo partial >"$f.tmp-$dead"; done
+expect_success "tmp: the next report removes the killed one's temp file" \
+    "$DSA_BIN" report nul nul -o rep.md
+expect_eq "tmp: rep.md.tmp-PID gone" "$(ls rep.md.tmp-* 2>/dev/null | wc -l)" 0
+expect_success "tmp: synth" "$DSA_BIN" datasets synth mrcr --needles 2 --per-bin 1 -o syn.jsonl
+expect_eq "tmp: syn.jsonl.tmp-PID gone" "$(ls syn.jsonl.tmp-* 2>/dev/null | wc -l)" 0
+expect_success "tmp: merge" "$DSA_BIN" merge merged.jsonl nul/run-001.jsonl
+expect_eq "tmp: merged.jsonl.tmp-PID gone" "$(ls merged.jsonl.tmp-* 2>/dev/null | wc -l)" 0
+echo partial >"nul/run-001.jsonl.tmp-$dead"
+expect_success "tmp: a resumed run" "${M[@]}" --out nul
+expect_eq "tmp: the run file's temp gone" "$(ls nul/*.tmp-* 2>/dev/null | wc -l)" 0
+stop_server
+
+done_testing
