@@ -25,6 +25,8 @@
 #include "util/buf.h"
 #include "util/hash.h"
 #include "util/msg.h"
+#include "util/secret.h"
+#include "util/url.h"
 
 /* Responses are small (≤ a few MB even for /metrics); a body beyond this is a broken or
    hostile server, and holding it would defeat the memory bound. */
@@ -33,6 +35,7 @@
 
 struct server {
     char *base;    /* "http://host:8000", no trailing '/' */
+    char *shown;   /* base with its password masked: the only form that leaves the process */
     int inflight;  /* requests in flight to it */
     char *version; /* /version, or NULL */
     char *owned_by;
@@ -563,7 +566,7 @@ static void finish_xfer(struct ep *ep, struct xfer *x, CURLcode cc)
                 dsa_buf_addf(&f,
                              "'%s' refused the API key (%s); set DSA_EVAL_API_KEY or "
                              "--api-key-file",
-                             ep->servers[x->endpoint].base, err);
+                             ep->servers[x->endpoint].shown, err);
                 ep->fatal = dsa_buf_detach(&f, NULL);
             }
             st = DSA_RES_CANCELLED;
@@ -834,7 +837,7 @@ static json_t *ep_describe(dsa_backend *b)
         struct server *s = &ep->servers[i];
         json_array_append_new(
             servers,
-            json_pack("{s:s, s:o, s:o, s:o}", "url", s->base, "version",
+            json_pack("{s:s, s:o, s:o, s:o}", "url", s->shown, "version",
                       s->version ? json_string(s->version) : json_null(), "owned_by",
                       s->owned_by ? json_string(s->owned_by) : json_null(), "max_model_len",
                       s->max_model_len > 0 ? json_integer(s->max_model_len) : json_null()));
@@ -857,6 +860,7 @@ static void ep_free(dsa_backend *b)
     curl_slist_free_all(ep->headers);
     for (int i = 0; i < ep->n_servers; i++) {
         free(ep->servers[i].base);
+        free(ep->servers[i].shown);
         free(ep->servers[i].version);
         free(ep->servers[i].owned_by);
     }
@@ -937,16 +941,16 @@ static int probe_server(struct ep *ep, int i, const char *want_model, bool force
         if (p.r.http_code == 401 || p.r.http_code == 403)
             dsa_errorf("'%s' refused the API key (HTTP %ld); set DSA_EVAL_API_KEY or "
                        "--api-key-file",
-                       s->base, p.r.http_code);
+                       s->shown, p.r.http_code);
         else
-            dsa_errorf("cannot reach '%s/v1/models': %s", s->base, p.r.error);
+            dsa_errorf("cannot reach '%s/v1/models': %s", s->shown, p.r.error);
         goto cleanup;
     }
     v = json_loadb(p.r.body, p.r.body_len, 0, NULL);
     json_t *data = json_object_get(v, "data");
     if (!json_is_array(data) || json_array_size(data) == 0) {
         *exit_code = 4;
-        dsa_errorf("'%s/v1/models' lists no model", s->base);
+        dsa_errorf("'%s/v1/models' lists no model", s->shown);
         goto cleanup;
     }
     json_t *card = NULL;
@@ -962,7 +966,7 @@ static int probe_server(struct ep *ep, int i, const char *want_model, bool force
     }
     if (!card) {
         /* the server may serve the model under an alias; the request will tell */
-        dsa_warnf("'%s' does not list model '%s'", s->base, want_model);
+        dsa_warnf("'%s' does not list model '%s'", s->shown, want_model);
         card = json_array_get(data, 0);
     } else if (!want_model && !ep->model) {
         ep->model = dsa_xstrdup(json_string_value(json_object_get(card, "id")));
@@ -1001,7 +1005,7 @@ static int probe_server(struct ep *ep, int i, const char *want_model, bool force
             /* llama-server leaves /v1/models open but guards /props: a wrong key shows here */
             *exit_code = 4;
             dsa_errorf("'%s' refused the API key (%s); set DSA_EVAL_API_KEY or --api-key-file",
-                       s->base, p.r.error ? p.r.error : "HTTP 401");
+                       s->shown, p.r.error ? p.r.error : "HTTP 401");
             goto cleanup;
         }
     }
@@ -1032,10 +1036,15 @@ dsa_backend *dsa_endpoint_open(const struct dsa_endpoint_opts *o, int *exit_code
     for (int i = 0; i < o->n_urls; i++) {
         const char *u = o->urls[i];
         if (strncmp(u, "http://", 7) && strncmp(u, "https://", 8)) {
-            dsa_errorf("endpoint '%s' is not an http:// or https:// URL", u);
+            char *shown = dsa_url_redact(u);
+            dsa_errorf("endpoint '%s' is not an http:// or https:// URL", shown);
+            free(shown);
             goto fail;
         }
         ep->servers[i].base = normalize_base(u);
+        ep->servers[i].shown = dsa_url_redact(ep->servers[i].base);
+        if (dsa_url_has_userinfo(u) && dsa_secret_hold() < 0)
+            goto fail; /* a password in the URL is a key like any other */
         ep->servers[i].max_model_len = -1;
     }
     ep->dialect = dsa_dialect_find("vllm");
@@ -1115,8 +1124,15 @@ int dsa_endpoint_read_api_key(const char *file, char **key)
     *key = NULL;
     if (!file) {
         const char *env = getenv("DSA_EVAL_API_KEY");
-        if (env && *env)
-            *key = dsa_xstrdup(env);
+        if (!env || !*env)
+            return 0;
+        /* the key is in this process from its start (the environment): no core file */
+        if (dsa_secret_hold() < 0)
+            return -1;
+        if (!dsa_secret_header_safe(env, strlen(env)))
+            return dsa_errorf("$DSA_EVAL_API_KEY holds a control character (CR, LF, ...): "
+                              "refused, it would end the Authorization header");
+        *key = dsa_xstrdup(env);
         return 0;
     }
     FILE *f = fopen(file, "r");
@@ -1134,6 +1150,15 @@ int dsa_endpoint_read_api_key(const char *file, char **key)
         return dsa_errorf("'%s' holds no API key", file);
     }
     *key = line;
+    bool safe = dsa_secret_header_safe(line, (size_t)n);
+    if (dsa_secret_hold() < 0 || !safe) {
+        dsa_endpoint_api_key_free(key);
+        if (!safe)
+            dsa_errorf("the API key in '%s' holds a control character (CR, ...): refused, it "
+                       "would end the Authorization header",
+                       file);
+        return -1;
+    }
     return 0;
 }
 

@@ -54,7 +54,9 @@ const char *dsa_endpoint_dialect(const dsa_backend *b);
  * The API key as every command reads it (docs/endpoint.md "API key"): the first line
  * of `file` with trailing white space removed, or, when file is NULL, $DSA_EVAL_API_KEY
  * (*key stays NULL when it is unset or empty). Returns 0, or -1 with the error printed
- * (unreadable or empty file; exit DSA_EXIT_USAGE). The key is never printed; release it with
+ * (unreadable or empty file, or a key with CR, LF or another control byte, which would end the
+ * Authorization header; exit DSA_EXIT_USAGE). Holding a key turns core dumps off
+ * (dsa_secret_hold). The key is never printed; release it with
  * dsa_endpoint_api_key_free(), which wipes it first.
  */
 int dsa_endpoint_read_api_key(const char *file, char **key);

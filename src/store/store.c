@@ -20,6 +20,7 @@
 
 #include "util/buf.h"
 #include "util/fs.h"
+#include "util/url.h"
 #include "util/json.h"
 #include "util/lines.h"
 #include "util/msg.h"
@@ -762,36 +763,19 @@ static bool redact_header(const char *v, struct dsa_buf *out)
     return false;
 }
 
-/* "http://user:pw@host/x" -> "http://<redacted>@host/x" */
-static bool redact_userinfo(const char *v, struct dsa_buf *out)
-{
-    const char *p = strstr(v, "://");
-    if (!p)
-        return false;
-    const char *auth = p + 3;
-    size_t alen = strcspn(auth, "/?#");
-    const char *at = memchr(auth, '@', alen);
-    if (!at)
-        return false;
-    /* the last '@' in the authority ends the userinfo */
-    for (const char *q = at; q < auth + alen; q++)
-        if (*q == '@')
-            at = q;
-    dsa_buf_add(out, v, (size_t)(auth - v));
-    dsa_buf_adds(out, DSA_RUN_REDACTED "@");
-    dsa_buf_adds(out, at + 1);
-    return true;
-}
-
 static json_t *redacted_value(const char *v, bool secret, bool header)
 {
     struct dsa_buf b = DSA_BUF_INIT;
     json_t *s;
     if (secret)
         s = json_string(DSA_RUN_REDACTED);
-    else if ((header && redact_header(v, &b)) || redact_userinfo(v, &b))
+    else if (header && redact_header(v, &b))
         s = json_string(b.data);
-    else
+    else if (dsa_url_has_userinfo(v)) {
+        char *shown = dsa_url_redact(v);
+        s = json_string(shown);
+        free(shown);
+    } else
         s = json_string(v);
     dsa_buf_release(&b);
     /* json_string refuses invalid UTF-8; argv is bytes */

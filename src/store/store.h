@@ -106,7 +106,8 @@ int dsa_run_load(const char *path, json_t **header, json_t **records);
  * The header's "command" array built from argv (new reference), with secrets replaced by
  * DSA_RUN_REDACTED: the values of --api-key, --api-key-file, --password and --token (both
  * "--opt V" and "--opt=V"), credential headers given with --header/-H ("Authorization: ...",
- * "X-Api-Key: ...", "Cookie: ..."), and user:password@ in URLs. Keys and header names stay.
+ * "X-Api-Key: ...", "Cookie: ..."), and the password of user:password@ in URLs
+ * (dsa_url_redact: "http://alice:***@host"). Keys and header names stay.
  */
 #define DSA_RUN_REDACTED "<redacted>"
 json_t *dsa_run_command_json(int argc, char **argv);

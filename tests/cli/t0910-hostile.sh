@@ -72,4 +72,59 @@ expect_success "tmp: a resumed run" "${M[@]}" --out nul
 expect_eq "tmp: the run file's temp gone" "$(ls nul/*.tmp-* 2>/dev/null | wc -l)" 0
 stop_server
 
+# ---- secrets: a canary key and URL password reach no file, report, document or message
+C=$TMP/canary
+mkdir -p "$C"
+start_server --require-api-key CANARYKEY1 --gsm8k-data "$D/test.jsonl" ||
+    { echo "Bail out! server"; exit 1; }
+U=${SERVER_URL/http:\/\//http://alice:CANARYPW2@}
+export DSA_EVAL_API_KEY=CANARYKEY1
+step=0
+# run CMD...: stdout and stderr of every step are kept for the grep at the end
+run() { step=$((step + 1)); "$@" >"$C/$step.out" 2>"$C/$step.err"; echo $? >"$C/$step.rc"; }
+run "$DSA_BIN" mrcr --endpoint "$U" --dataset "$S" --needles 2 --out "$C/a"
+expect_eq "canary: mrcr with user-info and key ran" "$(cat "$C/$step.rc")" 0
+run "$DSA_BIN" mrcr --endpoint="$U/v1" --dataset "$S" --needles 2 --out "$C/b" --json
+run "$DSA_BIN" gsm8k --endpoint "$U" --data "$D" --limit 2 --out "$C/g"
+expect_eq "canary: gsm8k ran" "$(cat "$C/$step.rc")" 0
+run "$DSA_BIN" compare "$C/a" "$C/b"
+run "$DSA_BIN" compare "$C/a" "$C/b" --json
+for f in md html csv json; do run "$DSA_BIN" report "$C/a" "$C/b" --format $f -o "$C/report.$f"; done
+run "$DSA_BIN" plan --from "$C/a" --detect 0.1
+run "$DSA_BIN" merge "$C/m.jsonl" "$C/a/run-001.jsonl"
+# errors that name the endpoint
+run "$DSA_BIN" mrcr --endpoint "http://alice:CANARYPW2@127.0.0.1:1" --dataset "$S" --needles 2 \
+    --out "$C/c" --retries 0
+expect_eq "canary: unreachable endpoint exits 4" "$(cat "$C/$step.rc")" 4
+run "$DSA_BIN" mrcr --endpoint "ftp://alice:CANARYPW2@host" --dataset "$S" --needles 2 --out "$C/c"
+DSA_EVAL_API_KEY=WRONGKEY run "$DSA_BIN" mrcr --endpoint "$U" --dataset "$S" --needles 2 --out "$C/c"
+expect_eq "canary: a refused key exits 4" "$(cat "$C/$step.rc")" 4
+grep -rqF "alice:***@" "$C"/a/run-001.jsonl && ok "canary: the URL is recorded as alice:***@" ||
+    not_ok "canary: the URL is recorded as alice:***@"
+leaks=$(grep -rlaE "CANARYKEY1|CANARYPW2" "$C" | sed "s|$C/||" | tr '\n' ' ')
+expect_eq "canary: no file, report, document or message holds a secret" "$leaks" ""
+unset DSA_EVAL_API_KEY
+
+# a key with CR/LF would inject a header: refused (exit 2) before any request
+DSA_EVAL_API_KEY=$'k\r\nX-Injected: yes' expect_code 2 "key with CR/LF refused" \
+    "$DSA_BIN" mrcr --endpoint "$SERVER_URL" --dataset "$S" --needles 2 --out crlf
+grep -q "control character" "$TMP/err" && ok "key with CR/LF: says why" || not_ok "key with CR/LF: says why"
+printf 'k\rX-Injected: yes\n' >keyfile
+expect_code 2 "key file with CR refused" "$DSA_BIN" mrcr --endpoint "$SERVER_URL" --dataset "$S" \
+    --needles 2 --out crlf --api-key-file keyfile
+expect_eq "key with CR/LF: nothing written" "$(ls crlf 2>/dev/null | wc -l)" 0
+stop_server
+
+# core dumps are off while a key is held
+start_server --fault stall --stall-seconds 30 || { echo "Bail out! server"; exit 1; }
+DSA_EVAL_API_KEY=k "$DSA_BIN" mrcr --endpoint "$SERVER_URL" --dataset "$S" --needles 2 -q \
+    --out core --retries 0 >/dev/null 2>&1 &
+pid=$!
+for i in $(seq 1 100); do [ -s core/run-001.jsonl ] && break; sleep 0.05; done
+expect_eq "core dumps off while a key is held" \
+    "$(awk '/^Max core file size/ {print $5, $6}' /proc/$pid/limits)" "0 0"
+kill -TERM $pid
+wait $pid
+stop_server
+
 done_testing

@@ -463,7 +463,7 @@ static void test_command_redaction(void **state)
     const char *a4[] = {"x", "--endpoint", "http://user:pw@host:8000/v1",
                         "--endpoint=https://h/a@b"};
     check_command(4, a4,
-                  "[\"x\",\"--endpoint\",\"http://<redacted>@host:8000/v1\","
+                  "[\"x\",\"--endpoint\",\"http://user:***@host:8000/v1\","
                   "\"--endpoint=https://h/a@b\"]");
     /* --api-key-filex is another option; a trailing --api-key without value is harmless */
     const char *a5[] = {"x", "--api-key-filex", "v", "--", "--api-key"};
