@@ -979,6 +979,15 @@ static int probe_server(struct ep *ep, int i, const char *want_model, bool force
     const char *owned = json_string_value(json_object_get(card, "owned_by"));
     s->owned_by = owned ? dsa_xstrdup(owned) : NULL;
     json_t *mml = json_object_get(card, "max_model_len");
+    if (mml && !json_is_null(mml) && !(json_is_integer(mml) && json_integer_value(mml) > 0)) {
+        /* -1, 0 or "8192" would turn every over-context decision into nonsense */
+        char *shown = json_dumps(mml, JSON_COMPACT | JSON_ENCODE_ANY);
+        *exit_code = 4;
+        dsa_errorf("'%s/v1/models': \"max_model_len\" must be a positive integer, not %.40s",
+                   s->shown, shown ? shown : "?");
+        free(shown);
+        goto cleanup;
+    }
     s->max_model_len = json_is_integer(mml) ? (long)json_integer_value(mml) : -1;
     if (!force_dialect && i == 0)
         ep->dialect = dsa_dialect_detect(owned);

@@ -127,4 +127,26 @@ kill -TERM $pid
 wait $pid
 stop_server
 
+# ---- numbers no server can mean: an INT64_MAX token count excludes the row (it overflowed and
+# the row was sent); a max_model_len of -1, 0 or a string is refused (it was accepted)
+printf '{"count":9223372036854775807,"max_model_len":163840,"tokens":[]}' >tok-huge.json
+start_server --canned /tokenize=tok-huge.json --log-requests "$TMP/req5.jsonl" ||
+    { echo "Bail out! server"; exit 1; }
+expect_success "tokenize INT64_MAX: run" "$DSA_BIN" mrcr --endpoint "$SERVER_URL" --dataset "$S" \
+    --needles 2 -q --out huge
+expect_eq "tokenize INT64_MAX: every row excluded, none sent" \
+    "$(grep -c '"status":"excluded"' huge/run-001.jsonl) $(grep -c chat/completions "$TMP/req5.jsonl")" \
+    "2 0"
+stop_server
+for v in -1 0 '"8192"'; do
+    printf '{"object":"list","data":[{"id":"m","object":"model","owned_by":"vllm","max_model_len":%s}]}' \
+        "$v" >models.json
+    start_server --canned /v1/models=models.json || { echo "Bail out! server"; exit 1; }
+    expect_code 4 "max_model_len $v refused" "$DSA_BIN" mrcr --endpoint "$SERVER_URL" \
+        --dataset "$S" --needles 2 -q --out mml
+    grep -qF "\"max_model_len\" must be a positive integer, not $v" "$TMP/err" &&
+        ok "max_model_len $v: says why" || { not_ok "max_model_len $v: says why"; cat "$TMP/err"; }
+    stop_server
+done
+
 done_testing

@@ -1000,9 +1000,35 @@ static bool authorized(struct MHD_Connection *c)
     return auth && strncasecmp(auth, "Bearer ", 7) == 0 && strcmp(auth + 7, key) == 0;
 }
 
+/* A canned answer: FILE's bytes, whatever they are (huge model lists and series, counts and
+   context lengths no real server sends). The type follows the name: .txt is Prometheus text,
+   anything else JSON. */
+static MHD_RESULT send_canned(struct MHD_Connection *c, const char *file)
+{
+    FILE *f = fopen(file, "rb");
+    if (!f)
+        return send_error(c, 500, "cannot open the canned file");
+    struct dsa_buf b = DSA_BUF_INIT;
+    char chunk[1 << 16];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        dsa_buf_add(&b, chunk, n);
+    fclose(f);
+    size_t fl = strlen(file);
+    bool text = fl > 4 && !strcmp(file + fl - 4, ".txt");
+    MHD_RESULT ret =
+        send_buf(c, 200, text ? "text/plain; version=0.0.4; charset=utf-8" : "application/json",
+                 b.data, b.len);
+    dsa_buf_release(&b);
+    return ret;
+}
+
 static MHD_RESULT dispatch(struct MHD_Connection *c, const char *url, const char *method,
                            const struct req *rq)
 {
+    for (size_t i = 0; i < srv_cfg->n_canned; i++)
+        if (!strcmp(url, srv_cfg->canned[i].path))
+            return send_canned(c, srv_cfg->canned[i].file);
     bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
     static const char not_found[] = "{\"detail\":\"Not Found\"}";
     static const char not_allowed[] = "{\"detail\":\"Method Not Allowed\"}";

@@ -77,7 +77,7 @@ int main(int argc, char **argv)
     int port = 8000, max_conn = 2048;
     long seed = 0, fault_seed = 0;
     double length = -1.0;
-    struct dsa_strlist faults = {0};
+    struct dsa_strlist faults = {0}, canned = {0};
     struct dsa_option opts[] = {
         DSA_OPT_STRING(0, "host", &host, "ADDR", "loopback address to bind (127.0.0.1, ::1)"),
         DSA_OPT_INT(0, "port", &port, "N", "port; 0 binds an ephemeral one (default 8000)"),
@@ -115,6 +115,8 @@ int main(int argc, char **argv)
         DSA_OPT_STRLIST(0, "fault", &faults, "KIND[:WHEN]",
                         "inject a fault; WHEN = RATE, first, nth=N or match=TEXT (repeatable)"),
         DSA_OPT_LONG(0, "fault-seed", &fault_seed, "N", "seed of the fault decisions"),
+        DSA_OPT_STRLIST(0, "canned", &canned, "PATH=FILE",
+                        "PATH answers 200 with FILE's bytes (.txt: text; repeatable)"),
         DSA_OPT_INT(0, "stall-seconds", &cfg.stall_s, "S", "how long the stall fault waits"),
         DSA_OPT_INT(0, "retry-after", &cfg.retry_after_s, "S", "Retry-After of 429/503"),
         DSA_OPT_INT(0, "delay-ms", &cfg.delay_ms, "MS", "delay before each generation answer"),
@@ -215,6 +217,20 @@ int main(int argc, char **argv)
         }
     }
     cfg.n_faults = faults.n;
+    if (canned.n > SRV_MAX_CANNED) {
+        dsa_errorf("at most %d --canned answers", SRV_MAX_CANNED);
+        goto cleanup;
+    }
+    for (size_t i = 0; i < canned.n; i++) {
+        const char *eq = strchr(canned.v[i], '=');
+        if (!eq || eq == canned.v[i] || !eq[1]) {
+            dsa_errorf("bad --canned '%s' (want PATH=FILE)", canned.v[i]);
+            goto cleanup;
+        }
+        cfg.canned[i] =
+            (struct srv_canned){dsa_xstrndup(canned.v[i], (size_t)(eq - canned.v[i])), eq + 1};
+    }
+    cfg.n_canned = canned.n;
     if (gsm8k_data && (rc = srv_gsm8k_load(gsm8k_data)) != 0)
         goto cleanup;
 
@@ -262,6 +278,9 @@ cleanup:
     if (cfg.log)
         fclose(cfg.log);
     dsa_strlist_release(&faults);
+    for (size_t i = 0; i < cfg.n_canned; i++)
+        free((char *)cfg.canned[i].path);
+    dsa_strlist_release(&canned);
     srv_gsm8k_unload();
     return rc;
 }
