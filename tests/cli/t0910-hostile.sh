@@ -149,4 +149,25 @@ for v in -1 0 '"8192"'; do
     stop_server
 done
 
+# ---- traces that cannot mean anything: refused with exit 3 and the reason (an all-NaN q
+# scored recall 1.0000 with exit 0; a duplicate key or overlapping offsets were accepted)
+MK=$DSA_SRC/tests/cli/make_trace.py
+for bad in nan-q:"holds NaN or Inf" inf-k:"holds NaN or Inf" duplicate:"duplicate object key" \
+    overlap:"overlap (data_offsets)"; do
+    kind=${bad%%:*} why=${bad#*:}
+    "$DSA_PYTHON" "$MK" "$TMP/$kind.safetensors" 100 2 64 "$kind"
+    expect_code 3 "trace ($kind) refused" "$DSA_BIN" kernels trace "$TMP/$kind.safetensors" --device cpu
+    grep -qF "$why" "$TMP/err" && ok "trace ($kind): says why" || { not_ok "trace ($kind): says why"; cat "$TMP/err"; }
+done
+
+# ---- scores no eval can produce: refused with the reason (they gave 300-digit means, a plan
+# of nan and y="-inf" in the HTML)
+printf '{"id":"a","bin":"8k","score":1e308}\n{"id":"b","bin":"8k","score":-1e308}\n' >huge.jsonl
+printf '{"id":"a","bin":"8k","score":0.5}\n{"id":"b","bin":"8k","score":0.25}\n' >fine.jsonl
+expect_code 3 "score 1e308: compare refuses" "$DSA_BIN" compare huge.jsonl fine.jsonl
+grep -qF "outside 0..1" "$TMP/err" && ok "score 1e308: says why" || not_ok "score 1e308: says why"
+expect_code 3 "score 1e308: plan refuses" "$DSA_BIN" plan --from huge.jsonl --detect 0.1
+expect_code 3 "score 1e308: report refuses" "$DSA_BIN" report fine.jsonl huge.jsonl --format html -o h.html
+expect_eq "score 1e308: no report written" "$(ls h.html* 2>/dev/null | wc -l)" 0
+
 done_testing
