@@ -446,6 +446,11 @@ int cmd_mrcr(int argc, char **argv)
         all.ok += c.ok;
         all.failed += c.failed;
         all.excluded += c.excluded;
+        if (ret == DSA_EXIT_DATA) {
+            dsa_run_discard_if_empty(&run); /* a bad row stopped it before any sample */
+            free(path);
+            break;
+        }
         dsa_run_free(&run);
         /* the summary reads the file back: records resumed and new, in file order */
         json_t *h = NULL, *recs = NULL;

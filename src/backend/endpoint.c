@@ -27,6 +27,7 @@
 #include "util/msg.h"
 #include "util/secret.h"
 #include "util/url.h"
+#include "util/utf8.h"
 
 /* Responses are small (≤ a few MB even for /metrics); a body beyond this is a broken or
    hostile server, and holding it would defeat the memory bound. */
@@ -592,6 +593,9 @@ static void finish_xfer(struct ep *ep, struct xfer *x, CURLcode cc)
         size_t n = strlen(err);
         snprintf(err + n, sizeof err - n, " (gave up after %d retries)", x->attempt);
     }
+    /* the message may quote the server's bytes (a 4xx body that is not UTF-8) or be cut in
+       a sequence: records store it as a JSON string, which must be UTF-8 */
+    dsa_utf8_scrub(err);
     deliver(ep, x, st, err, code,
             cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
                 cc == CURLE_COULDNT_RESOLVE_PROXY);

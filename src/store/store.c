@@ -37,6 +37,7 @@ struct dsa_run {
     off_t size;  /* bytes on disk that are whole lines; a failed write is cut back to it */
     bool sync;   /* fdatasync after each line */
     bool broken; /* a write failed: refuse further appends rather than tear the file */
+    bool fresh;  /* this open wrote the file's header: nothing in it came before */
     long long crash_budget; /* test builds: bytes left before SIGKILL; -1 = no hook */
     pthread_mutex_t mu;
 };
@@ -600,6 +601,7 @@ int dsa_run_open(dsa_run **out, const char *path, json_t *header, unsigned flags
         dsa_buf_release(&b);
         if (wr < 0)
             goto cleanup;
+        r->fresh = true;
     }
     ret = 0;
     *out = r;
@@ -608,6 +610,15 @@ cleanup:
     scan_release(&s);
     dsa_run_free(&r);
     return ret;
+}
+
+void dsa_run_discard_if_empty(dsa_run **rp)
+{
+    dsa_run *r = *rp;
+    /* unlinked while the lock is still held: no second writer can have appended meanwhile */
+    if (r && r->fresh && json_array_size(r->records) == 0)
+        unlink(r->path);
+    dsa_run_free(rp);
 }
 
 bool dsa_run_has(const dsa_run *r, const char *id)

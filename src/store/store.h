@@ -93,6 +93,10 @@ json_t *dsa_run_header(const dsa_run *r);
 /* number of records found on disk at open time (i.e. resumed) */
 size_t dsa_run_resumed(const dsa_run *r);
 void dsa_run_free(dsa_run **r);
+/* dsa_run_free(), and the file is removed when this open created it and no record was
+   appended: for a run stopped by bad input before its first sample, which must not leave a
+   header-only file behind (a resumed file is always kept) */
+void dsa_run_discard_if_empty(dsa_run **r);
 
 /*
  * Read-only loading for compare/report: the header (new reference) and all records (new

@@ -170,4 +170,28 @@ expect_code 3 "score 1e308: plan refuses" "$DSA_BIN" plan --from huge.jsonl --de
 expect_code 3 "score 1e308: report refuses" "$DSA_BIN" report fine.jsonl huge.jsonl --format html -o h.html
 expect_eq "score 1e308: no report written" "$(ls h.html* 2>/dev/null | wc -l)" 0
 
+# ---- failed records always say why; bad input leaves no header-only run file
+start_server --fault bad-utf8-400 || { echo "Bail out! server"; exit 1; }
+expect_code 1 "4xx with a body that is not UTF-8: the samples fail" "$DSA_BIN" mrcr \
+    --endpoint "$SERVER_URL" --dataset "$S" --needles 2 -q --out u8
+py "4xx not UTF-8: every failed record has a reason (was: \"error\": null)" <<'PYEOF'
+import json, os
+recs = [json.loads(l) for l in open(os.environ["TMP"] + "/u8/run-001.jsonl").read().splitlines()[1:]]
+assert recs and all(r["status"] == "failed" for r in recs), recs
+assert all(r["error"] == "HTTP 400: {\"error\":{\"message\":\"bad ?? bytes\"}}" for r in recs), recs
+PYEOF
+"$DSA_BIN" datasets synth mrcr --needles 2 --per-bin 2 -o ds.jsonl
+"$DSA_PYTHON" - <<'PYEOF'
+import json
+rows = [json.loads(l) for l in open("ds.jsonl")]
+rows[1]["answer"] = 5
+open("badrow.jsonl", "w").write("".join(json.dumps(r) + "\n" for r in rows))
+PYEOF
+expect_code 3 "a dataset row of the wrong type: exit 3" "$DSA_BIN" mrcr --endpoint "$SERVER_URL" \
+    --dataset badrow.jsonl --needles 2 -q --out badrow
+grep -qF "line 2 of 'badrow.jsonl': \"answer\" must be a string" "$TMP/err" &&
+    ok "wrong type: names file and line" || not_ok "wrong type: names file and line"
+expect_eq "wrong type: no header-only run file left behind" "$(ls badrow 2>/dev/null | wc -l)" 0
+stop_server
+
 done_testing
