@@ -66,6 +66,8 @@ struct xfer {
     struct dsa_resp acc;
     int mode; /* 0 undecided, 1 body, 2 sse (decided at the first byte) */
     bool body_too_big;
+    bool over_budget; /* the response outgrew its share of --max-memory */
+    size_t held;      /* bytes charged to ep->mem_used for this response */
     int attempt;
     double start_at; /* monotonic seconds; a retry waits until then */
     double t_start, t_first, t_end;
@@ -87,6 +89,9 @@ struct ep {
     long max_model_len;
     json_t *extra_body;
     bool insecure;
+    char *cacert;
+    long long mem_budget; /* --max-memory */
+    long long mem_used;   /* charged by responses in flight */
     int concurrency, retries;
     long timeout_ms, connect_timeout_ms;
     double backoff_base, backoff_max;
@@ -118,10 +123,53 @@ static double rand01(struct ep *ep)
 
 /* ---- request lifetime ---------------------------------------------------------------- */
 
+/* ---- the memory budget ----------------------------------------------------------------- */
+
+long long dsa_endpoint_default_memory(int concurrency)
+{
+    return (256LL << 20) + (long long)(concurrency > 0 ? concurrency : 1) * (16LL << 20);
+}
+
+/* What a response holds now. A whole body counts three times (the bytes, jansson's tree of
+   them, the content copied out); a stream counts its parser's buffers and the text so far. */
+static size_t footprint(const struct xfer *x)
+{
+    return 3 * x->resp_body.cap + x->sse.line.cap + x->sse.data.cap + x->acc.content.cap +
+           x->acc.reasoning.cap;
+}
+
+static long long share(const struct xfer *x)
+{
+    const struct ep *ep = x->ep;
+    long long s = ep->mem_budget / ep->concurrency;
+    if (x->api == DSA_API_GET && s > ep->mem_budget / 32)
+        s = ep->mem_budget / 32; /* a model list or metrics page: parsed into many objects */
+    return s;
+}
+
+/* Charges the response's growth (by `extra` bytes still to come); false when that would
+   break its share or the whole budget */
+static bool charge(struct xfer *x, size_t extra)
+{
+    struct ep *ep = x->ep;
+    size_t now = footprint(x);
+    ep->mem_used += (long long)now - (long long)x->held;
+    x->held = now;
+    long long want = (long long)(now + extra);
+    return want <= share(x) && ep->mem_used + (long long)extra <= ep->mem_budget;
+}
+
+static void uncharge(struct xfer *x)
+{
+    x->ep->mem_used -= (long long)x->held;
+    x->held = 0;
+}
+
 static void xfer_free(struct xfer *x)
 {
     if (!x)
         return;
+    uncharge(x);
     free(x->path);
     free(x->body);
     dsa_buf_release(&x->resp_body);
@@ -253,6 +301,10 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
     }
     if (x->mode == 2) {
         int rc = dsa_sse_feed(&x->sse, ptr, n);
+        if (!charge(x, 0)) {
+            x->over_budget = true; /* a stream without end, or a bomb: stop reading it */
+            return 0;
+        }
         if (rc > 0)
             return n; /* error event seen: ignore the rest, keep the connection */
         if (rc < 0)
@@ -263,7 +315,12 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
         x->body_too_big = true;
         return 0;
     }
+    if (x->resp_body.len + n > x->resp_body.cap && !charge(x, 3 * (x->resp_body.len + n))) {
+        x->over_budget = true;
+        return 0;
+    }
     dsa_buf_add(&x->resp_body, ptr, n);
+    charge(x, 0);
     return n;
 }
 
@@ -320,12 +377,16 @@ static int start_xfer(struct ep *ep, struct xfer *x)
     x->endpoint = pick_server(ep, x);
     x->mode = 0;
     x->body_too_big = false;
+    x->over_budget = false;
     x->retry_after = -1;
     x->errbuf[0] = 0;
     x->t_first = 0;
-    dsa_buf_reset(&x->resp_body);
-    dsa_sse_reset(&x->sse);
+    /* a retry starts from nothing: give back what the last attempt held */
+    dsa_buf_release(&x->resp_body);
+    dsa_sse_release(&x->sse);
+    dsa_sse_init(&x->sse, on_sse_event, x);
     dsa_resp_reset(&x->acc);
+    uncharge(x);
 
     struct dsa_buf url = DSA_BUF_INIT;
     dsa_buf_adds(&url, ep->servers[x->endpoint].base);
@@ -344,6 +405,8 @@ static int start_xfer(struct ep *ep, struct xfer *x)
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ep->connect_timeout_ms);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* whatever libcurl can decode */
+    if (ep->cacert)
+        curl_easy_setopt(e, CURLOPT_CAINFO, ep->cacert);
     if (ep->insecure) {
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -499,13 +562,19 @@ static void finish_xfer(struct ep *ep, struct xfer *x, CURLcode cc)
     bool retry = false;
     double retry_after = -1;
     if (cc != CURLE_OK && !(stream_error && cc == CURLE_WRITE_ERROR)) {
-        if (x->body_too_big)
+        if (x->over_budget)
+            snprintf(err, sizeof err,
+                     "response exceeds its share of --max-memory (%lld MiB of %lld MiB): "
+                     "%s",
+                     share(x) >> 20, ep->mem_budget >> 20,
+                     x->mode == 2 ? "a stream without end?" : "the body is too large");
+        else if (x->body_too_big)
             snprintf(err, sizeof err, "response larger than %u MiB", MAX_BODY >> 20);
         else if (cc == CURLE_OPERATION_TIMEDOUT)
             snprintf(err, sizeof err, "timeout after %.0f s", (double)ep->timeout_ms / 1e3);
         else
             snprintf(err, sizeof err, "%s", x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc));
-        retry = curl_retryable(cc) && !x->body_too_big;
+        retry = curl_retryable(cc) && !x->body_too_big && !x->over_budget;
     } else if (code / 100 == 2) {
         int rc;
         if (x->mode == 2) {
@@ -870,6 +939,7 @@ static void ep_free(dsa_backend *b)
     }
     free(ep->servers);
     free(ep->model);
+    free(ep->cacert);
     free(ep->fatal);
     json_decref(ep->extra_body);
     free(ep);
@@ -946,8 +1016,10 @@ static int probe_server(struct ep *ep, int i, const char *want_model, bool force
             dsa_errorf("'%s' refused the API key (HTTP %ld); set DSA_EVAL_API_KEY or "
                        "--api-key-file",
                        s->shown, p.r.http_code);
-        else
+        else if (p.r.unreachable || !p.r.http_code)
             dsa_errorf("cannot reach '%s/v1/models': %s", s->shown, p.r.error);
+        else
+            dsa_errorf("'%s/v1/models': %s", s->shown, p.r.error);
         goto cleanup;
     }
     v = json_loadb(p.r.body, p.r.body_len, 0, NULL);
@@ -1073,6 +1145,20 @@ dsa_backend *dsa_endpoint_open(const struct dsa_endpoint_opts *o, int *exit_code
     ep->model = o->model ? dsa_xstrdup(o->model) : NULL;
     ep->extra_body = o->extra_body ? json_deep_copy(o->extra_body) : NULL;
     ep->insecure = o->insecure;
+    ep->mem_budget =
+        o->max_memory > 0 ? o->max_memory : dsa_endpoint_default_memory(o->concurrency);
+    /* libcurl reads neither variable (only the curl tool reads CURL_CA_BUNDLE): honour the
+       names users already set for a private CA */
+    const char *ca = o->cacert;
+    if (!ca && getenv("CURL_CA_BUNDLE") && *getenv("CURL_CA_BUNDLE"))
+        ca = getenv("CURL_CA_BUNDLE");
+    if (!ca && getenv("SSL_CERT_FILE") && *getenv("SSL_CERT_FILE"))
+        ca = getenv("SSL_CERT_FILE");
+    if (ca && access(ca, R_OK)) {
+        dsa_errorf("cannot read the CA bundle '%s': %s", ca, strerror(errno));
+        goto fail;
+    }
+    ep->cacert = ca ? dsa_xstrdup(ca) : NULL;
     ep->concurrency = o->concurrency > 0 ? o->concurrency : 1;
     ep->retries = o->retries >= 0 ? o->retries : 0;
     ep->timeout_ms = (long)((o->timeout_s > 0 ? o->timeout_s : 1800) * 1e3);

@@ -116,6 +116,10 @@ void dsa_strlist_release(struct dsa_strlist *l);
 void dsa_split_commas(const char *s, struct dsa_strlist *out);
 void dsa_strlist_free_items(struct dsa_strlist *l);
 
+/* Parses "512M", "2G", "64MiB", "1048576" as bytes (K, M, G, T = powers of 1024; "iB" or "B"
+   may follow). Returns -1 if invalid or not above 0. */
+long long dsa_parse_bytes(const char *s);
+
 /* Parses "8k", "256K", "1M", "131072" as token counts (k = 1024). Returns -1 if invalid. */
 long dsa_parse_tokens(const char *s);
 

@@ -194,4 +194,56 @@ grep -qF "line 2 of 'badrow.jsonl': \"answer\" must be a string" "$TMP/err" &&
 expect_eq "wrong type: no header-only run file left behind" "$(ls badrow 2>/dev/null | wc -l)" 0
 stop_server
 
+# ---- one memory budget: peak RSS under each hostile server stays under --max-memory, the
+# sample fails with the reason, the run goes on (an endless stream grew ~110 MB/s, a 3.7 MB
+# gzip body reached 1.96 GB, 2M models took 1.4 GB)
+# peak CMD...: runs CMD, prints its peak RSS in KiB (getrusage of the child) and exit status
+peak() {
+    "$DSA_PYTHON" -c 'import resource, subprocess, sys
+rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=open(sys.argv[0] + ".err", "w")).returncode
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, rc)' "$@"
+}
+BUDGET=64
+for fault in endless-stream gzip-bomb; do
+    start_server --fault "$fault" || { echo "Bail out! server"; exit 1; }
+    for st in --stream --no-stream; do
+        rm -rf mem
+        read -r kib rc < <(peak "$DSA_BIN" mrcr --endpoint "$SERVER_URL" --dataset "$S" \
+            --needles 2 --out mem -q --max-memory ${BUDGET}M -c 2 --retries 0 $st)
+        expect_eq "memory: $fault $st: the run finishes, samples failed (exit 1)" "$rc" 1
+        [ "$kib" -lt $((BUDGET * 1024)) ] && ok "memory: $fault $st: peak RSS $kib KiB < ${BUDGET} MiB" ||
+            not_ok "memory: $fault $st: peak RSS $kib KiB < ${BUDGET} MiB"
+        expect_eq "memory: $fault $st: every sample failed with the reason" \
+            "$(grep -c '"error":"response exceeds its share of --max-memory (32 MiB of 64 MiB)' mem/run-001.jsonl)" 2
+    done
+    stop_server
+done
+"$DSA_PYTHON" - <<'PYEOF'
+import json
+with open("models-huge.json", "w") as f:
+    f.write('{"object":"list","data":[')
+    f.write(",".join('{"id":"m%d","object":"model","owned_by":"vllm","max_model_len":8192}' % i
+                     for i in range(300000)))
+    f.write("]}")
+with open("metrics-huge.txt", "w") as f:
+    for i in range(300000):
+        f.write('vllm:x_total{model_name="m",i="%d"} %d\n' % (i, i))
+PYEOF
+start_server --canned /v1/models=models-huge.json || { echo "Bail out! server"; exit 1; }
+read -r kib rc < <(peak "$DSA_BIN" mrcr --endpoint "$SERVER_URL" --dataset "$S" --needles 2 \
+    --out memm -q --max-memory ${BUDGET}M)
+expect_eq "memory: 300K models: refused (exit 4)" "$rc" 4
+[ "$kib" -lt $((BUDGET * 1024)) ] && ok "memory: 300K models: peak RSS $kib KiB < ${BUDGET} MiB" ||
+    not_ok "memory: 300K models: peak RSS $kib KiB < ${BUDGET} MiB"
+stop_server
+start_server --canned /metrics=metrics-huge.txt --gsm8k-data "$D/test.jsonl" ||
+    { echo "Bail out! server"; exit 1; }
+read -r kib rc < <(peak "$DSA_BIN" gsm8k --endpoint "$SERVER_URL" --data "$D" --limit 1 --mtp \
+    --out memg -q --max-memory ${BUDGET}M)
+[ "$kib" -lt $((BUDGET * 1024)) ] && ok "memory: 300K series: peak RSS $kib KiB < ${BUDGET} MiB (exit $rc)" ||
+    not_ok "memory: 300K series: peak RSS $kib KiB < ${BUDGET} MiB (exit $rc)"
+stop_server
+expect_code 2 "memory: --max-memory nonsense refused" "$DSA_BIN" mrcr --endpoint http://127.0.0.1:1 \
+    --dataset "$S" --out x --max-memory lots
+
 done_testing
