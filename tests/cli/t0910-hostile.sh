@@ -246,4 +246,32 @@ stop_server
 expect_code 2 "memory: --max-memory nonsense refused" "$DSA_BIN" mrcr --endpoint http://127.0.0.1:1 \
     --dataset "$S" --out x --max-memory lots
 
+# ---- TLS with a private CA (made here with openssl): refused without it, accepted with
+# --cacert or the variables docs/endpoint.md names (they were ignored), --insecure warns
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key \
+    -out ca.pem -days 2 -subj /CN=dsa-test-ca 2>/dev/null &&
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout srv.key \
+        -out srv.csr -subj /CN=localhost 2>/dev/null &&
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' >ext &&
+    openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 \
+        -extfile ext 2>/dev/null || { echo "Bail out! openssl could not make the test CA"; exit 1; }
+start_server --tls-cert srv.pem --tls-key srv.key || { echo "Bail out! https server"; exit 1; }
+HTTPS=https://localhost:$SERVER_PORT
+NOCA=(env -u CURL_CA_BUNDLE -u SSL_CERT_FILE)
+MT=("$DSA_BIN" mrcr --endpoint "$HTTPS" --dataset "$S" --needles 2 -q)
+T=("${NOCA[@]}" "${MT[@]}")
+expect_code 4 "tls: a private CA is refused without --cacert" "${T[@]}" --out tls0 --retries 0
+grep -qF "SSL certificate problem" "$TMP/err" && ok "tls: says why" || not_ok "tls: says why"
+expect_success "tls: --cacert accepts it" "${T[@]}" --out tls1 --cacert ca.pem
+expect_eq "tls: --cacert run scored" "$(grep -c '"status":"ok"' tls1/run-001.jsonl)" 2
+expect_success "tls: \$CURL_CA_BUNDLE accepts it" "${NOCA[@]}" CURL_CA_BUNDLE="$TMP/ca.pem" \
+    "${MT[@]}" --out tls2
+expect_success "tls: \$SSL_CERT_FILE accepts it" "${NOCA[@]}" SSL_CERT_FILE="$TMP/ca.pem" \
+    "${MT[@]}" --out tls3
+expect_success "tls: --insecure accepts it" "${T[@]}" --out tls4 --insecure
+grep -qF "warning: --insecure: TLS certificates are NOT verified" "$TMP/err" && ok "tls: --insecure warns" ||
+    not_ok "tls: --insecure warns"
+expect_code 2 "tls: an unreadable --cacert" "${T[@]}" --out tls5 --cacert missing.pem
+stop_server
+
 done_testing

@@ -1162,11 +1162,20 @@ struct MHD_Daemon *srv_http_start(const struct srv_config *cfg, const char *host
         in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         sa = (const struct sockaddr *)&in4;
     }
+    /* https:// with a certificate of the test's own private CA (libmicrohttpd over GnuTLS) */
+    struct MHD_OptionItem tls[3] = {{MHD_OPTION_END, 0, NULL}};
+    if (cfg->tls_cert && cfg->tls_key) {
+        flags |= MHD_USE_TLS;
+        tls[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, cfg->tls_key};
+        tls[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, cfg->tls_cert};
+        tls[2] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    }
     return MHD_start_daemon(
-        flags, (uint16_t)port, on_accept, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, sa,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_CONNECTION_LIMIT,
-        max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_LISTEN_BACKLOG_SIZE,
-        (unsigned)1024, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024), MHD_OPTION_END);
+        flags, (uint16_t)port, on_accept, NULL, on_request, NULL, MHD_OPTION_ARRAY, tls,
+        MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+        MHD_OPTION_CONNECTION_LIMIT, max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_THREAD_STACK_SIZE,
+        (size_t)(512 * 1024), MHD_OPTION_END);
 }
 
 #ifdef DSA_UNITTEST_BUILD

@@ -48,6 +48,7 @@ struct srv_config {
     FILE *log; /* --log-requests, NULL = off */
     struct srv_canned canned[SRV_MAX_CANNED];
     size_t n_canned;
+    char *tls_cert, *tls_key; /* --tls-cert/--tls-key: PEM text; serve https:// (GnuTLS) */
 };
 
 extern const struct srv_config *srv_cfg;
