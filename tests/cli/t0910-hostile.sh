@@ -75,7 +75,7 @@ stop_server
 # ---- secrets: a canary key and URL password reach no file, report, document or message
 C=$TMP/canary
 mkdir -p "$C"
-start_server --require-api-key CANARYKEY1 --gsm8k-data "$D/test.jsonl" ||
+start_server --require-api-key CANARYKEY1 --gsm8k-data "$D/test.jsonl" --log-requests "$TMP/reqk.jsonl" ||
     { echo "Bail out! server"; exit 1; }
 U=${SERVER_URL/http:\/\//http://alice:CANARYPW2@}
 export DSA_EVAL_API_KEY=CANARYKEY1
@@ -113,6 +113,8 @@ printf 'k\rX-Injected: yes\n' >keyfile
 expect_code 2 "key file with CR refused" "$DSA_BIN" mrcr --endpoint "$SERVER_URL" --dataset "$S" \
     --needles 2 --out crlf --api-key-file keyfile
 expect_eq "key with CR/LF: nothing written" "$(ls crlf 2>/dev/null | wc -l)" 0
+expect_eq "key with CR/LF: no request reached the server, no header was injected" \
+    "$(grep -c '/crlf\|X-Injected\|x-injected' "$TMP/reqk.jsonl")" 0
 stop_server
 
 # core dumps are off while a key is held
