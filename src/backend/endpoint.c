@@ -121,8 +121,6 @@ static double rand01(struct ep *ep)
     return (double)(ep->rng >> 11) * (1.0 / 9007199254740992.0);
 }
 
-/* ---- request lifetime ---------------------------------------------------------------- */
-
 /* ---- the memory budget ----------------------------------------------------------------- */
 
 long long dsa_endpoint_default_memory(int concurrency)
@@ -164,6 +162,8 @@ static void uncharge(struct xfer *x)
     x->ep->mem_used -= (long long)x->held;
     x->held = 0;
 }
+
+/* ---- request lifetime ---------------------------------------------------------------- */
 
 static void xfer_free(struct xfer *x)
 {

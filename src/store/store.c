@@ -20,10 +20,10 @@
 
 #include "util/buf.h"
 #include "util/fs.h"
-#include "util/url.h"
 #include "util/json.h"
 #include "util/lines.h"
 #include "util/msg.h"
+#include "util/url.h"
 #include "util/utc.h"
 #include "version.h"
 
