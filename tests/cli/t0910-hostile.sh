@@ -99,6 +99,8 @@ expect_eq "canary: unreachable endpoint exits 4" "$(cat "$C/$step.rc")" 4
 run "$DSA_BIN" mrcr --endpoint "ftp://alice:CANARYPW2@host" --dataset "$S" --needles 2 --out "$C/c"
 DSA_EVAL_API_KEY=WRONGKEY run "$DSA_BIN" mrcr --endpoint "$U" --dataset "$S" --needles 2 --out "$C/c"
 expect_eq "canary: a refused key exits 4" "$(cat "$C/$step.rc")" 4
+DSA_EVAL_CACHE=$C/cache run "$DSA_BIN" datasets fetch gsm8k --base-url "http://alice:CANARYPW2@127.0.0.1:1"
+expect_eq "canary: fetch from an unreachable mirror exits 4" "$(cat "$C/$step.rc")" 4
 grep -rqF "alice:***@" "$C"/a/run-001.jsonl && ok "canary: the URL is recorded as alice:***@" ||
     not_ok "canary: the URL is recorded as alice:***@"
 leaks=$(grep -rlaE "CANARYKEY1|CANARYPW2" "$C" | sed "s|$C/||" | tr '\n' ' ')
