@@ -49,6 +49,16 @@ expect_success "nul: gsm8k run" "${G[@]}" --out gnul
 expect_success "nul: gsm8k rerun" "${G[@]}" --out gnul
 expect_eq "nul: gsm8k records kept" "$(grep -c '"id"' gnul/run-001.jsonl)" 2
 expect_code 0 "nul: gsm8k compare sees identical outputs" "$DSA_BIN" compare gnul gnul
+expect_success "nul: grade gsm8k reads the run file" "$DSA_BIN" grade gsm8k -q gnul/run-001.jsonl
+cp "$TMP/out" graded.jsonl
+py "nul: grade gsm8k sees the stored outputs (U+0000 in them) as the run did" <<'PYEOF'
+import json, os
+t = os.environ["TMP"]
+recs = [json.loads(l) for l in open(t + "/gnul/run-001.jsonl").read().splitlines()[1:]]
+graded = [json.loads(l) for l in open(t + "/graded.jsonl")]
+assert recs and all("\0" in r["output"] for r in recs), recs
+assert [g["pred"] for g in graded] == [r["pred"] for r in recs], (graded, [r["pred"] for r in recs])
+PYEOF
 
 # ---- every output file whole or not at all; temp files of killed runs removed next time
 expect_success "atomic: report md" "$DSA_BIN" report nul nul -o rep.md
