@@ -8,6 +8,7 @@
  * is idempotent and never keeps a password.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -71,16 +72,35 @@ static void check_url(const char *url)
     free(r);
 }
 
+static void parse(const uint8_t *data, size_t size, const char *v);
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int quiet;
-    if (!quiet++)
-        (void)!freopen("/dev/null", "w", stderr); /* the parsers' one-line errors */
     if (size < 1)
         return 0;
     char *v = fuzz_cstr(data + 1, size - 1);
     if (!v)
         return 0;
+    /* the parsers print one-line errors on fd 2: send them to /dev/null for this input only,
+       so that libFuzzer's own output (also fd 2) stays */
+    static int devnull = -2;
+    if (devnull == -2)
+        devnull = open("/dev/null", O_WRONLY);
+    fflush(stderr);
+    int saved = devnull >= 0 ? dup(2) : -1;
+    if (saved >= 0)
+        dup2(devnull, 2);
+    parse(data, size, v);
+    if (saved >= 0) {
+        dup2(saved, 2);
+        close(saved);
+    }
+    free(v);
+    return 0;
+}
+
+static void parse(const uint8_t *data, size_t size, const char *v)
+{
     unsigned mask = 0;
     switch (data[0] % 8) {
     case 0:
@@ -112,6 +132,4 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         break;
     }
-    free(v);
-    return 0;
 }
