@@ -4,6 +4,7 @@
  * (RLIMIT_CORE 0, and PR_SET_DUMPABLE 0 so that neither a core_pattern pipe nor ptrace by
  * another user can read the memory). It is called once a key is read; it never turns them
  * back on, since freed memory may still hold the key.
+ * Ownership: nothing is allocated; inputs are borrowed.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #ifndef DSA_UTIL_SECRET_H
