@@ -28,6 +28,7 @@
 #include "util/json.h"
 #include "util/lines.h"
 #include "util/msg.h"
+#include "util/url.h"
 #include "util/utc.h"
 #include "version.h"
 
@@ -228,7 +229,20 @@ static void sleep_interruptibly(int seconds, volatile int *interrupted)
 
 /* GET with retries (1, 2, 4, 8 s) for transient failures. Returns an exit status, the
    error printed. A file sink resumes from its current size on each attempt. */
+static int get_shown(const char *real_url, const char *url, FILE *f, struct dsa_buf *mem,
+                     volatile int *interrupted);
+
+/* `url` is requested as given; messages show it with a password masked (dsa_url_redact) */
 static int get(const char *url, FILE *f, struct dsa_buf *mem, volatile int *interrupted)
+{
+    char *shown = dsa_url_redact(url);
+    int ret = get_shown(url, shown, f, mem, interrupted);
+    free(shown);
+    return ret;
+}
+
+static int get_shown(const char *real_url, const char *url, FILE *f, struct dsa_buf *mem,
+                     volatile int *interrupted)
 {
     enum { ATTEMPTS = 5 };
     struct xfer x = {0};
@@ -246,7 +260,7 @@ static int get(const char *url, FILE *f, struct dsa_buf *mem, volatile int *inte
             dsa_buf_reset(mem);
         }
         long code;
-        enum get_result r = get_once(url, &x, &code);
+        enum get_result r = get_once(real_url, &x, &code);
         switch (r) {
         case GET_OK:
             return DSA_EXIT_OK;
@@ -443,8 +457,11 @@ static int fetch_gsm8k_split(const struct dsa_fetch_opts *o, const char *dir, co
         }
         if (had > 0)
             dsa_notef("resuming '%s' at byte %lld", part, (long long)had);
-        else
-            dsa_notef("fetching %s", url);
+        else {
+            char *shown = dsa_url_redact(url);
+            dsa_notef("fetching %s", shown);
+            free(shown);
+        }
         ret = get(url, f, NULL, o->interrupted);
         if (fclose(f) && !ret) {
             ret = DSA_EXIT_IO;
@@ -474,7 +491,9 @@ static int fetch_gsm8k_split(const struct dsa_fetch_opts *o, const char *dir, co
         json_object_set_new(meta, "dataset", json_string("openai/grade-school-math"));
         json_object_set_new(meta, "revision", json_string(DSA_GSM8K_COMMIT));
         json_object_set_new(meta, "file", json_sprintf("grade_school_math/data/%s.jsonl", split));
-        json_object_set_new(meta, "url", json_string(url));
+        char *shown = dsa_url_redact(url); /* the cache's metadata is a file like any other */
+        json_object_set_new(meta, "url", json_string(shown));
+        free(shown);
         json_object_set_new(meta, "sha256", json_string(hex));
         if ((ret = install_download(part, path, meta)))
             goto cleanup;
@@ -539,7 +558,9 @@ static int hub_revision(const struct dsa_fetch_opts *o, char **sha)
         if (s) {
             *sha = dsa_xstrdup(s);
         } else {
-            dsa_errorf("cannot read the revision from '%s': no \"sha\" in the answer", url);
+            char *shown = dsa_url_redact(url);
+            dsa_errorf("cannot read the revision from '%s': no \"sha\" in the answer", shown);
+            free(shown);
             ret = DSA_EXIT_BACKEND;
         }
         json_decref(j);
@@ -721,8 +742,11 @@ static int fetch_mrcr_needles(const struct dsa_fetch_opts *o, const char *dir, i
         progress(&pr, false, "openai/mrcr %dneedle: %ld/%d rows, %.1f MB", n, r,
                  MRCR_ROWS_PER_NEEDLE, mb);
         ret = get(url, NULL, &body, o->interrupted);
-        if (!ret)
-            ret = write_page(url, &body, offset, len, r - start, n, f, part);
+        if (!ret) {
+            char *shown = dsa_url_redact(url); /* write_page names the URL in messages only */
+            ret = write_page(shown, &body, offset, len, r - start, n, f, part);
+            free(shown);
+        }
         mb += (double)body.len / 1e6;
         free(url);
         if (ret)
@@ -752,10 +776,12 @@ static int fetch_mrcr_needles(const struct dsa_fetch_opts *o, const char *dir, i
                                     "datasets-server rows API serves main only"));
     json_object_set_new(meta, "n_needles", json_integer(n));
     json_object_set_new(meta, "rows", json_integer(MRCR_ROWS_PER_NEEDLE));
+    char *shown = dsa_url_redact(base);
     json_object_set_new(meta, "source",
                         json_sprintf("%s/rows?dataset=openai/mrcr&config=default&split=train, "
                                      "row_idx %ld-%ld",
-                                     base, first_idx, first_idx + MRCR_ROWS_PER_NEEDLE - 1));
+                                     shown, first_idx, first_idx + MRCR_ROWS_PER_NEEDLE - 1));
+    free(shown);
     json_object_set_new(meta, "sha256", json_string(dsa_mrcr_sha256(rd)));
     if ((ret = install_download(part, path, meta)))
         goto cleanup;

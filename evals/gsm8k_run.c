@@ -11,6 +11,7 @@
 #include "util/buf.h"
 #include "util/exitcode.h"
 #include "util/json.h"
+#include "util/fs.h"
 #include "util/msg.h"
 
 void dsa_gsm8k_record_grade(dsa_gsm8k_extractor *x, json_t *rec,
@@ -321,7 +322,9 @@ int dsa_gsm8k_summary_write(const char *path, json_t *summary)
 {
     struct dsa_buf tmp = DSA_BUF_INIT;
     dsa_buf_init(&tmp);
-    dsa_buf_addf(&tmp, "%s.tmp-%ld", path, (long)getpid());
+    char *tmp_name = dsa_tmp_path(path);
+    dsa_buf_adds(&tmp, tmp_name);
+    free(tmp_name);
     char *line = dsa_json_dumps_line(summary);
     int ret = -1;
     FILE *f = fopen(tmp.data, "w");

@@ -249,7 +249,9 @@ static void on_count(const struct dsa_result *r)
         if (r->max_model_len > 0 && (ml <= 0 || r->max_model_len < ml))
             ml = r->max_model_len;
         j->prompt_tokens = r->prompt_tokens;
-        if (ml > 0 && r->prompt_tokens + st->o->max_tokens > ml) {
+        /* compared without the sum: a count of INT64_MAX from a hostile /tokenize would
+           overflow it (undefined behaviour) and send the row instead of excluding it */
+        if (ml > 0 && r->prompt_tokens > ml - st->o->max_tokens) {
             st->c->in_flight--;
             record_excluded(st, j, r->prompt_tokens, ml);
             job_free(j);

@@ -104,6 +104,69 @@ static int parse_entry(const char *name, json_t *v, const uint8_t *data, size_t 
     return 0;
 }
 
+/* index of the first non-finite element of a float tensor, or -1: a NaN or Inf in q, k or w
+   makes every logit NaN, and a NaN selection "matches" a NaN golden with recall 1 */
+static int64_t first_non_finite(const struct dsa_trace_tensor *t)
+{
+    const uint8_t *p = t->data;
+    switch (t->dtype) {
+    case DSA_TR_F32:
+        for (size_t i = 0; i + 4 <= t->nbytes; i += 4) {
+            uint32_t u = (uint32_t)p[i] | (uint32_t)p[i + 1] << 8 | (uint32_t)p[i + 2] << 16 |
+                         (uint32_t)p[i + 3] << 24; /* safetensors is little-endian */
+            if ((u & 0x7f800000u) == 0x7f800000u)
+                return (int64_t)(i / 4);
+        }
+        return -1;
+    case DSA_TR_BF16:
+    case DSA_TR_F16: {
+        uint16_t mask = t->dtype == DSA_TR_BF16 ? 0x7f80u : 0x7c00u; /* all-ones exponent */
+        for (size_t i = 0; i + 2 <= t->nbytes; i += 2) {
+            uint16_t u = (uint16_t)(p[i] | p[i + 1] << 8);
+            if ((u & mask) == mask)
+                return (int64_t)(i / 2);
+        }
+        return -1;
+    }
+    default:
+        return -1;
+    }
+}
+
+static int cmp_tensor_offset(const void *a, const void *b)
+{
+    const struct dsa_trace_tensor *x = *(const struct dsa_trace_tensor *const *)a;
+    const struct dsa_trace_tensor *y = *(const struct dsa_trace_tensor *const *)b;
+    return x->data < y->data ? -1 : x->data > y->data;
+}
+
+/*
+ * What a trace must be beyond its syntax: float tensors hold finite numbers only, and no two
+ * tensors share bytes (overlapping data_offsets would make one capture two tensors).
+ */
+static int validate(struct dsa_trace *t, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        int64_t at = first_non_finite(&t->t[i]);
+        if (at >= 0)
+            return errf(err, errlen,
+                        "tensor '%s' holds NaN or Inf (element %lld): no selection of such "
+                        "scores means anything",
+                        t->t[i].name, (long long)at);
+    }
+    const struct dsa_trace_tensor **by = dsa_xcalloc(t->n + 1, sizeof *by);
+    for (size_t i = 0; i < t->n; i++)
+        by[i] = &t->t[i];
+    qsort(by, t->n, sizeof *by, cmp_tensor_offset);
+    int rc = 0;
+    for (size_t i = 1; i < t->n && !rc; i++)
+        if ((const uint8_t *)by[i - 1]->data + by[i - 1]->nbytes > (const uint8_t *)by[i]->data)
+            rc = errf(err, errlen, "tensors '%s' and '%s' overlap (data_offsets)", by[i - 1]->name,
+                      by[i]->name);
+    free(by);
+    return rc;
+}
+
 int dsa_trace_parse(const uint8_t *buf, size_t len, dsa_trace **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -116,7 +179,8 @@ int dsa_trace_parse(const uint8_t *buf, size_t len, dsa_trace **out, char *err, 
         return errf(err, errlen, "header length %llu does not fit the file",
                     (unsigned long long)hlen);
     json_error_t je;
-    json_t *h = json_loadb((const char *)buf + 8, (size_t)hlen, 0, &je);
+    /* a duplicated tensor name is two captures under one name: refuse, never pick one */
+    json_t *h = json_loadb((const char *)buf + 8, (size_t)hlen, JSON_REJECT_DUPLICATES, &je);
     if (!json_is_object(h)) {
         json_decref(h);
         return errf(err, errlen, "header is not a JSON object: %s", h ? "other value" : je.text);
@@ -154,6 +218,8 @@ int dsa_trace_parse(const uint8_t *buf, size_t len, dsa_trace **out, char *err, 
         t->t[t->n++].name = dsa_xstrdup(key);
     }
     json_decref(h);
+    if (!rc)
+        rc = validate(t, err, errlen);
     if (rc) {
         release(t);
         free(t);

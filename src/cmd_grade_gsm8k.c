@@ -105,7 +105,7 @@ int cmd_grade_gsm8k(int argc, char **argv)
         if (len == 0)
             continue;
         nonblank++;
-        json_t *obj = dsa_json_parse_object(line, len, &w);
+        json_t *obj = dsa_json_parse_record(line, len, &w); /* outputs may hold U+0000 */
         const char *why = NULL;
         const char *text = NULL, *gold = NULL;
         size_t tlen = 0, glen = 0;

@@ -64,7 +64,8 @@ static const char *const usage[] = {
 struct opts {
     struct dsa_strlist endpoints;
     const char *backend, *model, *dialect, *api_key_file, *extra_body, *data, *out, *prompt,
-        *extract;
+        *extract, *cacert, *max_memory_text;
+    long long max_memory;
     int limit, concurrency, retries, max_tokens;
     long seed;
     double timeout_s;
@@ -485,6 +486,8 @@ static int open_backend(struct run *r, json_t *extra)
         .timeout_s = r->o->timeout_s,
         .insecure = r->o->insecure,
         .probe = true,
+        .cacert = r->o->cacert,
+        .max_memory = r->o->max_memory,
     };
     int code = DSA_EXIT_BACKEND;
     r->b = dsa_endpoint_open(&eo, &code); /* copies the key */
@@ -670,6 +673,10 @@ int cmd_gsm8k(int argc, char **argv)
         DSA_OPT_BOOL(0, "force-new", &o.force_new,
                      "start the run file anew when it was made by another command"),
         DSA_OPT_BOOL(0, "insecure", &o.insecure, "skip TLS certificate verification"),
+        DSA_OPT_STRING(0, "cacert", &o.cacert, "FILE",
+                       "CA bundle (PEM) for https:// (default: $CURL_CA_BUNDLE, $SSL_CERT_FILE)"),
+        DSA_OPT_STRING(0, "max-memory", &o.max_memory_text, "BYTES",
+                       "memory for responses in flight (default 256M + 16M per -c)"),
         DSA_OPT_BOOL('q', "quiet", &o.quiet, "no progress or notes"),
         DSA_OPT_BOOL(0, "json", &o.as_json,
                      "print the summary as JSON (the summary file's document)"),
@@ -721,6 +728,11 @@ int cmd_gsm8k(int argc, char **argv)
     r.extract = r.mode->extract;
     if (o.extract && dsa_gsm8k_extract_parse(o.extract, &r.extract)) {
         dsa_errorf("unknown extraction '%s' (vllm, cot-strict, gsm8k-strict, flexible)", o.extract);
+        goto cleanup;
+    }
+    if (o.max_memory_text && (o.max_memory = dsa_parse_bytes(o.max_memory_text)) < (1LL << 20)) {
+        dsa_errorf("--max-memory must be a size of at least 1M (512M, 2G), not '%s'",
+                   o.max_memory_text);
         goto cleanup;
     }
     if (o.extra_body) {

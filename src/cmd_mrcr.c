@@ -200,6 +200,7 @@ int cmd_mrcr(int argc, char **argv)
     const char *dataset = NULL, *out = NULL, *needles = "8", *bins = NULL;
     const char *max_bin = NULL, *backend_kind = "endpoint", *model = NULL, *dialect = NULL;
     const char *api_key_file = NULL, *extra_body_text = NULL;
+    const char *cacert = NULL, *max_memory_text = NULL;
     long limit = 0, max_tokens = 4096, seed = 0;
     int runs = 1, concurrency = 8, retries = 5;
     const char *device = NULL, *kernels_so = NULL, *traces = NULL;
@@ -243,6 +244,10 @@ int cmd_mrcr(int argc, char **argv)
         DSA_OPT_STRING(0, "api-key-file", &api_key_file, "FILE",
                        "bearer token file (default: $DSA_EVAL_API_KEY)"),
         DSA_OPT_BOOL(0, "insecure", &insecure, "do not verify TLS certificates (dangerous)"),
+        DSA_OPT_STRING(0, "cacert", &cacert, "FILE",
+                       "CA bundle (PEM) for https:// (default: $CURL_CA_BUNDLE, $SSL_CERT_FILE)"),
+        DSA_OPT_STRING(0, "max-memory", &max_memory_text, "BYTES",
+                       "memory for responses in flight (default 256M + 16M per -c)"),
         DSA_OPT_INT('c', "concurrency", &concurrency, "N", "requests in flight (default 8)"),
         DSA_OPT_LONG(0, "max-tokens", &max_tokens, "N", "max_tokens per request (default 4096)"),
         DSA_OPT_DOUBLE(0, "temperature", &temperature, "T", "sampling temperature (default 0)"),
@@ -308,6 +313,12 @@ int cmd_mrcr(int argc, char **argv)
         eo.filter.bins_mask = eo.filter.bins_mask ? eo.filter.bins_mask & m : m;
     }
     eo.filter.limit = limit;
+    long long max_memory = 0;
+    if (max_memory_text && (max_memory = dsa_parse_bytes(max_memory_text)) < (1LL << 20)) {
+        dsa_errorf("--max-memory must be a size of at least 1M (512M, 2G), not '%s'",
+                   max_memory_text);
+        goto cleanup;
+    }
     if (extra_body_text) {
         json_error_t je;
         extra_body = json_loads(extra_body_text, 0, &je);
@@ -405,6 +416,8 @@ int cmd_mrcr(int argc, char **argv)
         .timeout_s = timeout_s,
         .insecure = insecure,
         .probe = true,
+        .cacert = cacert,
+        .max_memory = max_memory,
     };
     int open_code;
     b = dsa_endpoint_open(&bo, &open_code);
@@ -492,6 +505,11 @@ int cmd_mrcr(int argc, char **argv)
         all.ok += c.ok;
         all.failed += c.failed;
         all.excluded += c.excluded;
+        if (ret == DSA_EXIT_DATA) {
+            dsa_run_discard_if_empty(&run); /* a bad row stopped it before any sample */
+            free(path);
+            break;
+        }
         dsa_run_free(&run);
         /* the summary reads the file back: records resumed and new, in file order */
         json_t *h = NULL, *recs = NULL;

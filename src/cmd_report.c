@@ -15,6 +15,7 @@
 #include "stats/compare.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
+#include "util/fs.h"
 #include "util/msg.h"
 #include "util/opt.h"
 
@@ -166,16 +167,16 @@ int cmd_report(int argc, char **argv)
     }
     int ret = DSA_EXIT_OK;
     if (out_path) {
-        FILE *f = fopen(out_path, "w");
-        if (!f) {
-            dsa_errorf("cannot open '%s' for writing: %s", out_path, strerror(errno));
+        /* whole or not at all: a kill or a full disk leaves the previous report in place */
+        struct dsa_atomic a;
+        if (dsa_atomic_open(&a, out_path) < 0) {
             ret = DSA_EXIT_IO;
-        } else {
-            int w = render_all(format, docs, nd, f);
-            if (fclose(f) || w) {
-                dsa_errorf("cannot write '%s': %s", out_path, strerror(errno));
-                ret = DSA_EXIT_IO;
-            }
+        } else if (render_all(format, docs, nd, a.f) < 0) {
+            dsa_errorf("cannot write '%s': %s", out_path, strerror(errno ? errno : EIO));
+            dsa_atomic_abort(&a);
+            ret = DSA_EXIT_IO;
+        } else if (dsa_atomic_commit(&a) < 0) {
+            ret = DSA_EXIT_IO;
         }
     } else if (render_all(format, docs, nd, stdout) < 0) {
         ret = DSA_EXIT_IO; /* main.c reports the failed write */

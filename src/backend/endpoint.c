@@ -25,6 +25,9 @@
 #include "util/buf.h"
 #include "util/hash.h"
 #include "util/msg.h"
+#include "util/secret.h"
+#include "util/url.h"
+#include "util/utf8.h"
 
 /* Responses are small (≤ a few MB even for /metrics); a body beyond this is a broken or
    hostile server, and holding it would defeat the memory bound. */
@@ -33,6 +36,7 @@
 
 struct server {
     char *base;    /* "http://host:8000", no trailing '/' */
+    char *shown;   /* base with its password masked: the only form that leaves the process */
     int inflight;  /* requests in flight to it */
     char *version; /* /version, or NULL */
     char *owned_by;
@@ -62,6 +66,8 @@ struct xfer {
     struct dsa_resp acc;
     int mode; /* 0 undecided, 1 body, 2 sse (decided at the first byte) */
     bool body_too_big;
+    bool over_budget; /* the response outgrew its share of --max-memory */
+    size_t held;      /* bytes charged to ep->mem_used for this response */
     int attempt;
     double start_at; /* monotonic seconds; a retry waits until then */
     double t_start, t_first, t_end;
@@ -83,6 +89,9 @@ struct ep {
     long max_model_len;
     json_t *extra_body;
     bool insecure;
+    char *cacert;
+    long long mem_budget; /* --max-memory */
+    long long mem_used;   /* charged by responses in flight */
     int concurrency, retries;
     long timeout_ms, connect_timeout_ms;
     double backoff_base, backoff_max;
@@ -112,12 +121,55 @@ static double rand01(struct ep *ep)
     return (double)(ep->rng >> 11) * (1.0 / 9007199254740992.0);
 }
 
+/* ---- the memory budget ----------------------------------------------------------------- */
+
+long long dsa_endpoint_default_memory(int concurrency)
+{
+    return (256LL << 20) + (long long)(concurrency > 0 ? concurrency : 1) * (16LL << 20);
+}
+
+/* What a response holds now. A whole body counts three times (the bytes, jansson's tree of
+   them, the content copied out); a stream counts its parser's buffers and the text so far. */
+static size_t footprint(const struct xfer *x)
+{
+    return 3 * x->resp_body.cap + x->sse.line.cap + x->sse.data.cap + x->acc.content.cap +
+           x->acc.reasoning.cap;
+}
+
+static long long share(const struct xfer *x)
+{
+    const struct ep *ep = x->ep;
+    long long s = ep->mem_budget / ep->concurrency;
+    if (x->api == DSA_API_GET && s > ep->mem_budget / 32)
+        s = ep->mem_budget / 32; /* a model list or metrics page: parsed into many objects */
+    return s;
+}
+
+/* Charges the response's growth (by `extra` bytes still to come); false when that would
+   break its share or the whole budget */
+static bool charge(struct xfer *x, size_t extra)
+{
+    struct ep *ep = x->ep;
+    size_t now = footprint(x);
+    ep->mem_used += (long long)now - (long long)x->held;
+    x->held = now;
+    long long want = (long long)(now + extra);
+    return want <= share(x) && ep->mem_used + (long long)extra <= ep->mem_budget;
+}
+
+static void uncharge(struct xfer *x)
+{
+    x->ep->mem_used -= (long long)x->held;
+    x->held = 0;
+}
+
 /* ---- request lifetime ---------------------------------------------------------------- */
 
 static void xfer_free(struct xfer *x)
 {
     if (!x)
         return;
+    uncharge(x);
     free(x->path);
     free(x->body);
     dsa_buf_release(&x->resp_body);
@@ -249,6 +301,10 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
     }
     if (x->mode == 2) {
         int rc = dsa_sse_feed(&x->sse, ptr, n);
+        if (!charge(x, 0)) {
+            x->over_budget = true; /* a stream without end, or a bomb: stop reading it */
+            return 0;
+        }
         if (rc > 0)
             return n; /* error event seen: ignore the rest, keep the connection */
         if (rc < 0)
@@ -259,7 +315,12 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
         x->body_too_big = true;
         return 0;
     }
+    if (x->resp_body.len + n > x->resp_body.cap && !charge(x, 3 * (x->resp_body.len + n))) {
+        x->over_budget = true;
+        return 0;
+    }
     dsa_buf_add(&x->resp_body, ptr, n);
+    charge(x, 0);
     return n;
 }
 
@@ -316,12 +377,16 @@ static int start_xfer(struct ep *ep, struct xfer *x)
     x->endpoint = pick_server(ep, x);
     x->mode = 0;
     x->body_too_big = false;
+    x->over_budget = false;
     x->retry_after = -1;
     x->errbuf[0] = 0;
     x->t_first = 0;
-    dsa_buf_reset(&x->resp_body);
-    dsa_sse_reset(&x->sse);
+    /* a retry starts from nothing: give back what the last attempt held */
+    dsa_buf_release(&x->resp_body);
+    dsa_sse_release(&x->sse);
+    dsa_sse_init(&x->sse, on_sse_event, x);
     dsa_resp_reset(&x->acc);
+    uncharge(x);
 
     struct dsa_buf url = DSA_BUF_INIT;
     dsa_buf_adds(&url, ep->servers[x->endpoint].base);
@@ -340,6 +405,8 @@ static int start_xfer(struct ep *ep, struct xfer *x)
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ep->connect_timeout_ms);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* whatever libcurl can decode */
+    if (ep->cacert)
+        curl_easy_setopt(e, CURLOPT_CAINFO, ep->cacert);
     if (ep->insecure) {
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -495,13 +562,19 @@ static void finish_xfer(struct ep *ep, struct xfer *x, CURLcode cc)
     bool retry = false;
     double retry_after = -1;
     if (cc != CURLE_OK && !(stream_error && cc == CURLE_WRITE_ERROR)) {
-        if (x->body_too_big)
+        if (x->over_budget)
+            snprintf(err, sizeof err,
+                     "response exceeds its share of --max-memory (%lld MiB of %lld MiB): "
+                     "%s",
+                     share(x) >> 20, ep->mem_budget >> 20,
+                     x->mode == 2 ? "a stream without end?" : "the body is too large");
+        else if (x->body_too_big)
             snprintf(err, sizeof err, "response larger than %u MiB", MAX_BODY >> 20);
         else if (cc == CURLE_OPERATION_TIMEDOUT)
             snprintf(err, sizeof err, "timeout after %.0f s", (double)ep->timeout_ms / 1e3);
         else
             snprintf(err, sizeof err, "%s", x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc));
-        retry = curl_retryable(cc) && !x->body_too_big;
+        retry = curl_retryable(cc) && !x->body_too_big && !x->over_budget;
     } else if (code / 100 == 2) {
         int rc;
         if (x->mode == 2) {
@@ -563,7 +636,7 @@ static void finish_xfer(struct ep *ep, struct xfer *x, CURLcode cc)
                 dsa_buf_addf(&f,
                              "'%s' refused the API key (%s); set DSA_EVAL_API_KEY or "
                              "--api-key-file",
-                             ep->servers[x->endpoint].base, err);
+                             ep->servers[x->endpoint].shown, err);
                 ep->fatal = dsa_buf_detach(&f, NULL);
             }
             st = DSA_RES_CANCELLED;
@@ -589,6 +662,9 @@ static void finish_xfer(struct ep *ep, struct xfer *x, CURLcode cc)
         size_t n = strlen(err);
         snprintf(err + n, sizeof err - n, " (gave up after %d retries)", x->attempt);
     }
+    /* the message may quote the server's bytes (a 4xx body that is not UTF-8) or be cut in
+       a sequence: records store it as a JSON string, which must be UTF-8 */
+    dsa_utf8_scrub(err);
     deliver(ep, x, st, err, code,
             cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
                 cc == CURLE_COULDNT_RESOLVE_PROXY);
@@ -834,7 +910,7 @@ static json_t *ep_describe(dsa_backend *b)
         struct server *s = &ep->servers[i];
         json_array_append_new(
             servers,
-            json_pack("{s:s, s:o, s:o, s:o}", "url", s->base, "version",
+            json_pack("{s:s, s:o, s:o, s:o}", "url", s->shown, "version",
                       s->version ? json_string(s->version) : json_null(), "owned_by",
                       s->owned_by ? json_string(s->owned_by) : json_null(), "max_model_len",
                       s->max_model_len > 0 ? json_integer(s->max_model_len) : json_null()));
@@ -857,11 +933,13 @@ static void ep_free(dsa_backend *b)
     curl_slist_free_all(ep->headers);
     for (int i = 0; i < ep->n_servers; i++) {
         free(ep->servers[i].base);
+        free(ep->servers[i].shown);
         free(ep->servers[i].version);
         free(ep->servers[i].owned_by);
     }
     free(ep->servers);
     free(ep->model);
+    free(ep->cacert);
     free(ep->fatal);
     json_decref(ep->extra_body);
     free(ep);
@@ -937,16 +1015,18 @@ static int probe_server(struct ep *ep, int i, const char *want_model, bool force
         if (p.r.http_code == 401 || p.r.http_code == 403)
             dsa_errorf("'%s' refused the API key (HTTP %ld); set DSA_EVAL_API_KEY or "
                        "--api-key-file",
-                       s->base, p.r.http_code);
+                       s->shown, p.r.http_code);
+        else if (p.r.unreachable || !p.r.http_code)
+            dsa_errorf("cannot reach '%s/v1/models': %s", s->shown, p.r.error);
         else
-            dsa_errorf("cannot reach '%s/v1/models': %s", s->base, p.r.error);
+            dsa_errorf("'%s/v1/models': %s", s->shown, p.r.error);
         goto cleanup;
     }
     v = json_loadb(p.r.body, p.r.body_len, 0, NULL);
     json_t *data = json_object_get(v, "data");
     if (!json_is_array(data) || json_array_size(data) == 0) {
         *exit_code = 4;
-        dsa_errorf("'%s/v1/models' lists no model", s->base);
+        dsa_errorf("'%s/v1/models' lists no model", s->shown);
         goto cleanup;
     }
     json_t *card = NULL;
@@ -962,7 +1042,7 @@ static int probe_server(struct ep *ep, int i, const char *want_model, bool force
     }
     if (!card) {
         /* the server may serve the model under an alias; the request will tell */
-        dsa_warnf("'%s' does not list model '%s'", s->base, want_model);
+        dsa_warnf("'%s' does not list model '%s'", s->shown, want_model);
         card = json_array_get(data, 0);
     } else if (!want_model && !ep->model) {
         ep->model = dsa_xstrdup(json_string_value(json_object_get(card, "id")));
@@ -975,6 +1055,15 @@ static int probe_server(struct ep *ep, int i, const char *want_model, bool force
     const char *owned = json_string_value(json_object_get(card, "owned_by"));
     s->owned_by = owned ? dsa_xstrdup(owned) : NULL;
     json_t *mml = json_object_get(card, "max_model_len");
+    if (mml && !json_is_null(mml) && !(json_is_integer(mml) && json_integer_value(mml) > 0)) {
+        /* -1, 0 or "8192" would turn every over-context decision into nonsense */
+        char *shown = json_dumps(mml, JSON_COMPACT | JSON_ENCODE_ANY);
+        *exit_code = 4;
+        dsa_errorf("'%s/v1/models': \"max_model_len\" must be a positive integer, not %.40s",
+                   s->shown, shown ? shown : "?");
+        free(shown);
+        goto cleanup;
+    }
     s->max_model_len = json_is_integer(mml) ? (long)json_integer_value(mml) : -1;
     if (!force_dialect && i == 0)
         ep->dialect = dsa_dialect_detect(owned);
@@ -1001,7 +1090,7 @@ static int probe_server(struct ep *ep, int i, const char *want_model, bool force
             /* llama-server leaves /v1/models open but guards /props: a wrong key shows here */
             *exit_code = 4;
             dsa_errorf("'%s' refused the API key (%s); set DSA_EVAL_API_KEY or --api-key-file",
-                       s->base, p.r.error ? p.r.error : "HTTP 401");
+                       s->shown, p.r.error ? p.r.error : "HTTP 401");
             goto cleanup;
         }
     }
@@ -1032,10 +1121,15 @@ dsa_backend *dsa_endpoint_open(const struct dsa_endpoint_opts *o, int *exit_code
     for (int i = 0; i < o->n_urls; i++) {
         const char *u = o->urls[i];
         if (strncmp(u, "http://", 7) && strncmp(u, "https://", 8)) {
-            dsa_errorf("endpoint '%s' is not an http:// or https:// URL", u);
+            char *shown = dsa_url_redact(u);
+            dsa_errorf("endpoint '%s' is not an http:// or https:// URL", shown);
+            free(shown);
             goto fail;
         }
         ep->servers[i].base = normalize_base(u);
+        ep->servers[i].shown = dsa_url_redact(ep->servers[i].base);
+        if (dsa_url_has_userinfo(u) && dsa_secret_hold() < 0)
+            goto fail; /* a password in the URL is a key like any other */
         ep->servers[i].max_model_len = -1;
     }
     ep->dialect = dsa_dialect_find("vllm");
@@ -1051,6 +1145,20 @@ dsa_backend *dsa_endpoint_open(const struct dsa_endpoint_opts *o, int *exit_code
     ep->model = o->model ? dsa_xstrdup(o->model) : NULL;
     ep->extra_body = o->extra_body ? json_deep_copy(o->extra_body) : NULL;
     ep->insecure = o->insecure;
+    ep->mem_budget =
+        o->max_memory > 0 ? o->max_memory : dsa_endpoint_default_memory(o->concurrency);
+    /* libcurl reads neither variable (only the curl tool reads CURL_CA_BUNDLE): honour the
+       names users already set for a private CA */
+    const char *ca = o->cacert;
+    if (!ca && getenv("CURL_CA_BUNDLE") && *getenv("CURL_CA_BUNDLE"))
+        ca = getenv("CURL_CA_BUNDLE");
+    if (!ca && getenv("SSL_CERT_FILE") && *getenv("SSL_CERT_FILE"))
+        ca = getenv("SSL_CERT_FILE");
+    if (ca && access(ca, R_OK)) {
+        dsa_errorf("cannot read the CA bundle '%s': %s", ca, strerror(errno));
+        goto fail;
+    }
+    ep->cacert = ca ? dsa_xstrdup(ca) : NULL;
     ep->concurrency = o->concurrency > 0 ? o->concurrency : 1;
     ep->retries = o->retries >= 0 ? o->retries : 0;
     ep->timeout_ms = (long)((o->timeout_s > 0 ? o->timeout_s : 1800) * 1e3);
@@ -1115,8 +1223,15 @@ int dsa_endpoint_read_api_key(const char *file, char **key)
     *key = NULL;
     if (!file) {
         const char *env = getenv("DSA_EVAL_API_KEY");
-        if (env && *env)
-            *key = dsa_xstrdup(env);
+        if (!env || !*env)
+            return 0;
+        /* the key is in this process from its start (the environment): no core file */
+        if (dsa_secret_hold() < 0)
+            return -1;
+        if (!dsa_secret_header_safe(env, strlen(env)))
+            return dsa_errorf("$DSA_EVAL_API_KEY holds a control character (CR, LF, ...): "
+                              "refused, it would end the Authorization header");
+        *key = dsa_xstrdup(env);
         return 0;
     }
     FILE *f = fopen(file, "r");
@@ -1134,6 +1249,15 @@ int dsa_endpoint_read_api_key(const char *file, char **key)
         return dsa_errorf("'%s' holds no API key", file);
     }
     *key = line;
+    bool safe = dsa_secret_header_safe(line, (size_t)n);
+    if (dsa_secret_hold() < 0 || !safe) {
+        dsa_endpoint_api_key_free(key);
+        if (!safe)
+            dsa_errorf("the API key in '%s' holds a control character (CR, ...): refused, it "
+                       "would end the Authorization header",
+                       file);
+        return -1;
+    }
     return 0;
 }
 

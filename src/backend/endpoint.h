@@ -34,7 +34,19 @@ struct dsa_endpoint_opts {
                                  use); false for tests and benchmarks of the raw loop */
     double backoff_base_s;    /* first retry delay (0: 0.5 s); doubles, capped at backoff_max */
     double backoff_max_s;     /* 0: 30 s */
+    long long max_memory;     /* bytes for responses in flight (0: dsa_endpoint_default_memory) */
+    const char *cacert;       /* CA bundle (PEM) for https://, or NULL: $CURL_CA_BUNDLE, then
+                                 $SSL_CERT_FILE, then the system store */
 };
+
+/*
+ * The memory budget of responses in flight (docs/endpoint.md "Memory"): 256 MiB plus 16 MiB
+ * per request of the window, room for the longest sane answer of each. Every request may hold
+ * at most its share (budget / concurrency; a GET of /v1/models or /metrics 1/32 of the
+ * budget, since its parse grows it most): a response that would exceed it fails that request
+ * ("response exceeds its share of --max-memory …"), not the run.
+ */
+long long dsa_endpoint_default_memory(int concurrency);
 
 /*
  * Opens the backend. With opts->probe, checks that every URL answers /v1/models (model name,
@@ -54,7 +66,9 @@ const char *dsa_endpoint_dialect(const dsa_backend *b);
  * The API key as every command reads it (docs/endpoint.md "API key"): the first line
  * of `file` with trailing white space removed, or, when file is NULL, $DSA_EVAL_API_KEY
  * (*key stays NULL when it is unset or empty). Returns 0, or -1 with the error printed
- * (unreadable or empty file; exit DSA_EXIT_USAGE). The key is never printed; release it with
+ * (unreadable or empty file, or a key with CR, LF or another control byte, which would end the
+ * Authorization header; exit DSA_EXIT_USAGE). Holding a key turns core dumps off
+ * (dsa_secret_hold). The key is never printed; release it with
  * dsa_endpoint_api_key_free(), which wipes it first.
  */
 int dsa_endpoint_read_api_key(const char *file, char **key);

@@ -23,6 +23,7 @@
 #include "util/json.h"
 #include "util/lines.h"
 #include "util/msg.h"
+#include "util/url.h"
 #include "util/utc.h"
 #include "version.h"
 
@@ -36,6 +37,7 @@ struct dsa_run {
     off_t size;  /* bytes on disk that are whole lines; a failed write is cut back to it */
     bool sync;   /* fdatasync after each line */
     bool broken; /* a write failed: refuse further appends rather than tear the file */
+    bool fresh;  /* this open wrote the file's header: nothing in it came before */
     long long crash_budget; /* test builds: bytes left before SIGKILL; -1 = no hook */
     pthread_mutex_t mu;
 };
@@ -75,15 +77,27 @@ static bool blank(const char *s, size_t n)
 static int check_record(json_t *rec, const struct dsa_json_where *w)
 {
     const char *s;
+    size_t len;
     json_t *v;
-    if (!dsa_json_get_str(rec, "id", false, &s, NULL, w))
+    if (!dsa_json_get_str(rec, "id", false, &s, &len, w))
         return -1;
-    if (!dsa_json_get_str(rec, "bin", true, &s, NULL, w))
+    /* ids and bins are keys of C-string maps; outputs may hold U+0000, these may not */
+    if (strlen(s) != len)
+        return dsa_errorf("line %ld of '%s': \"id\" contains U+0000", w->lineno, w->path);
+    if (!dsa_json_get_str(rec, "bin", true, &s, &len, w))
         return -1;
+    if (s && strlen(s) != len)
+        return dsa_errorf("line %ld of '%s': \"bin\" contains U+0000", w->lineno, w->path);
     v = json_object_get(rec, "score");
     if (v && !json_is_null(v) && !json_is_number(v))
         return dsa_errorf("line %ld of '%s': \"score\" must be a number or null", w->lineno,
                           w->path);
+    /* every eval scores in [0, 1] (MRCR ratio, recall@k, GSM8K 0/1): anything else is not a
+       score of any run, and ±1e308 would turn every mean and CI after it into noise */
+    if (json_is_number(v) && !(json_number_value(v) >= 0 && json_number_value(v) <= 1))
+        return dsa_errorf("line %ld of '%s': \"score\" %.17g is outside 0..1, the range of "
+                          "every dsa-eval score (MRCR ratio, recall@k, GSM8K 0/1)",
+                          w->lineno, w->path, json_number_value(v));
     return 0;
 }
 
@@ -106,9 +120,10 @@ static void scan_release(struct scan *s)
 
 /*
  * Reads a run file or plain score file. `plain_ok`: a file without header is accepted.
- * A last line that is unterminated, or terminated but unparsable, is torn: dropped, with
- * s->torn set (for a plain score file, an unterminated last line that parses is kept: such
- * files are made by hand or by other tools, and an editor may omit the final newline).
+ * A last line without its '\n' is torn: dropped, with s->torn set (for a plain score file,
+ * an unterminated last line that parses is kept: such files are made by hand or by other
+ * tools, and an editor may omit the final newline). A whole line that does not parse is an
+ * error wherever it is.
  * Returns 0, -1 (I/O error, printed) or -3 (bad data, printed).
  */
 static int scan_file(const char *path, bool plain_ok, struct scan *s)
@@ -124,17 +139,9 @@ static int scan_file(const char *path, bool plain_ok, struct scan *s)
     int ret = -3, rc;
     const char *line;
     size_t len;
-    /* A terminated line that does not parse is fatal unless it turns out to be the last
-       line: keep its error until the next line shows up. */
-    long bad_line = 0;
-    char bad_reason[JSON_ERROR_TEXT_LENGTH + 32] = "";
     while ((rc = dsa_lines_next(lr, &line, &len)) == 1) {
         long lineno = dsa_lines_lineno(lr);
         struct dsa_json_where w = {path, lineno};
-        if (bad_line) {
-            dsa_errorf("cannot parse line %ld of '%s': %s", bad_line, path, bad_reason);
-            goto cleanup;
-        }
         bool unterminated = dsa_lines_unterminated(lr);
         if (blank(line, len)) {
             if (!unterminated)
@@ -142,7 +149,9 @@ static int scan_file(const char *path, bool plain_ok, struct scan *s)
             continue;
         }
         json_error_t err;
-        json_t *obj = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err);
+        /* JSON_ALLOW_NUL: a model may say U+0000; the writer escapes it, the reader must take
+           it back, or the file could never be resumed or compared */
+        json_t *obj = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &err);
         if (obj && !json_is_object(obj)) {
             json_decref(obj);
             obj = NULL;
@@ -162,13 +171,10 @@ static int scan_file(const char *path, bool plain_ok, struct scan *s)
             break;
         }
         if (!obj) {
-            if (lineno == 1) {
-                dsa_errorf("cannot parse line 1 of '%s': %s", path, err.text);
-                goto cleanup;
-            }
-            bad_line = lineno;
-            snprintf(bad_reason, sizeof bad_reason, "%s", err.text);
-            continue;
+            /* a whole line (with its '\n') is written by one write(2): a crash cannot leave
+               one that does not parse, and dropping it would resend its sample on every run */
+            dsa_errorf("cannot parse line %ld of '%s': %s", lineno, path, err.text);
+            goto cleanup;
         }
         if (header_line) {
             if (check_header(obj, path) < 0) {
@@ -201,11 +207,6 @@ static int scan_file(const char *path, bool plain_ok, struct scan *s)
     if (rc < 0) {
         ret = -1;
         goto cleanup;
-    }
-    if (bad_line) {
-        /* a terminated but unparsable last line: treated as torn like an unterminated one */
-        s->torn = true;
-        s->torn_line = bad_line;
     }
     ret = 0;
 cleanup:
@@ -406,7 +407,9 @@ static int drop_failed(const char *path, struct scan *s)
     if (!n_failed)
         return 0;
     struct dsa_buf tmp = DSA_BUF_INIT, text = DSA_BUF_INIT;
-    dsa_buf_addf(&tmp, "%s.tmp-%ld", path, (long)getpid());
+    char *tmp_name = dsa_tmp_path(path);
+    dsa_buf_adds(&tmp, tmp_name);
+    free(tmp_name);
     json_t *kept = json_array();
     char *line = dsa_json_dumps_line(s->header);
     dsa_buf_adds(&text, line);
@@ -524,6 +527,7 @@ int dsa_run_open(dsa_run **out, const char *path, json_t *header, unsigned flags
     r->fd = open_locked(path);
     if (r->fd < 0)
         goto cleanup;
+    dsa_tmp_sweep(path); /* a --retry-failed rewrite that a kill interrupted */
     struct stat st;
     bool exists = fstat(r->fd, &st) == 0 && st.st_size > 0;
     bool replaced = false; /* path now names another inode than r->fd */
@@ -597,6 +601,7 @@ int dsa_run_open(dsa_run **out, const char *path, json_t *header, unsigned flags
         dsa_buf_release(&b);
         if (wr < 0)
             goto cleanup;
+        r->fresh = true;
     }
     ret = 0;
     *out = r;
@@ -605,6 +610,15 @@ cleanup:
     scan_release(&s);
     dsa_run_free(&r);
     return ret;
+}
+
+void dsa_run_discard_if_empty(dsa_run **rp)
+{
+    dsa_run *r = *rp;
+    /* unlinked while the lock is still held: no second writer can have appended meanwhile */
+    if (r && r->fresh && json_array_size(r->records) == 0)
+        unlink(r->path);
+    dsa_run_free(rp);
 }
 
 bool dsa_run_has(const dsa_run *r, const char *id)
@@ -760,36 +774,19 @@ static bool redact_header(const char *v, struct dsa_buf *out)
     return false;
 }
 
-/* "http://user:pw@host/x" -> "http://<redacted>@host/x" */
-static bool redact_userinfo(const char *v, struct dsa_buf *out)
-{
-    const char *p = strstr(v, "://");
-    if (!p)
-        return false;
-    const char *auth = p + 3;
-    size_t alen = strcspn(auth, "/?#");
-    const char *at = memchr(auth, '@', alen);
-    if (!at)
-        return false;
-    /* the last '@' in the authority ends the userinfo */
-    for (const char *q = at; q < auth + alen; q++)
-        if (*q == '@')
-            at = q;
-    dsa_buf_add(out, v, (size_t)(auth - v));
-    dsa_buf_adds(out, DSA_RUN_REDACTED "@");
-    dsa_buf_adds(out, at + 1);
-    return true;
-}
-
 static json_t *redacted_value(const char *v, bool secret, bool header)
 {
     struct dsa_buf b = DSA_BUF_INIT;
     json_t *s;
     if (secret)
         s = json_string(DSA_RUN_REDACTED);
-    else if ((header && redact_header(v, &b)) || redact_userinfo(v, &b))
+    else if (header && redact_header(v, &b))
         s = json_string(b.data);
-    else
+    else if (dsa_url_has_userinfo(v)) {
+        char *shown = dsa_url_redact(v);
+        s = json_string(shown);
+        free(shown);
+    } else
         s = json_string(v);
     dsa_buf_release(&b);
     /* json_string refuses invalid UTF-8; argv is bytes */

@@ -93,6 +93,10 @@ json_t *dsa_run_header(const dsa_run *r);
 /* number of records found on disk at open time (i.e. resumed) */
 size_t dsa_run_resumed(const dsa_run *r);
 void dsa_run_free(dsa_run **r);
+/* dsa_run_free(), and the file is removed when this open created it and no record was
+   appended: for a run stopped by bad input before its first sample, which must not leave a
+   header-only file behind (a resumed file is always kept) */
+void dsa_run_discard_if_empty(dsa_run **r);
 
 /*
  * Read-only loading for compare/report: the header (new reference) and all records (new
@@ -106,7 +110,8 @@ int dsa_run_load(const char *path, json_t **header, json_t **records);
  * The header's "command" array built from argv (new reference), with secrets replaced by
  * DSA_RUN_REDACTED: the values of --api-key, --api-key-file, --password and --token (both
  * "--opt V" and "--opt=V"), credential headers given with --header/-H ("Authorization: ...",
- * "X-Api-Key: ...", "Cookie: ..."), and user:password@ in URLs. Keys and header names stay.
+ * "X-Api-Key: ...", "Cookie: ..."), and the password of user:password@ in URLs
+ * (dsa_url_redact: "http://alice:***@host"). Keys and header names stay.
  */
 #define DSA_RUN_REDACTED "<redacted>"
 json_t *dsa_run_command_json(int argc, char **argv);

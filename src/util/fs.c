@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 #include "util/fs.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +72,54 @@ char *dsa_cache_dir(void)
     return dsa_buf_detach(&out, NULL);
 }
 
+/* the PID of a "BASE.tmp-PID" name, or 0 when `name` is not one */
+static long tmp_pid(const char *name, const char *base, size_t base_len)
+{
+    static const char sfx[] = ".tmp-";
+    if (strncmp(name, base, base_len) || strncmp(name + base_len, sfx, sizeof sfx - 1))
+        return 0;
+    const char *d = name + base_len + sizeof sfx - 1;
+    char *end;
+    errno = 0;
+    long pid = strtol(d, &end, 10);
+    if (*d < '1' || *d > '9' || *end || errno || pid <= 0 || pid > 0x7fffffff)
+        return 0;
+    return pid;
+}
+
+void dsa_tmp_sweep(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? dsa_xstrdup(path) : dsa_xstrdup(".");
+    if (slash)
+        dir[slash == path ? 1 : slash - path] = '\0';
+    const char *base = slash ? slash + 1 : path;
+    size_t base_len = strlen(base);
+    DIR *d = base_len ? opendir(dir) : NULL;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        long pid = tmp_pid(e->d_name, base, base_len);
+        /* EPERM means alive under another user: only ESRCH proves the writer is gone */
+        if (!pid || pid == (long)getpid() || !(kill((pid_t)pid, 0) < 0 && errno == ESRCH))
+            continue;
+        char *stale = dsa_path_join(dir, e->d_name);
+        if (!unlink(stale))
+            dsa_notef("removed '%s', left by an interrupted run", stale);
+        free(stale);
+    }
+    if (d)
+        closedir(d);
+    free(dir);
+}
+
+char *dsa_tmp_path(const char *path)
+{
+    dsa_tmp_sweep(path);
+    struct dsa_buf tmp = DSA_BUF_INIT;
+    dsa_buf_addf(&tmp, "%s.tmp-%ld", path, (long)getpid());
+    return dsa_buf_detach(&tmp, NULL);
+}
+
 int dsa_atomic_open(struct dsa_atomic *a, const char *path)
 {
     struct stat st;
@@ -87,9 +137,7 @@ int dsa_atomic_open(struct dsa_atomic *a, const char *path)
             return dsa_errorf("cannot open '%s': %s", path, strerror(errno));
         return 0;
     }
-    struct dsa_buf tmp = DSA_BUF_INIT;
-    dsa_buf_addf(&tmp, "%s.tmp-%ld", path, (long)getpid());
-    a->tmp = dsa_buf_detach(&tmp, NULL);
+    a->tmp = dsa_tmp_path(path);
     a->f = fopen(a->tmp, "wb");
     if (!a->f) {
         dsa_errorf("cannot create '%s': %s", a->tmp, strerror(errno));

@@ -20,6 +20,16 @@ char *dsa_path_join(const char *a, const char *b);
 char *dsa_cache_dir(void);
 
 /*
+ * The name of a temporary file beside PATH for this process, "PATH.tmp-PID" (fresh string,
+ * caller frees). It first removes the "PATH.tmp-N" files that killed processes left behind:
+ * those whose N names no live process (kill(N, 0) fails with ESRCH); a live writer's file is
+ * never touched.
+ */
+char *dsa_tmp_path(const char *path);
+/* only the removal of dsa_tmp_path(): for writers that open PATH itself (run files) */
+void dsa_tmp_sweep(const char *path);
+
+/*
  * A file written whole or not at all: dsa_atomic_open() creates "PATH.tmp-PID" beside PATH
  * (same file system, and two writers never share one) and the caller writes to `f`;
  * dsa_atomic_commit() flushes it to disk, closes it and renames it over PATH, so a crash or

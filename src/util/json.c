@@ -13,12 +13,13 @@ static void where_prefix(char *out, size_t n, const struct dsa_json_where *w)
         snprintf(out, n, "'%s'", w && w->path ? w->path : "<input>");
 }
 
-json_t *dsa_json_parse_object(const char *text, size_t len, const struct dsa_json_where *w)
+static json_t *parse_object(const char *text, size_t len, const struct dsa_json_where *w,
+                            size_t flags)
 {
     char where[512];
     json_error_t err;
     /* JSON_REJECT_DUPLICATES: a duplicated key in outside data is ambiguous, refuse it */
-    json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
+    json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES | flags, &err);
     where_prefix(where, sizeof where, w);
     if (!v) {
         dsa_errorf("cannot parse %s: %s", where, err.text);
@@ -30,6 +31,16 @@ json_t *dsa_json_parse_object(const char *text, size_t len, const struct dsa_jso
         return NULL;
     }
     return v;
+}
+
+json_t *dsa_json_parse_object(const char *text, size_t len, const struct dsa_json_where *w)
+{
+    return parse_object(text, len, w, 0);
+}
+
+json_t *dsa_json_parse_record(const char *text, size_t len, const struct dsa_json_where *w)
+{
+    return parse_object(text, len, w, JSON_ALLOW_NUL);
 }
 
 static json_t *get(json_t *obj, const char *key, bool optional, bool *missing,

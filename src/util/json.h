@@ -24,6 +24,9 @@ struct dsa_json_where {
    "cannot parse line N of 'PATH': REASON" (or "cannot parse 'PATH': ...") and returns NULL.
    Rejects invalid UTF-8 (jansson does) and NUL bytes. */
 json_t *dsa_json_parse_object(const char *text, size_t len, const struct dsa_json_where *w);
+/* The same for records of what a model said (outputs): strings may hold U+0000, as a model's
+   output may; callers then take string lengths, never strlen. */
+json_t *dsa_json_parse_record(const char *text, size_t len, const struct dsa_json_where *w);
 
 /* Typed getters: on a missing key or wrong type they print "line N of 'PATH': \"KEY\" must
    be a string" and return false, unless `optional` and the key is absent/null. */

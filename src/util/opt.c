@@ -78,6 +78,31 @@ void dsa_split_commas(const char *s, struct dsa_strlist *out)
     }
 }
 
+long long dsa_parse_bytes(const char *s)
+{
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || v <= 0)
+        return -1;
+    static const char units[] = "KMGT";
+    const char *u = *end ? strchr(units, *end & ~0x20) : NULL;
+    int shift = 0;
+    if (u) {
+        shift = 10 * (int)(u - units + 1);
+        end++;
+        if (*end == 'i')
+            end++;
+    }
+    if (*end == 'B')
+        end++;
+    if (*end || v > (LLONG_MAX >> shift))
+        return -1;
+    return v << shift;
+}
+
 long dsa_parse_tokens(const char *s)
 {
     if (!s || !*s)

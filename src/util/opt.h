@@ -116,6 +116,9 @@ void dsa_strlist_release(struct dsa_strlist *l);
 void dsa_split_commas(const char *s, struct dsa_strlist *out);
 void dsa_strlist_free_items(struct dsa_strlist *l);
 
+/* Parses "512M", "2G", "64MiB", "1048576" as bytes (K, M, G, T = powers of 1024; "iB" or "B"
+   may follow). Returns -1 if invalid or not above 0. */
+long long dsa_parse_bytes(const char *s);
 /* The one of `candidates` a mistyped `word` most likely meant (at most 2 edits, counting an
    adjacent transposition as one, and a unique best), or NULL: "did you mean 'compare'?". */
 const char *dsa_did_you_mean(const char *word, const char *const *candidates, size_t n);

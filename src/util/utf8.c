@@ -117,6 +117,18 @@ long dsa_utf8_length(const char *s, size_t len)
     return n;
 }
 
+void dsa_utf8_scrub(char *s)
+{
+    unsigned char *u = (unsigned char *)s;
+    size_t len = strlen(s), i = 0;
+    while (i < len) {
+        if (u[i] < 0x80)
+            i++;
+        else if (decode_one(u, len, &i) == UINT32_MAX)
+            u[i++] = '?';
+    }
+}
+
 bool dsa_utf8_valid(const char *s, size_t len)
 {
     return dsa_utf8_length(s, len) >= 0;

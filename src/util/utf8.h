@@ -26,6 +26,11 @@ uint32_t *dsa_utf8_decode_alloc(const char *s, size_t len, size_t *n_out, size_t
 /* Number of code points in s[0..len), or -1 if invalid. */
 long dsa_utf8_length(const char *s, size_t len);
 
+/* Turns every byte of the NUL-terminated s that is not part of a valid sequence into '?', in
+   place: for messages that quote outside bytes (an error body, a line cut at a buffer's end),
+   which must become JSON strings and one-line errors. */
+void dsa_utf8_scrub(char *s);
+
 /* true if s[0..len) is valid UTF-8 */
 bool dsa_utf8_valid(const char *s, size_t len);
 

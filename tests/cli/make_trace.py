@@ -52,13 +52,26 @@ def main():
     tensors["sin"] = ("F32", [T, 32], struct.pack("<%df" % len(sin), *sin))
     if bad == "dtype":
         tensors["k_raw"] = ("F16",) + tensors["k_raw"][1:]
+    if bad == "nan-q":  # every q element NaN (0x7fc0 in bf16)
+        tensors["q_raw"] = ("BF16", [M, H, 128], struct.pack("<H", 0x7FC0) * (M * H * 128))
+    if bad == "inf-k":  # one +Inf in k
+        raw = bytearray(tensors["k_raw"][2])
+        raw[200:202] = struct.pack("<H", 0x7F80)
+        tensors["k_raw"] = ("BF16", [T, 128], bytes(raw))
     header, data = {"__metadata__": {"rope": "neox", "model": "make_trace.py"}}, b""
     for name, (dt, shape, raw) in tensors.items():
         header[name] = {"dtype": dt, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
         data += raw
     if bad == "offsets":
         header["q_raw"]["data_offsets"][1] += 2
-    h = json.dumps(header).encode()
+    if bad == "overlap":  # w_raw's bytes inside q_raw's
+        qb = header["q_raw"]["data_offsets"][0]
+        wb, we = header["w_raw"]["data_offsets"]
+        header["w_raw"]["data_offsets"] = [qb, qb + (we - wb)]
+    h = json.dumps(header)
+    if bad == "duplicate":  # a second "k_raw" entry: json.dumps never writes one
+        h = h[:-1] + ', "k_raw": ' + json.dumps(header["k_raw"]) + "}"
+    h = h.encode()
     h += b" " * (-len(h) % 8)
     blob = struct.pack("<Q", len(h)) + h + data
     if bad == "truncated":

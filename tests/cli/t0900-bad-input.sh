@@ -202,7 +202,7 @@ head -c 100 cmp.json >cmptrunc.json
 bad 3 "report CMP.json: truncated" "cannot parse 'cmptrunc.json'" "$DSA_BIN" report cmptrunc.json
 echo '{"dsa_eval_compare":1,"bins":5}' >cmpwrong.json
 bad 3 "report CMP.json: wrong types" "is not a comparison document" "$DSA_BIN" report cmpwrong.json
-bad 5 "report: -o DIR" "cannot open 'dir' for writing" "$DSA_BIN" report m1 m1b -o dir
+bad 5 "report: -o DIR" "cannot write 'dir': Is a directory" "$DSA_BIN" report m1 m1b -o dir
 bad 5 "report: stdout full" "No space left on device" sh -c '"$0" report m1 m1b >/dev/full' "$DSA_BIN"
 bad 3 "plan: empty file (fixed: was a table of n/a and exit 0)" "no records in 'empty'" \
     "$DSA_BIN" plan --from empty

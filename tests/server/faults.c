@@ -24,6 +24,10 @@ static const struct {
     {"error-flat", SRV_FAULT_ERROR_FLAT},
     {"stream-error", SRV_FAULT_STREAM_ERROR},
     {"stall-stream", SRV_FAULT_STALL_STREAM},
+    {"nul", SRV_FAULT_NUL},
+    {"endless-stream", SRV_FAULT_ENDLESS_STREAM},
+    {"gzip-bomb", SRV_FAULT_GZIP_BOMB},
+    {"bad-utf8-400", SRV_FAULT_BAD_UTF8_400},
 };
 
 int srv_fault_parse_kind(const char *s, struct srv_fault *f)

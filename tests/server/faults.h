@@ -12,9 +12,9 @@
  *     arrival order or concurrency, and a retried body gets a fresh draw.
  * KIND: an HTTP status 400..599 (error body in the dialect's shape; 429 and 503 carry
  * Retry-After), reset, stall, truncate, malformed, content-type, error-nested, error-flat,
- * stream-error, stall-stream. docs/test-server.md describes what each one sends.
- * Ownership: rule arrays belong to the caller; the attempt table is process-wide.
- * SPDX-License-Identifier: GPL-3.0-or-later
+ * stream-error, stall-stream, nul, endless-stream, gzip-bomb, bad-utf8-400. docs/test-server.md
+ * describes what each one sends. Ownership: rule arrays belong to the caller; the attempt table is
+ * process-wide. SPDX-License-Identifier: GPL-3.0-or-later
  */
 #ifndef DSA_SRV_FAULTS_H
 #define DSA_SRV_FAULTS_H
@@ -35,6 +35,10 @@ enum srv_fault_kind {
     SRV_FAULT_ERROR_FLAT,
     SRV_FAULT_STREAM_ERROR,
     SRV_FAULT_STALL_STREAM,
+    SRV_FAULT_NUL,            /* the answer holds U+0000 */
+    SRV_FAULT_ENDLESS_STREAM, /* content forever, never [DONE] (or a body without end) */
+    SRV_FAULT_GZIP_BOMB,      /* the endless answer, gzip-encoded: ~1000 times smaller */
+    SRV_FAULT_BAD_UTF8_400,   /* 400 whose body is not UTF-8 */
 };
 
 struct srv_fault {

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "endless.h"
 #include "llamacpp.h"
 #include "mrcr.h"
 #include "server.h"
@@ -824,6 +825,20 @@ static struct srv_stream *generate_stream(const struct gen *g)
     return st;
 }
 
+/* U+0000 in the middle of the answer: models can emit any code point */
+static void add_nul(struct dsa_buf *text)
+{
+    size_t mid = text->len / 2;
+    while (mid > 0 && ((unsigned char)text->data[mid] & 0xc0) == 0x80)
+        mid--; /* not inside a UTF-8 sequence */
+    struct dsa_buf b = DSA_BUF_INIT;
+    dsa_buf_add(&b, text->data, mid);
+    dsa_buf_addch(&b, '\0');
+    dsa_buf_add(&b, text->data + mid, text->len - mid);
+    dsa_buf_release(text);
+    *text = b;
+}
+
 static MHD_RESULT send_malformed(struct MHD_Connection *c, const struct gen *g)
 {
     /* A body cut in the middle of a string: valid prefix, never valid JSON. */
@@ -876,6 +891,10 @@ static MHD_RESULT handle_generate(struct MHD_Connection *c, const char *endpoint
     case SRV_FAULT_STALL:
         srv_sleep_ms(1000L * cfg->stall_s);
         break;
+    case SRV_FAULT_BAD_UTF8_400: {
+        static const char body[] = "{\"error\":{\"message\":\"bad \xff\xfe bytes\"}}";
+        return send_buf(c, 400, "application/json", body, sizeof body - 1);
+    }
     default:
         break;
     }
@@ -901,8 +920,15 @@ static MHD_RESULT handle_generate(struct MHD_Connection *c, const char *endpoint
 
     if (fault.kind == SRV_FAULT_STALL_STREAM && !g.stream)
         srv_sleep_ms(1000L * cfg->stall_s);
+    if (fault.kind == SRV_FAULT_ENDLESS_STREAM || fault.kind == SRV_FAULT_GZIP_BOMB) {
+        bool sse = g.stream;
+        gen_release(&g);
+        return (MHD_RESULT)srv_endless_queue(c, sse, fault.kind == SRV_FAULT_GZIP_BOMB);
+    }
     srv_metrics_running(1);
     gen_run(&g);
+    if (fault.kind == SRV_FAULT_NUL)
+        add_nul(&g.text);
     if (cfg->delay_ms > 0)
         srv_sleep_ms(cfg->delay_ms);
     if (fault.kind == SRV_FAULT_MALFORMED) {
@@ -974,9 +1000,35 @@ static bool authorized(struct MHD_Connection *c)
     return auth && strncasecmp(auth, "Bearer ", 7) == 0 && strcmp(auth + 7, key) == 0;
 }
 
+/* A canned answer: FILE's bytes, whatever they are (huge model lists and series, counts and
+   context lengths no real server sends). The type follows the name: .txt is Prometheus text,
+   anything else JSON. */
+static MHD_RESULT send_canned(struct MHD_Connection *c, const char *file)
+{
+    FILE *f = fopen(file, "rb");
+    if (!f)
+        return send_error(c, 500, "cannot open the canned file");
+    struct dsa_buf b = DSA_BUF_INIT;
+    char chunk[1 << 16];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        dsa_buf_add(&b, chunk, n);
+    fclose(f);
+    size_t fl = strlen(file);
+    bool text = fl > 4 && !strcmp(file + fl - 4, ".txt");
+    MHD_RESULT ret =
+        send_buf(c, 200, text ? "text/plain; version=0.0.4; charset=utf-8" : "application/json",
+                 b.data, b.len);
+    dsa_buf_release(&b);
+    return ret;
+}
+
 static MHD_RESULT dispatch(struct MHD_Connection *c, const char *url, const char *method,
                            const struct req *rq)
 {
+    for (size_t i = 0; i < srv_cfg->n_canned; i++)
+        if (!strcmp(url, srv_cfg->canned[i].path))
+            return send_canned(c, srv_cfg->canned[i].file);
     bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
     static const char not_found[] = "{\"detail\":\"Not Found\"}";
     static const char not_allowed[] = "{\"detail\":\"Method Not Allowed\"}";
@@ -1110,11 +1162,20 @@ struct MHD_Daemon *srv_http_start(const struct srv_config *cfg, const char *host
         in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         sa = (const struct sockaddr *)&in4;
     }
+    /* https:// with a certificate of the test's own private CA (libmicrohttpd over GnuTLS) */
+    struct MHD_OptionItem tls[3] = {{MHD_OPTION_END, 0, NULL}};
+    if (cfg->tls_cert && cfg->tls_key) {
+        flags |= MHD_USE_TLS;
+        tls[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, cfg->tls_key};
+        tls[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, cfg->tls_cert};
+        tls[2] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    }
     return MHD_start_daemon(
-        flags, (uint16_t)port, on_accept, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, sa,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_CONNECTION_LIMIT,
-        max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0, MHD_OPTION_LISTEN_BACKLOG_SIZE,
-        (unsigned)1024, MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024), MHD_OPTION_END);
+        flags, (uint16_t)port, on_accept, NULL, on_request, NULL, MHD_OPTION_ARRAY, tls,
+        MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+        MHD_OPTION_CONNECTION_LIMIT, max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)0,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_THREAD_STACK_SIZE,
+        (size_t)(512 * 1024), MHD_OPTION_END);
 }
 
 #ifdef DSA_UNITTEST_BUILD

@@ -51,6 +51,23 @@ cleanup:
     return rc;
 }
 
+/* a whole (small) text file, NUL-terminated; NULL with the error printed */
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        dsa_errorf("cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    struct dsa_buf b = DSA_BUF_INIT;
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        dsa_buf_add(&b, chunk, n);
+    fclose(f);
+    return dsa_buf_detach(&b, NULL);
+}
+
 static bool is_loopback(const char *host)
 {
     return strcmp(host, "127.0.0.1") == 0 || strcmp(host, "localhost") == 0 ||
@@ -77,7 +94,8 @@ int main(int argc, char **argv)
     int port = 8000, max_conn = 2048;
     long seed = 0, fault_seed = 0;
     double length = -1.0;
-    struct dsa_strlist faults = {0};
+    struct dsa_strlist faults = {0}, canned = {0};
+    const char *tls_cert = NULL, *tls_key = NULL;
     struct dsa_option opts[] = {
         DSA_OPT_STRING(0, "host", &host, "ADDR", "loopback address to bind (127.0.0.1, ::1)"),
         DSA_OPT_INT(0, "port", &port, "N", "port; 0 binds an ephemeral one (default 8000)"),
@@ -115,6 +133,11 @@ int main(int argc, char **argv)
         DSA_OPT_STRLIST(0, "fault", &faults, "KIND[:WHEN]",
                         "inject a fault; WHEN = RATE, first, nth=N or match=TEXT (repeatable)"),
         DSA_OPT_LONG(0, "fault-seed", &fault_seed, "N", "seed of the fault decisions"),
+        DSA_OPT_STRING(0, "tls-cert", &tls_cert, "FILE",
+                       "serve https:// with this PEM certificate"),
+        DSA_OPT_STRING(0, "tls-key", &tls_key, "FILE", "the certificate's PEM private key"),
+        DSA_OPT_STRLIST(0, "canned", &canned, "PATH=FILE",
+                        "PATH answers 200 with FILE's bytes (.txt: text; repeatable)"),
         DSA_OPT_INT(0, "stall-seconds", &cfg.stall_s, "S", "how long the stall fault waits"),
         DSA_OPT_INT(0, "retry-after", &cfg.retry_after_s, "S", "Retry-After of 429/503"),
         DSA_OPT_INT(0, "delay-ms", &cfg.delay_ms, "MS", "delay before each generation answer"),
@@ -215,6 +238,26 @@ int main(int argc, char **argv)
         }
     }
     cfg.n_faults = faults.n;
+    if (canned.n > SRV_MAX_CANNED) {
+        dsa_errorf("at most %d --canned answers", SRV_MAX_CANNED);
+        goto cleanup;
+    }
+    for (size_t i = 0; i < canned.n; i++) {
+        const char *eq = strchr(canned.v[i], '=');
+        if (!eq || eq == canned.v[i] || !eq[1]) {
+            dsa_errorf("bad --canned '%s' (want PATH=FILE)", canned.v[i]);
+            goto cleanup;
+        }
+        cfg.canned[i] =
+            (struct srv_canned){dsa_xstrndup(canned.v[i], (size_t)(eq - canned.v[i])), eq + 1};
+    }
+    cfg.n_canned = canned.n;
+    if (!tls_cert != !tls_key) {
+        dsa_errorf("give --tls-cert and --tls-key together");
+        goto cleanup;
+    }
+    if (tls_cert && (!(cfg.tls_cert = read_text(tls_cert)) || !(cfg.tls_key = read_text(tls_key))))
+        goto cleanup;
     if (gsm8k_data && (rc = srv_gsm8k_load(gsm8k_data)) != 0)
         goto cleanup;
 
@@ -262,6 +305,11 @@ cleanup:
     if (cfg.log)
         fclose(cfg.log);
     dsa_strlist_release(&faults);
+    for (size_t i = 0; i < cfg.n_canned; i++)
+        free((char *)cfg.canned[i].path);
+    free(cfg.tls_cert);
+    free(cfg.tls_key);
+    dsa_strlist_release(&canned);
     srv_gsm8k_unload();
     return rc;
 }

@@ -15,6 +15,12 @@
 #include "metrics.h"
 
 #define SRV_MAX_FAULT_RULES 16
+#define SRV_MAX_CANNED      8
+
+/* --canned PATH=FILE: PATH (any method) answers 200 with FILE's bytes, read per request */
+struct srv_canned {
+    const char *path, *file;
+};
 
 struct srv_config {
     const char *model;          /* --model: served model name */
@@ -40,6 +46,9 @@ struct srv_config {
     size_t n_faults;
     uint64_t fault_seed;
     FILE *log; /* --log-requests, NULL = off */
+    struct srv_canned canned[SRV_MAX_CANNED];
+    size_t n_canned;
+    char *tls_cert, *tls_key; /* --tls-cert/--tls-key: PEM text; serve https:// (GnuTLS) */
 };
 
 extern const struct srv_config *srv_cfg;

@@ -337,6 +337,74 @@ static void test_torn_lines(void **state)
     free(ref);
 }
 
+/* a model may say U+0000: the record keeps it (escaped), and reading and resuming give back
+   the same string, byte for byte */
+static void test_nul_round_trip(void **state)
+{
+    (void)state;
+    char *path = tpath("nul.jsonl");
+    json_t *h = test_header("m1");
+    dsa_run *r = NULL;
+    assert_int_equal(dsa_run_open(&r, path, h, 0), 0);
+    static const char said[] = "a\0b\0";
+    json_t *rec = json_pack("{s:s,s:s,s:f,s:n,s:s%}", "id", "n2/r0000", "bin", "all", "score", 0.5,
+                            "error", "output", said, sizeof said - 1);
+    assert_int_equal(dsa_run_append(r, rec), 0);
+    json_decref(rec);
+    dsa_run_free(&r);
+    size_t len;
+    char *text = slurp(path, &len);
+    assert_non_null(strstr(text, "\"output\":\"a\\u0000b\\u0000\""));
+    free(text);
+    json_t *lh, *lr;
+    assert_int_equal(dsa_run_load(path, &lh, &lr), 0);
+    json_t *out = json_object_get(json_array_get(lr, 0), "output");
+    assert_int_equal(json_string_length(out), sizeof said - 1);
+    assert_memory_equal(json_string_value(out), said, sizeof said - 1);
+    json_decref(lh);
+    json_decref(lr);
+    /* resumed, not redone */
+    assert_int_equal(dsa_run_open(&r, path, h, 0), 0);
+    assert_int_equal(dsa_run_resumed(r), 1);
+    dsa_run_free(&r);
+    json_decref(h);
+    free(path);
+}
+
+/* a whole last line that does not parse is reported, not dropped and silently redone; a
+   score no eval can produce is refused with the reason */
+static void test_bad_whole_last_line(void **state)
+{
+    (void)state;
+    char *path = tpath("badlast.jsonl");
+    assert_int_equal(small_run(path, 2), 0);
+    FILE *f = fopen(path, "ab");
+    fputs("{\"bin\":\"x\",\"id\":\"n2/r0009\",\"output\":\"\\ud800 x\"}\n", f);
+    fclose(f);
+    size_t before;
+    free(slurp(path, &before));
+    json_t *lh, *lr;
+    assert_int_equal(dsa_run_load(path, &lh, &lr), -1);
+    json_t *h = test_header("m1");
+    dsa_run *r = NULL;
+    assert_int_equal(dsa_run_open(&r, path, h, 0), -3);
+    size_t after;
+    free(slurp(path, &after));
+    assert_int_equal(after, before); /* left as it was */
+
+    const char *bad[] = {"1e308", "-0.5", "1.0000001"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char line[128];
+        snprintf(line, sizeof line, "{\"id\":\"a\",\"bin\":\"all\",\"score\":%s}\n", bad[i]);
+        spit(path, line);
+        assert_int_equal(dsa_run_load(path, &lh, &lr), -1);
+    }
+    spit(path, "{\"id\":\"a\\u0000b\",\"bin\":\"all\",\"score\":1}\n");
+    assert_int_equal(dsa_run_load(path, &lh, &lr), -1);
+    json_decref(h);
+    free(path);
+}
+
 static void test_load_plain_scores(void **state)
 {
     (void)state;
@@ -395,7 +463,7 @@ static void test_command_redaction(void **state)
     const char *a4[] = {"x", "--endpoint", "http://user:pw@host:8000/v1",
                         "--endpoint=https://h/a@b"};
     check_command(4, a4,
-                  "[\"x\",\"--endpoint\",\"http://<redacted>@host:8000/v1\","
+                  "[\"x\",\"--endpoint\",\"http://user:***@host:8000/v1\","
                   "\"--endpoint=https://h/a@b\"]");
     /* --api-key-filex is another option; a trailing --api-key without value is harmless */
     const char *a5[] = {"x", "--api-key-filex", "v", "--", "--api-key"};
@@ -498,7 +566,7 @@ static void *append_worker(void *arg)
         char out[3000];
         memset(out, 'a' + w->t, sizeof out - 1);
         out[sizeof out - 1] = '\0';
-        json_t *rec = json_pack("{s:s,s:s,s:f,s:n,s:s}", "id", id, "bin", "all", "score", (double)i,
+        json_t *rec = json_pack("{s:s,s:s,s:f,s:n,s:s}", "id", id, "bin", "all", "score", i / 100.0,
                                 "error", "output", out);
         if (dsa_run_append(w->r, rec) < 0)
             return (void *)1;
@@ -648,7 +716,7 @@ static int long_run(const char *path)
         memset(out, 'x', sizeof out - 1);
         out[sizeof out - 1] = '\0';
         json_t *rec = json_pack("{s:s,s:s,s:i,s:f,s:n,s:s}", "id", id, "bin", "all", "row", i,
-                                "score", i / 7.0, "error", "output", out);
+                                "score", i / (double)LONG_RECORDS, "error", "output", out);
         rc = dsa_run_append(r, rec);
         json_decref(rec);
     }
@@ -720,11 +788,18 @@ static void test_fork_kill9(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_file_name),         cmocka_unit_test(test_create_and_resume),
-        cmocka_unit_test(test_header_mismatch),   cmocka_unit_test(test_torn_lines),
-        cmocka_unit_test(test_load_plain_scores), cmocka_unit_test(test_command_redaction),
-        cmocka_unit_test(test_threads),           cmocka_unit_test(test_crash_hook_sweep),
-        cmocka_unit_test(test_fork_kill9),        cmocka_unit_test(test_header_new_and_diff),
+        cmocka_unit_test(test_file_name),
+        cmocka_unit_test(test_create_and_resume),
+        cmocka_unit_test(test_header_mismatch),
+        cmocka_unit_test(test_torn_lines),
+        cmocka_unit_test(test_load_plain_scores),
+        cmocka_unit_test(test_nul_round_trip),
+        cmocka_unit_test(test_bad_whole_last_line),
+        cmocka_unit_test(test_command_redaction),
+        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_crash_hook_sweep),
+        cmocka_unit_test(test_fork_kill9),
+        cmocka_unit_test(test_header_new_and_diff),
         cmocka_unit_test(test_retry_failed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +22,8 @@
 #include "util/hash.h"
 #include "util/lines.h"
 #include "util/opt.h"
+#include "util/secret.h"
+#include "util/url.h"
 #include "util/utc.h"
 
 static void test_sha256_vectors(void **state)
@@ -248,6 +253,89 @@ static void test_atomic_write(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+static bool exists(const char *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+/* temporary files of killed writers are removed by the next writer of the same file; those of
+   live processes (here: this one's parent) and of other files are left alone */
+static void test_stale_tmp_sweep(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/dsa-sweep.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    pid_t dead = fork();
+    assert_true(dead >= 0);
+    if (dead == 0)
+        _exit(0);
+    assert_int_equal(waitpid(dead, NULL, 0), dead);
+    char stale[400], live[400], other[400], path[100];
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    snprintf(stale, sizeof stale, "%s.tmp-%ld", path, (long)dead);
+    snprintf(live, sizeof live, "%s.tmp-%ld", path, (long)getppid());
+    snprintf(other, sizeof other, "%s/other.txt.tmp-%ld", dir, (long)dead);
+    const char *made[] = {stale, live, other};
+    for (int i = 0; i < 3; i++) {
+        FILE *f = fopen(made[i], "w");
+        assert_non_null(f);
+        fputs("partial", f);
+        fclose(f);
+    }
+    struct dsa_atomic a;
+    assert_int_equal(dsa_atomic_open(&a, path), 0);
+    assert_false(exists(stale));
+    assert_true(exists(live));
+    assert_true(exists(other));
+    fputs("whole\n", a.f);
+    assert_int_equal(dsa_atomic_commit(&a), 0);
+    assert_true(exists(path));
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void check_redact(const char *url, const char *want)
+{
+    char *got = dsa_url_redact(url);
+    assert_string_equal(got, want);
+    assert_int_equal(dsa_url_has_userinfo(url), strcmp(url, want) != 0);
+    free(got);
+}
+
+static void test_url_redact(void **state)
+{
+    (void)state;
+    check_redact("http://alice:PW@host:8000/v1", "http://alice:***@host:8000/v1");
+    check_redact("https://TOKEN@host", "https://***@host");
+    check_redact("http://a:p@ss@host/x@y", "http://a:***@host/x@y"); /* the last '@' ends it */
+    check_redact("http://host:8000/v1?u=a@b", "http://host:8000/v1?u=a@b");
+    check_redact("http://host", "http://host");
+    check_redact("not a url", "not a url");
+}
+
+/* a child holds a secret: core dumps off by both means, header values checked */
+static void test_secret_hold(void **state)
+{
+    (void)state;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit rl;
+        int ok = dsa_secret_hold() == 0 && getrlimit(RLIMIT_CORE, &rl) == 0 && rl.rlim_cur == 0 &&
+                 rl.rlim_max == 0 && prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0;
+        _exit(ok ? 0 : 1);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_true(dsa_secret_header_safe("sk-abc.DEF_123", 14));
+    assert_false(dsa_secret_header_safe("k\r\nX-Injected: yes", 19));
+    assert_false(dsa_secret_header_safe("k\nX", 3));
+    assert_false(dsa_secret_header_safe("k\0x", 3));
+    assert_false(dsa_secret_header_safe("k\x7f", 2));
+}
+
 /* did you mean: an adjacent transposition is one edit; far-off words and ties get none */
 static void test_did_you_mean(void **state)
 {
@@ -305,6 +393,9 @@ int main(void)
         cmocka_unit_test(test_lines_torn_tail),
         cmocka_unit_test(test_utc_format),
         cmocka_unit_test(test_atomic_write),
+        cmocka_unit_test(test_stale_tmp_sweep),
+        cmocka_unit_test(test_url_redact),
+        cmocka_unit_test(test_secret_hold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
