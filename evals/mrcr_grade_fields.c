@@ -85,7 +85,9 @@ struct scan {
     size_t id_start;   /* offset of the identity value being read */
     size_t end;        /* offset just past the line's object, once it closed */
     bool failed;       /* a callback declined the line */
-    uint32_t serial, open[MAX_DEPTH + 2];
+    uint32_t serial;
+    uint32_t *open; /* open[d]: serial of the object open at depth d (0: an array) */
+    size_t open_cap;
     struct key_entry *keys;
     size_t nkeys, keycap;
     struct dsa_buf key_bytes;
@@ -264,6 +266,10 @@ static int open_container(struct scan *s, bool is_map)
     if (s->depth == 1 && s->member == DSA_MF_INPUT)
         s->input_kind = is_map ? 'o' : 'a';
     s->depth++;
+    if ((size_t)s->depth >= s->open_cap) {
+        s->open_cap *= 2;
+        s->open = dsa_xrealloc(s->open, s->open_cap * sizeof *s->open);
+    }
     s->open[s->depth] = is_map ? ++s->serial : 0;
     return 1;
 }
@@ -334,23 +340,37 @@ static bool only_blanks_after(const char *text, size_t len, size_t end)
     return true;
 }
 
-/* Pure ASCII lines (most) need no UTF-8 check beyond the OR of their bytes. A raw NUL byte
-   is left to jansson, which reads past one between tokens where yajl stops. */
+/* Pure ASCII lines (most) need no UTF-8 check beyond one look at each byte's top bit. A raw
+   NUL byte is left to jansson, which reads past one between tokens where yajl stops. The
+   scan goes 8 bytes at a time (the classic has-zero-byte test) because it sees every byte of
+   every line. */
 static bool valid_text(const char *text, size_t len)
 {
-    if (memchr(text, '\0', len))
+    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+    uint64_t high = 0, zero = 0;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, text + i, 8);
+        high |= w;
+        zero |= (w - ones) & ~w;
+    }
+    for (; i < len; i++) {
+        high |= (unsigned char)text[i];
+        zero |= text[i] == '\0' ? highs : 0;
+    }
+    if (zero & highs) /* exact for "any byte is zero", word by word */
         return false;
-    unsigned char any = 0;
-    for (size_t i = 0; i < len; i++)
-        any |= (unsigned char)text[i];
-    return any < 0x80 || dsa_utf8_valid(text, len);
+    return !(high & highs) || dsa_utf8_valid(text, len);
 }
 
 int dsa_mrcr_fields_stream(const char *text, size_t len, struct dsa_mrcr_fields *mf)
 {
     if (!len || !valid_text(text, len))
         return -1;
-    struct scan *s = dsa_xcalloc(1, sizeof *s);
+    struct scan sc = {0}, *s = &sc;
+    s->open_cap = 16;
+    s->open = dsa_xmalloc(s->open_cap * sizeof *s->open);
     s->text = text;
     s->mf = mf;
     s->member = -1;
@@ -365,8 +385,8 @@ int dsa_mrcr_fields_stream(const char *text, size_t len, struct dsa_mrcr_fields 
         ret = 0;
     yajl_free(s->h);
     free(s->keys);
+    free(s->open);
     dsa_buf_release(&s->key_bytes);
-    free(s);
     return ret;
 }
 
