@@ -20,6 +20,7 @@
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/json.h"
+#include "util/json_pick.h"
 #include "util/lines.h"
 #include "util/msg.h"
 #include "util/opt.h"
@@ -62,6 +63,7 @@ struct dsa_mrcr_reader {
     long nrows[DSA_MRCR_MAX_NEEDLES + 1][DSA_MRCR_NBINS];
     long kept[DSA_MRCR_MAX_NEEDLES + 1][DSA_MRCR_NBINS];
     long nselected;
+    long returned; /* rows dsa_mrcr_next() has returned */
     /* pass 2 */
     dsa_lines *lines;
     json_t *page;     /* current page (FMT_PAGE_*) */
@@ -511,7 +513,11 @@ static int next_row_object(dsa_mrcr_reader *rd, json_t **row, json_t **owner,
             }
         }
         w->lineno = dsa_lines_lineno(rd->lines);
-        json_t *obj = dsa_json_parse_object(line, len, w);
+        /* pass 1 counts rows by their head: the prompt, most of each line, is checked but
+           not built */
+        static const char *const head[] = {"n_needles", "n_chars", "context_tokens", "bin", NULL};
+        json_t *obj = !rd->pass2 && rd->fmt == FMT_JSONL ? dsa_json_pick_object(line, len, head, w)
+                                                         : dsa_json_parse_object(line, len, w);
         if (!obj)
             return -1;
         if (rd->fmt == FMT_PAGE_LINES) {
@@ -705,6 +711,10 @@ int dsa_mrcr_next(dsa_mrcr_reader *rd, struct dsa_mrcr_row *row)
 {
     struct dsa_json_where w = {rd->path, 0};
     dsa_mrcr_row_release(row);
+    /* every row the filter selects has been returned (pass 1 counted them): with --limit,
+       the rest of the file is not read */
+    if (rd->returned >= rd->nselected)
+        return 0;
     for (;;) {
         json_t *obj, *owner;
         long long row_idx;
@@ -745,6 +755,7 @@ int dsa_mrcr_next(dsa_mrcr_reader *rd, struct dsa_mrcr_row *row)
         row->bin_explicit = h.bin >= 0;
         row->context_tokens = h.context_tokens;
         row->n_chars = (long)h.n_chars;
+        rd->returned++;
         return 1;
     }
 }

@@ -340,26 +340,37 @@ static bool only_blanks_after(const char *text, size_t len, size_t end)
     return true;
 }
 
-/* Pure ASCII lines (most) need no UTF-8 check beyond one look at each byte's top bit. A raw
-   NUL byte is left to jansson, which reads past one between tokens where yajl stops. The
-   scan goes 8 bytes at a time (the classic has-zero-byte test) because it sees every byte of
-   every line. */
+/* Control bytes other than the JSON blanks \t \n \r: yajl also skips \v and \f between
+   tokens, and jansson reads past a NUL; both refuse them inside strings. */
+static bool blanks_only_controls(const char *text, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
+            return false;
+    }
+    return true;
+}
+
+/* Pure ASCII lines (most) need no UTF-8 check beyond one look at each byte's top bit. Lines
+   with control bytes other than blanks are left to jansson (above). The scan goes 8 bytes at
+   a time (the classic has-less-than test) because it sees every byte of every line. */
 static bool valid_text(const char *text, size_t len)
 {
-    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
-    uint64_t high = 0, zero = 0;
+    const uint64_t spaces = UINT64_C(0x2020202020202020), highs = UINT64_C(0x8080808080808080);
+    uint64_t high = 0, ctl = 0;
     size_t i = 0;
     for (; i + 8 <= len; i += 8) {
         uint64_t w;
         memcpy(&w, text + i, 8);
         high |= w;
-        zero |= (w - ones) & ~w;
+        ctl |= (w - spaces) & ~w; /* a byte below 0x20 sets its top bit (exact for "any") */
     }
     for (; i < len; i++) {
         high |= (unsigned char)text[i];
-        zero |= text[i] == '\0' ? highs : 0;
+        ctl |= (unsigned char)text[i] < 0x20 ? highs : 0;
     }
-    if (zero & highs) /* exact for "any byte is zero", word by word */
+    if (ctl & highs && !blanks_only_controls(text, len))
         return false;
     return !(high & highs) || dsa_utf8_valid(text, len);
 }
