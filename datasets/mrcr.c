@@ -267,7 +267,9 @@ static int parse_full(json_t *row, const struct dsa_json_where *w, struct dsa_mr
 
     json_error_t err;
     char msg[400];
-    json_t *messages = json_loadb(prompt, prompt_len, 0, &err);
+    json_t *messages = dsa_json_load_fast(prompt, prompt_len);
+    if (!messages) /* declined: jansson reads it or says why not */
+        messages = json_loadb(prompt, prompt_len, 0, &err);
     if (!messages) {
         snprintf(msg, sizeof msg, "\"prompt\" is not a JSON message list: %s", err.text);
         return where_errorf(w, msg);
@@ -450,6 +452,24 @@ static bool keep(dsa_mrcr_reader *rd, int n, int bin, bool count)
     return true;
 }
 
+/* One line's object. Pass 1 counts rows by their head: the prompt, most of each line, is
+   checked but not built. Pass 2 builds JSONL rows with one event-parser pass; jansson reads
+   the pages and words every refusal (util/json_pick.h). */
+static json_t *read_line_object(const dsa_mrcr_reader *rd, const char *line, size_t len,
+                                const struct dsa_json_where *w)
+{
+    static const char *const head[] = {"n_needles", "n_chars", "context_tokens", "bin", NULL};
+    if (rd->fmt != FMT_JSONL)
+        return dsa_json_parse_object(line, len, w);
+    if (!rd->pass2)
+        return dsa_json_pick_object(line, len, head, w);
+    json_t *obj = dsa_json_load_fast(line, len);
+    if (obj && json_is_object(obj))
+        return obj;
+    json_decref(obj);
+    return dsa_json_parse_object(line, len, w);
+}
+
 /* Reads the next row object of the file (either format). 1 = row, 0 = end, -1 = error.
  *owner is the reference to drop when done with *row. */
 static int next_row_object(dsa_mrcr_reader *rd, json_t **row, json_t **owner,
@@ -513,11 +533,7 @@ static int next_row_object(dsa_mrcr_reader *rd, json_t **row, json_t **owner,
             }
         }
         w->lineno = dsa_lines_lineno(rd->lines);
-        /* pass 1 counts rows by their head: the prompt, most of each line, is checked but
-           not built */
-        static const char *const head[] = {"n_needles", "n_chars", "context_tokens", "bin", NULL};
-        json_t *obj = !rd->pass2 && rd->fmt == FMT_JSONL ? dsa_json_pick_object(line, len, head, w)
-                                                         : dsa_json_parse_object(line, len, w);
+        json_t *obj = read_line_object(rd, line, len, w);
         if (!obj)
             return -1;
         if (rd->fmt == FMT_PAGE_LINES) {

@@ -342,6 +342,165 @@ static int pick_stream(const char *text, size_t len, struct pick *p)
     return ret;
 }
 
+/* ---- the tree builder ---- */
+
+struct build {
+    yajl_handle h;
+    json_t *root, **stack; /* the open containers */
+    size_t depth, cap;
+    char *key; /* the pending key of the innermost object */
+    size_t end;
+    bool failed;
+};
+
+/* Hangs v under the innermost container (or makes it the root). */
+static int add(struct build *b, json_t *v)
+{
+    if (!v) {
+        b->failed = true;
+        return 0;
+    }
+    if (!b->depth) {
+        json_decref(v); /* a scalar text: jansson words the refusal */
+        b->failed = true;
+        return 0;
+    }
+    json_t *parent = b->stack[b->depth - 1];
+    if (json_is_array(parent))
+        return json_array_append_new(parent, v) == 0;
+    /* duplicates: jansson keeps the last or refuses; either way it decides */
+    if (!b->key || json_object_get(parent, b->key)) {
+        json_decref(v);
+        b->failed = true;
+        return 0;
+    }
+    int rc = json_object_set_new_nocheck(parent, b->key, v);
+    free(b->key);
+    b->key = NULL;
+    return rc == 0;
+}
+
+static int b_null(void *ctx)
+{
+    return add(ctx, json_null());
+}
+
+static int b_boolean(void *ctx, int v)
+{
+    return add(ctx, json_boolean(v));
+}
+
+/* jansson's conversions: strtoll for integers, strtod for reals (C locale), each refused on
+   overflow */
+static int b_number(void *ctx, const char *num, size_t len)
+{
+    char buf[128];
+    if (len >= sizeof buf)
+        return 0;
+    memcpy(buf, num, len);
+    buf[len] = '\0';
+    errno = 0;
+    if (!strpbrk(buf, ".eE")) {
+        long long v = strtoll(buf, NULL, 10);
+        return errno != ERANGE && add(ctx, json_integer(v));
+    }
+    double v = strtod(buf, NULL);
+    if (errno == ERANGE && isinf(v))
+        return 0;
+    return add(ctx, json_real(v));
+}
+
+static int b_string(void *ctx, const unsigned char *s, size_t len)
+{
+    /* the UTF-8 was checked strictly before the parse */
+    return add(ctx, json_stringn_nocheck((const char *)s, len));
+}
+
+static int b_open(struct build *b, json_t *c)
+{
+    if (b->depth >= MAX_DEPTH) {
+        json_decref(c);
+        return 0;
+    }
+    if (b->depth) {
+        if (!add(b, json_incref(c))) {
+            json_decref(c);
+            return 0;
+        }
+    } else {
+        b->root = json_incref(c);
+    }
+    if (b->depth == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 16;
+        b->stack = dsa_xrealloc(b->stack, b->cap * sizeof *b->stack);
+    }
+    b->stack[b->depth++] = c; /* the stack's reference */
+    return 1;
+}
+
+static int b_start_map(void *ctx)
+{
+    return b_open(ctx, json_object());
+}
+
+static int b_start_array(void *ctx)
+{
+    return b_open(ctx, json_array());
+}
+
+static int b_end(void *ctx)
+{
+    struct build *b = ctx;
+    json_decref(b->stack[--b->depth]);
+    if (!b->depth)
+        b->end = yajl_get_bytes_consumed(b->h);
+    return 1;
+}
+
+static int b_map_key(void *ctx, const unsigned char *key, size_t len)
+{
+    struct build *b = ctx;
+    if (memchr(key, '\0', len))
+        return 0; /* jansson refuses NUL in keys */
+    free(b->key);
+    b->key = dsa_xstrndup((const char *)key, len);
+    return 1;
+}
+
+static const yajl_callbacks build_callbacks = {
+    .yajl_null = b_null,
+    .yajl_boolean = b_boolean,
+    .yajl_number = b_number,
+    .yajl_string = b_string,
+    .yajl_start_map = b_start_map,
+    .yajl_map_key = b_map_key,
+    .yajl_end_map = b_end,
+    .yajl_start_array = b_start_array,
+    .yajl_end_array = b_end,
+};
+
+json_t *dsa_json_load_fast(const char *text, size_t len)
+{
+    if (!len || !plain_text(text, len))
+        return NULL;
+    struct build b = {0};
+    b.h = yajl_alloc(&build_callbacks, NULL, &b);
+    yajl_config(b.h, yajl_dont_validate_strings, 1); /* checked above */
+    bool ok = yajl_parse(b.h, (const unsigned char *)text, len) == yajl_status_ok &&
+              yajl_complete_parse(b.h) == yajl_status_ok && !b.failed && b.root &&
+              only_blanks_after(text, len, b.end);
+    yajl_free(b.h);
+    while (b.depth)
+        json_decref(b.stack[--b.depth]);
+    free(b.stack);
+    free(b.key);
+    if (!ok) {
+        json_decref(b.root);
+        return NULL;
+    }
+    return b.root;
+}
+
 DSA_UNITTEST json_t *dsa_json_pick_stream(const char *text, size_t len, const char *const *names)
 {
     struct pick p = {.text = text, .names = names};

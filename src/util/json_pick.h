@@ -25,6 +25,13 @@
 json_t *dsa_json_pick_object(const char *text, size_t len, const char *const *names,
                              const struct dsa_json_where *w);
 
+/* The whole text as jansson's json_loadb(text, len, 0) reads it (an object or an array), built
+   from one event-parser pass with one copy of each string; NULL (nothing printed) where the
+   event parser declines (as above, a duplicate key included): then call jansson, which
+   either refuses the text with its message or reads it as it does. For the long texts of the
+   hot paths (an MRCR row and its prompt). */
+json_t *dsa_json_load_fast(const char *text, size_t len);
+
 #ifdef DSA_UNITTEST_BUILD
 /* The event-parser path alone: the picked object, or NULL where jansson must decide. */
 json_t *dsa_json_pick_stream(const char *text, size_t len, const char *const *names);
