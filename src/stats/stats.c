@@ -328,53 +328,6 @@ static void apply_scale(double *v, const unsigned char *mask, size_t n, size_t r
             v[i] = nearbyint(v[i] * (double)L);
 }
 
-/*
- * gsl_rng_uniform_int(r, n), number for number: GSL's rule is scale = range / n, then
- * k = (get() - min) / scale, drawn again while k >= n. The division by scale, the same for
- * every draw of a loop, is the cost of a resampling loop (one 64-bit divide per index), so
- * it is done here with a multiply by the reciprocal and one exact correction: the product
- * of a 32-bit integer and 1/scale is off by less than 2^-20, so the quotient is off by at
- * most one, which the remainder check repairs. Same stream, same indices (the unit tests
- * pin the bootstrap vectors; test_draw_matches_gsl checks the rule itself).
- */
-struct draw {
-    gsl_rng *r;
-    unsigned long min, scale, n;
-    double inv;
-};
-
-static void draw_init(struct draw *d, gsl_rng *r, unsigned long n)
-{
-    d->r = r;
-    d->min = gsl_rng_min(r);
-    d->n = n;
-    d->scale = (gsl_rng_max(r) - d->min) / n;
-    d->inv = 1.0 / (double)d->scale;
-}
-
-static inline unsigned long draw_next(const struct draw *d)
-{
-    for (;;) {
-        unsigned long x = gsl_rng_get(d->r) - d->min;
-        unsigned long k = (unsigned long)((double)x * d->inv);
-        if (k * d->scale > x)
-            k--;
-        else if (x - k * d->scale >= d->scale)
-            k++;
-        if (k < d->n)
-            return k;
-    }
-}
-
-/* count draws of draw_next() below n (for the unit test against gsl_rng_uniform_int) */
-DSA_UNITTEST void dsa_stats_draw_many(gsl_rng *r, unsigned long n, size_t count, unsigned long *out)
-{
-    struct draw d;
-    draw_init(&d, r, n);
-    for (size_t i = 0; i < count; i++)
-        out[i] = draw_next(&d);
-}
-
 /* the per-stratum index lists of the resampling */
 struct strata {
     size_t k;
@@ -413,12 +366,8 @@ static void draw_indices(gsl_rng *r, const struct strata *s, bool identity, size
     size_t k = 0;
     for (size_t j = 0; j < s->k; j++) {
         size_t m = s->size[j];
-        if (!m)
-            continue;
-        struct draw d;
-        draw_init(&d, r, m);
         for (size_t t = 0; t < m; t++) {
-            size_t u = draw_next(&d);
+            size_t u = gsl_rng_uniform_int(r, m);
             out[k++] = identity ? u : s->idx[j][u];
         }
     }
@@ -481,45 +430,6 @@ static double *arm_matrix(const double *m, size_t n, const size_t *runs, size_t 
     return y;
 }
 
-/* m (R x n, run-major) as n x R, sample-major: one cache line per drawn sample */
-static double *sample_major(const double *m, size_t n, size_t R)
-{
-    double *t = dsa_xmalloc((n * R + 1) * sizeof *t);
-    for (size_t q = 0; q < R; q++)
-        for (size_t i = 0; i < n; i++)
-            t[i * R + q] = m[q * n + i];
-    return t;
-}
-
-/* One two-level replicate's sum over drawn samples i of w_i = rb * sum_q C[ic[q]][i] -
-   rc * sum_q B[ib[q]][i], drawn stratum by stratum as draw_indices() does. Each w_i is
-   formed as it is drawn, its sums in q order (the same additions in the same order as
-   forming every w_i first), from the sample-major matrices. */
-static double two_level_sum(const struct strata *st, gsl_rng *r, bool identity, const double *Bt,
-                            size_t rb, const size_t *ib, const double *Ct, size_t rc,
-                            const size_t *ic)
-{
-    double s = 0;
-    for (size_t j = 0; j < st->k; j++) {
-        size_t m = st->size[j];
-        if (!m)
-            continue;
-        struct draw d;
-        draw_init(&d, r, m);
-        for (size_t t = 0; t < m; t++) {
-            size_t u = draw_next(&d), i = identity ? u : st->idx[j][u];
-            const double *crow = Ct + i * rc, *brow = Bt + i * rb;
-            double sc = 0, sb = 0;
-            for (size_t q = 0; q < rc; q++)
-                sc += crow[ic[q]];
-            for (size_t q = 0; q < rb; q++)
-                sb += brow[ib[q]];
-            s += (double)rb * sc - (double)rc * sb;
-        }
-    }
-    return s;
-}
-
 static void two_level(const struct dsa_paired_input *in, const size_t *brun, size_t rb,
                       const size_t *crun, size_t rc, const struct dsa_boot_cfg *cfg, uint32_t seed,
                       struct dsa_paired_result *out)
@@ -556,7 +466,8 @@ static void two_level(const struct dsa_paired_input *in, const size_t *brun, siz
     size_t Bn = (size_t)cfg->resamples;
     double *reps = dsa_xmalloc(Bn * sizeof *reps);
     size_t *ib = dsa_xmalloc(rb * sizeof *ib), *ic = dsa_xmalloc(rc * sizeof *ic);
-    double *Bt = sample_major(B, nk, rb), *Ct = sample_major(C, nk, rc);
+    size_t *idx = dsa_xmalloc(nk * sizeof *idx);
+    double *w = dsa_xmalloc(nk * sizeof *w);
     gsl_rng *r = dsa_stats_rng_new(cfg->rng, seed);
     for (size_t b = 0; b < Bn; b++) {
         /* draw order (spec): rb base-run indices, rc cand-run indices, then the samples */
@@ -564,8 +475,19 @@ static void two_level(const struct dsa_paired_input *in, const size_t *brun, siz
             ib[q] = gsl_rng_uniform_int(r, rb);
         for (size_t q = 0; q < rc; q++)
             ic[q] = gsl_rng_uniform_int(r, rc);
-        double sum = two_level_sum(&st, r, !stratum, Bt, rb, ib, Ct, rc, ic);
-        reps[b] = sum / ((double)nk * (double)rb * (double)rc);
+        for (size_t i = 0; i < nk; i++) {
+            double sc = 0, sb = 0;
+            for (size_t q = 0; q < rc; q++)
+                sc += C[ic[q] * nk + i];
+            for (size_t q = 0; q < rb; q++)
+                sb += B[ib[q] * nk + i];
+            w[i] = (double)rb * sc - (double)rc * sb;
+        }
+        draw_indices(r, &st, !stratum, idx);
+        double s = 0;
+        for (size_t j = 0; j < nk; j++)
+            s += w[idx[j]];
+        reps[b] = s / ((double)nk * (double)rb * (double)rc);
     }
     gsl_rng_free(r);
     gsl_sort(reps, 1, Bn);
@@ -574,8 +496,8 @@ static void two_level(const struct dsa_paired_input *in, const size_t *brun, siz
     free(reps);
     free(ib);
     free(ic);
-    free(Bt);
-    free(Ct);
+    free(idx);
+    free(w);
     free(stratum);
     strata_release(&st);
     free(B);
@@ -752,8 +674,6 @@ int dsa_stats_paired(const struct dsa_paired_input *in, const struct dsa_boot_cf
                 full = full && pm[p][i];
             }
         gsl_rng *r = dsa_stats_rng_new(cfg->rng, seed);
-        struct draw dn;
-        draw_init(&dn, r, n);
         /* one index stream per bin: each replicate draws n indices once and feeds every
            statistic of the bin (pooled D and each run's D_r) */
         for (size_t b = 0; b < Bn; b++) {
@@ -763,7 +683,7 @@ int dsa_stats_paired(const struct dsa_paired_input *in, const struct dsa_boot_cf
                 double s = 0;
                 memset(psum, 0, npairs * sizeof *psum);
                 for (size_t j = 0; j < n; j++) {
-                    size_t k = draw_next(&dn);
+                    size_t k = gsl_rng_uniform_int(r, n);
                     s += v[k];
                     const double *row = pvt + k * npairs;
                     for (size_t p = 0; p < npairs; p++)
@@ -893,11 +813,9 @@ int dsa_stats_median_ratio(const double *base, const double *cand, size_t n,
     size_t Bn = (size_t)cfg->resamples;
     double *reps = dsa_xmalloc(Bn * sizeof *reps);
     gsl_rng *r = dsa_stats_rng_new(cfg->rng, seed);
-    struct draw dn;
-    draw_init(&dn, r, n);
     for (size_t b = 0; b < Bn; b++) {
         for (size_t j = 0; j < n; j++)
-            tmp[j] = ratio[draw_next(&dn)];
+            tmp[j] = ratio[gsl_rng_uniform_int(r, n)];
         reps[b] = gsl_stats_median(tmp, 1, n);
     }
     gsl_rng_free(r);

@@ -14,9 +14,8 @@
  *
  * Reproducibility: every bootstrap takes its own gsl_rng seeded by the caller, normally with
  * dsa_stats_stream_seed(S, "<comparison>/<bin>"), so a bin's numbers never depend on which
- * other bins or statistics were computed, nor on their order or thread. Index draws are
- * gsl_rng_uniform_int's numbers (an integer path: bit-identical on every platform), computed
- * without its per-draw division (stats.c "struct draw").
+ * other bins or statistics were computed, nor on their order or thread. Index draws go only
+ * through gsl_rng_uniform_int (an integer path: bit-identical on every platform).
  *
  * Ownership: inputs are borrowed; a dsa_paired_result owns its `runs` array, released by
  * dsa_paired_result_release().
@@ -196,10 +195,5 @@ void dsa_paired_result_release(struct dsa_paired_result *r);
 int dsa_stats_median_ratio(const double *base, const double *cand, size_t n,
                            const struct dsa_boot_cfg *cfg, uint32_t seed, double *median,
                            double *lo, double *hi);
-
-#ifdef DSA_UNITTEST_BUILD
-/* count index draws below n as the resampling loops make them */
-void dsa_stats_draw_many(gsl_rng *r, unsigned long n, size_t count, unsigned long *out);
-#endif
 
 #endif
