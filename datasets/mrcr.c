@@ -20,6 +20,7 @@
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/json.h"
+#include "util/json_pick.h"
 #include "util/lines.h"
 #include "util/msg.h"
 #include "util/opt.h"
@@ -62,6 +63,7 @@ struct dsa_mrcr_reader {
     long nrows[DSA_MRCR_MAX_NEEDLES + 1][DSA_MRCR_NBINS];
     long kept[DSA_MRCR_MAX_NEEDLES + 1][DSA_MRCR_NBINS];
     long nselected;
+    long returned; /* rows dsa_mrcr_next() has returned */
     /* pass 2 */
     dsa_lines *lines;
     json_t *page;     /* current page (FMT_PAGE_*) */
@@ -265,7 +267,9 @@ static int parse_full(json_t *row, const struct dsa_json_where *w, struct dsa_mr
 
     json_error_t err;
     char msg[400];
-    json_t *messages = json_loadb(prompt, prompt_len, 0, &err);
+    json_t *messages = dsa_json_load_fast(prompt, prompt_len);
+    if (!messages) /* declined: jansson reads it or says why not */
+        messages = json_loadb(prompt, prompt_len, 0, &err);
     if (!messages) {
         snprintf(msg, sizeof msg, "\"prompt\" is not a JSON message list: %s", err.text);
         return where_errorf(w, msg);
@@ -448,6 +452,24 @@ static bool keep(dsa_mrcr_reader *rd, int n, int bin, bool count)
     return true;
 }
 
+/* One line's object. Pass 1 counts rows by their head: the prompt, most of each line, is
+   checked but not built. Pass 2 builds JSONL rows with one event-parser pass; jansson reads
+   the pages and words every refusal (util/json_pick.h). */
+static json_t *read_line_object(const dsa_mrcr_reader *rd, const char *line, size_t len,
+                                const struct dsa_json_where *w)
+{
+    static const char *const head[] = {"n_needles", "n_chars", "context_tokens", "bin", NULL};
+    if (rd->fmt != FMT_JSONL)
+        return dsa_json_parse_object(line, len, w);
+    if (!rd->pass2)
+        return dsa_json_pick_object(line, len, head, w);
+    json_t *obj = dsa_json_load_fast(line, len);
+    if (obj && json_is_object(obj))
+        return obj;
+    json_decref(obj);
+    return dsa_json_parse_object(line, len, w);
+}
+
 /* Reads the next row object of the file (either format). 1 = row, 0 = end, -1 = error.
  *owner is the reference to drop when done with *row. */
 static int next_row_object(dsa_mrcr_reader *rd, json_t **row, json_t **owner,
@@ -511,7 +533,7 @@ static int next_row_object(dsa_mrcr_reader *rd, json_t **row, json_t **owner,
             }
         }
         w->lineno = dsa_lines_lineno(rd->lines);
-        json_t *obj = dsa_json_parse_object(line, len, w);
+        json_t *obj = read_line_object(rd, line, len, w);
         if (!obj)
             return -1;
         if (rd->fmt == FMT_PAGE_LINES) {
@@ -705,6 +727,10 @@ int dsa_mrcr_next(dsa_mrcr_reader *rd, struct dsa_mrcr_row *row)
 {
     struct dsa_json_where w = {rd->path, 0};
     dsa_mrcr_row_release(row);
+    /* every row the filter selects has been returned (pass 1 counted them): with --limit,
+       the rest of the file is not read */
+    if (rd->returned >= rd->nselected)
+        return 0;
     for (;;) {
         json_t *obj, *owner;
         long long row_idx;
@@ -745,6 +771,7 @@ int dsa_mrcr_next(dsa_mrcr_reader *rd, struct dsa_mrcr_row *row)
         row->bin_explicit = h.bin >= 0;
         row->context_tokens = h.context_tokens;
         row->n_chars = (long)h.n_chars;
+        rd->returned++;
         return 1;
     }
 }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evals/mrcr_grade_fields.h"
 #include "util/buf.h"
 #include "util/utf8.h"
 
@@ -97,6 +98,19 @@ static void mark_window(uint64_t *used, uint32_t cp)
         *used |= UINT64_C(1) << ((cp - PUA_FIRST) / PUA_WINDOW);
 }
 
+/* Whether s may hold a surrogate escape "\\uD800".."\\uDFFF" (an escaped backslash before "u"
+   is a false positive, which only costs the exact scan below). Most lines have none, and
+   memchr skips to each backslash. */
+static bool may_have_surrogate_escape(const char *s, size_t len)
+{
+    const char *end = s + len;
+    for (const char *p = memchr(s, '\\', len); p; p = memchr(p + 1, '\\', (size_t)(end - p - 1))) {
+        if (end - p >= 4 && p[1] == 'u' && (p[2] | 0x20) == 'd' && hexval(p[3]) >= 8)
+            return true;
+    }
+    return false;
+}
+
 /* Rewrites lone surrogate escapes (see the top of the file). Returns 0 and *out = NULL when
    the line has none; 0, a fresh copy and the window base when it had some; -1 when every
    window is in use. Escapes are scanned whole (the JSON escape \\\\ is
@@ -105,6 +119,9 @@ static void mark_window(uint64_t *used, uint32_t cp)
 static int remap_lone_surrogates(const char *s, size_t len, char **out, size_t *out_len,
                                  uint32_t *base)
 {
+    *out = NULL;
+    if (!may_have_surrogate_escape(s, len))
+        return 0;
     /* pass 1: are there lone surrogates, and which windows does the line use? */
     bool lone = false;
     uint64_t used = 0;
@@ -169,14 +186,14 @@ static int remap_lone_surrogates(const char *s, size_t len, char **out, size_t *
     return 0;
 }
 
-/* The first present, non-null key among names[]; *which = its name. */
-static json_t *get_any(json_t *obj, const char *const *names, const char **which)
+/* The first of fields[] present on the line (null counts as present); *which = its key. */
+static const struct dsa_mrcr_fvalue *get_any(const struct dsa_mrcr_fields *mf, const int *fields,
+                                             const char **which)
 {
-    for (; *names; names++) {
-        json_t *v = json_object_get(obj, *names);
-        if (v) {
-            *which = *names;
-            return v;
+    for (; *fields >= 0; fields++) {
+        if (mf->f[*fields].type != DSA_MT_ABSENT) {
+            *which = dsa_mrcr_field_names[*fields];
+            return &mf->f[*fields];
         }
     }
     return NULL;
@@ -200,16 +217,6 @@ static bool prefix_from_question(const char *q, size_t qlen, const char **p, siz
         return true;
     }
     return false;
-}
-
-/* The question text inside "input": a string, {"content": "..."} or a message list. */
-static json_t *question_of(json_t *input)
-{
-    if (json_is_array(input))
-        input = json_array_get(input, json_array_size(input) - 1);
-    if (json_is_object(input))
-        input = json_object_get(input, "content");
-    return json_is_string(input) ? input : NULL;
 }
 
 /* UTF-8 (valid: jansson checked it) -> code points, undoing the lone surrogate mapping. */
@@ -241,20 +248,108 @@ static json_t *id_string(json_t *v, uint32_t base)
     return s;
 }
 
+/* The identity keys, copied to the output record. */
+static json_t *ids_of(const struct dsa_mrcr_fields *mf, bool remapped, uint32_t base)
+{
+    json_t *ids = json_object();
+    for (int k = DSA_MF_ID; k <= DSA_MF_N_NEEDLES; k++) {
+        json_t *v = mf->f[k].value;
+        if (v && remapped && json_is_string(v))
+            json_object_set_new(ids, dsa_mrcr_field_names[k], id_string(v, base));
+        else if (v)
+            json_object_set(ids, dsa_mrcr_field_names[k], v);
+    }
+    return ids;
+}
+
+/* The prefix: a prefix key, else the question in "input". */
+static enum dsa_mrcr_line_status prefix_of(const struct dsa_mrcr_fields *mf,
+                                           struct dsa_mrcr_line *out, const char **ps, size_t *plen)
+{
+    static const int prefix_keys[] = {DSA_MF_PREFIX, DSA_MF_RANDOM_STRING, -1};
+    const char *pkey = NULL;
+    const struct dsa_mrcr_fvalue *pv = get_any(mf, prefix_keys, &pkey);
+    if (pv) {
+        if (pv->type != DSA_MT_STRING)
+            return bad(out, false, "\"%s\" must be a string", pkey);
+        *ps = dsa_mrcr_fields_str(mf, pv);
+        *plen = pv->len;
+        return DSA_MRCR_LINE_GRADED;
+    }
+    if (mf->f[DSA_MF_INPUT].type == DSA_MT_ABSENT)
+        return bad(out, false,
+                   "missing \"prefix\" (or \"random_string_to_prepend\", or \"input\" "
+                   "holding the question)");
+    const struct dsa_mrcr_fvalue *q = &mf->question;
+    if (q->type != DSA_MT_STRING ||
+        !prefix_from_question(dsa_mrcr_fields_str(mf, q), q->len, ps, plen))
+        return bad(out, false,
+                   "no prefix: \"input\" holds no question \"Prepend <prefix> to the ...\"");
+    return DSA_MRCR_LINE_GRADED;
+}
+
+/* Checks the fields of a line and grades it. */
+static enum dsa_mrcr_line_status grade_fields(const struct dsa_mrcr_fields *mf, bool remapped,
+                                              uint32_t base, struct dsa_mrcr_line *out)
+{
+    static const int response_keys[] = {DSA_MF_RESPONSE, DSA_MF_MODEL_RESPONSE, -1};
+    static const int answer_keys[] = {DSA_MF_ANSWER, DSA_MF_GROUND_TRUTH, -1};
+    enum dsa_mrcr_line_status st;
+    uint32_t *r = NULL, *a = NULL, *p = NULL;
+
+    out->ids = ids_of(mf, remapped, base);
+    const char *rkey = NULL, *akey = NULL;
+    const struct dsa_mrcr_fvalue *resp = get_any(mf, response_keys, &rkey);
+    if (!resp) {
+        enum dsa_mrcr_ftype e = mf->f[DSA_MF_ERROR].type;
+        if (e != DSA_MT_ABSENT && e != DSA_MT_NULL) {
+            snprintf(out->why, sizeof out->why, "request error (no response)");
+            return DSA_MRCR_LINE_SKIPPED;
+        }
+        return bad(out, false, "missing \"response\" (or \"model_response\")");
+    }
+    if (resp->type != DSA_MT_STRING && resp->type != DSA_MT_NULL)
+        return bad(out, false, "\"%s\" must be a string", rkey);
+    const struct dsa_mrcr_fvalue *ans = get_any(mf, answer_keys, &akey);
+    if (!ans)
+        return bad(out, false, "missing \"answer\" (or \"ground_truth\")");
+    if (ans->type != DSA_MT_STRING)
+        return bad(out, false, "\"%s\" must be a string", akey);
+    const char *ps = NULL;
+    size_t plen = 0;
+    st = prefix_of(mf, out, &ps, &plen);
+    if (st != DSA_MRCR_LINE_GRADED)
+        return st;
+
+    size_t nr = 0, na, np;
+    if (resp->type == DSA_MT_STRING)
+        r = code_points(dsa_mrcr_fields_str(mf, resp), resp->len, remapped, base, &nr);
+    else
+        r = dsa_xmalloc(sizeof *r); /* null: the empty response */
+    a = code_points(dsa_mrcr_fields_str(mf, ans), ans->len, remapped, base, &na);
+    p = code_points(ps, plen, remapped, base, &np);
+    if (!r || !a || !p) { /* cannot happen: the UTF-8 was validated */
+        st = bad(out, false, "invalid UTF-8 in a string");
+        goto cleanup;
+    }
+    dsa_mrcr_grade_cp(r, nr, a, na, p, np, &out->grade);
+    st = DSA_MRCR_LINE_GRADED;
+cleanup:
+    free(r);
+    free(a);
+    free(p);
+    return st;
+}
+
 enum dsa_mrcr_line_status dsa_mrcr_grade_line(const char *text, size_t len,
                                               struct dsa_mrcr_line *out)
 {
-    static const char *const response_keys[] = {"response", "model_response", NULL};
-    static const char *const answer_keys[] = {"answer", "ground_truth", NULL};
-    static const char *const prefix_keys[] = {"prefix", "random_string_to_prepend", NULL};
-    static const char *const id_keys[] = {"id", "dataset_index", "needle_count", "n_needles"};
-
     memset(out, 0, sizeof *out);
     enum dsa_mrcr_line_status st;
     char *copy = NULL;
     size_t copy_len = 0;
-    json_t *root = NULL;
-    uint32_t *r = NULL, *a = NULL, *p = NULL;
+    struct dsa_mrcr_fields mf;
+    dsa_mrcr_fields_init(&mf);
 
     uint32_t base = 0;
     if (remap_lone_surrogates(text, len, &copy, &copy_len, &base) < 0) {
@@ -264,98 +359,21 @@ enum dsa_mrcr_line_status dsa_mrcr_grade_line(const char *text, size_t len,
         goto cleanup;
     }
     bool remapped = copy != NULL;
-    json_error_t err;
-    /* JSON_ALLOW_NUL: "\u0000" is a code point like any other for json.loads */
-    root = json_loadb(remapped ? copy : text, remapped ? copy_len : len,
-                      JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &err);
-    if (!root) {
-        st = bad(out, true, "%s", len ? err.text : "empty line");
-        goto cleanup;
-    }
-    if (!json_is_object(root)) {
-        st = bad(out, true, "expected a JSON object");
-        goto cleanup;
-    }
-
-    out->ids = json_object();
-    for (size_t k = 0; k < DSA_ARRAY_SIZE(id_keys); k++) {
-        json_t *v = json_object_get(root, id_keys[k]);
-        if (v && remapped && json_is_string(v))
-            json_object_set_new(out->ids, id_keys[k], id_string(v, base));
-        else if (v)
-            json_object_set(out->ids, id_keys[k], v);
-    }
-
-    const char *rkey = NULL, *akey = NULL, *pkey = NULL;
-    json_t *resp = get_any(root, response_keys, &rkey);
-    if (!resp) {
-        json_t *e = json_object_get(root, "error");
-        if (e && !json_is_null(e)) {
-            snprintf(out->why, sizeof out->why, "request error (no response)");
-            st = DSA_MRCR_LINE_SKIPPED;
-            goto cleanup;
-        }
-        st = bad(out, false, "missing \"response\" (or \"model_response\")");
-        goto cleanup;
-    }
-    if (!json_is_string(resp) && !json_is_null(resp)) {
-        st = bad(out, false, "\"%s\" must be a string", rkey);
-        goto cleanup;
-    }
-    json_t *ans = get_any(root, answer_keys, &akey);
-    if (!ans) {
-        st = bad(out, false, "missing \"answer\" (or \"ground_truth\")");
-        goto cleanup;
-    }
-    if (!json_is_string(ans)) {
-        st = bad(out, false, "\"%s\" must be a string", akey);
-        goto cleanup;
-    }
-    const char *ps;
-    size_t plen;
-    json_t *pv = get_any(root, prefix_keys, &pkey);
-    if (pv) {
-        if (!json_is_string(pv)) {
-            st = bad(out, false, "\"%s\" must be a string", pkey);
-            goto cleanup;
-        }
-        ps = json_string_value(pv);
-        plen = json_string_length(pv);
-    } else {
-        json_t *input = json_object_get(root, "input");
-        json_t *q = input ? question_of(input) : NULL;
-        if (!input) {
-            st = bad(out, false,
-                     "missing \"prefix\" (or \"random_string_to_prepend\", or \"input\" "
-                     "holding the question)");
-            goto cleanup;
-        }
-        if (!q || !prefix_from_question(json_string_value(q), json_string_length(q), &ps, &plen)) {
-            st = bad(out, false,
-                     "no prefix: \"input\" holds no question \"Prepend <prefix> to the ...\"");
+    const char *t = remapped ? copy : text;
+    size_t tl = remapped ? copy_len : len;
+    /* the stream reader takes every well-formed line; the tree reader words the refusals */
+    if (dsa_mrcr_fields_stream(t, tl, &mf) < 0) {
+        dsa_mrcr_fields_release(&mf);
+        dsa_mrcr_fields_init(&mf);
+        int rc = dsa_mrcr_fields_tree(t, tl, &mf);
+        if (rc < 0) {
+            st = bad(out, true, "%s", rc == -1 ? mf.error : "expected a JSON object");
             goto cleanup;
         }
     }
-
-    size_t nr = 0, na, np;
-    if (json_is_string(resp))
-        r = code_points(json_string_value(resp), json_string_length(resp), remapped, base, &nr);
-    else
-        r = dsa_xmalloc(sizeof *r); /* null: the empty response */
-    a = code_points(json_string_value(ans), json_string_length(ans), remapped, base, &na);
-    p = code_points(ps, plen, remapped, base, &np);
-    if (!r || !a || !p) { /* cannot happen: jansson validated the UTF-8 */
-        st = bad(out, false, "invalid UTF-8 in a string");
-        goto cleanup;
-    }
-    dsa_mrcr_grade_cp(r, nr, a, na, p, np, &out->grade);
-    st = DSA_MRCR_LINE_GRADED;
-
+    st = grade_fields(&mf, remapped, base, out);
 cleanup:
-    free(r);
-    free(a);
-    free(p);
-    json_decref(root);
+    dsa_mrcr_fields_release(&mf);
     free(copy);
     return st;
 }

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 # skipped (CPython difflib/re/json, numpy and scipy, prometheus_client, and a headless browser
 # that renders the HTML report).
 packages=(build-essential cmake pkg-config git
-          libcurl4-openssl-dev libjansson-dev libpcre2-dev libgsl-dev libssl-dev
+          libcurl4-openssl-dev libjansson-dev libyajl-dev libpcre2-dev libgsl-dev libssl-dev
           libmicrohttpd-dev libcmocka-dev zlib1g-dev curl openssl
           python3 python3-numpy python3-scipy python3-prometheus-client)
 

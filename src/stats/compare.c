@@ -562,6 +562,7 @@ static void job_run(struct bin_job *j)
 
 struct job_pool {
     struct bin_job *jobs;
+    const size_t *order; /* the jobs, largest first */
     size_t n;
     size_t next;
     pthread_mutex_t lock;
@@ -576,14 +577,39 @@ static void *job_worker(void *arg)
         pthread_mutex_unlock(&p->lock);
         if (k >= p->n)
             return NULL;
-        job_run(&p->jobs[k]);
+        job_run(&p->jobs[p->order[k]]);
     }
 }
 
-/* Runs the jobs on `threads` threads (the calling one included). */
+/* A job's work: one index per sample and replicate, summed over both sides' runs. */
+static size_t job_cost(const struct bin_job *j)
+{
+    return j->m * (j->ra + j->rb + 1);
+}
+
+/* order[] = the jobs largest first, then in bin order: a stable order that the thread count
+   does not change (an insertion sort: a comparison has a few dozen bins at most). */
+static void order_by_cost(const struct bin_job *jobs, size_t n, size_t *order)
+{
+    for (size_t k = 0; k < n; k++) {
+        size_t i = k;
+        while (i > 0 && job_cost(&jobs[order[i - 1]]) < job_cost(&jobs[k])) {
+            order[i] = order[i - 1];
+            i--;
+        }
+        order[i] = k;
+    }
+}
+
+/* Runs the jobs on `threads` threads (the calling one included). Jobs are handed out largest
+   first (the "all" row, as large as every bin together, would otherwise start last and run
+   alone: no gain from a second thread); each writes only its own result, so the order of
+   running changes no number. */
 static void jobs_run(struct bin_job *jobs, size_t n, int threads)
 {
-    struct job_pool p = {jobs, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    size_t *order = dsa_xmalloc((n + 1) * sizeof *order);
+    order_by_cost(jobs, n, order);
+    struct job_pool p = {jobs, order, n, 0, PTHREAD_MUTEX_INITIALIZER};
     size_t extra = threads > 1 ? (size_t)threads - 1 : 0;
     if (extra > n)
         extra = n;
@@ -598,6 +624,7 @@ static void jobs_run(struct bin_job *jobs, size_t n, int threads)
     for (size_t t = 0; t < started; t++)
         pthread_join(tid[t], NULL);
     free(tid);
+    free(order);
 }
 
 static void job_release(struct bin_job *j)

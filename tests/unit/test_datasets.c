@@ -611,6 +611,36 @@ static size_t utf8_chars(const char *s)
     return c;
 }
 
+/* --limit stops reading: once every selected row was returned, the rest of the file is not
+   read. A row appended after the open would make a reader that goes on say the file changed
+   while being read; this one ends cleanly after the last selected row. */
+static void test_limit_stops_reading(void **state)
+{
+    (void)state;
+    char *path = synth_file(1u << 8, 0x3, 3, 11); /* n8: 3 rows of <=8K, then 3 of <=16K */
+    struct dsa_mrcr_filter flt = {0, 0, 1};
+    dsa_mrcr_reader *rd = dsa_mrcr_open(path, &flt);
+    assert_non_null(rd);
+    assert_int_equal(dsa_mrcr_nselected(rd), 2);
+    size_t len;
+    char *all = slurp(path, &len);
+    FILE *f = fopen(path, "ab");
+    assert_non_null(f);
+    fwrite(all, 1, (size_t)(strchr(all, '\n') + 1 - all), f); /* the first row once more */
+    fclose(f);
+    struct dsa_mrcr_row row = {0};
+    assert_int_equal(dsa_mrcr_next(rd, &row), 1);
+    assert_string_equal(row.id, "n8/r0000");
+    assert_int_equal(dsa_mrcr_next(rd, &row), 1);
+    assert_string_equal(row.id, "n8/r0003");
+    assert_int_equal(dsa_mrcr_next(rd, &row), 0);
+    dsa_mrcr_row_release(&row);
+    dsa_mrcr_free(&rd);
+    free(all);
+    unlink(path);
+    free(path);
+}
+
 static void test_synth_rows_parse_back(void **state)
 {
     (void)state;
@@ -929,6 +959,7 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_synth_determinism),
         cmocka_unit_test(test_synth_rows_parse_back),
+        cmocka_unit_test(test_limit_stops_reading),
 #ifdef DSA_TEST_RSS
         cmocka_unit_test(test_streaming_memory),
 #endif

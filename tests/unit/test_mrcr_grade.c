@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "evals/mrcr_grade.h"
+#include "evals/mrcr_grade_fields.h"
 #include "util/buf.h"
 #include "util/hash.h"
 #include "util/lines.h"
@@ -755,6 +756,140 @@ static void test_python_parity_lines(void **state)
     free(want);
 }
 
+/* The two readers of a line (evals/mrcr_grade_fields.h) on one line: the stream reader
+   takes exactly the lines the tree reader (jansson) reads as an object, with the same
+   fields, but for those with a raw NUL byte; every other line it declines. Returns the tree
+   reader's code. */
+static int readers_agree(const char *text, size_t len)
+{
+    struct dsa_mrcr_fields a, b;
+    dsa_mrcr_fields_init(&a);
+    dsa_mrcr_fields_init(&b);
+    int sa = dsa_mrcr_fields_stream(text, len, &a), tb = dsa_mrcr_fields_tree(text, len, &b);
+    /* the stream reader hands lines with a raw NUL byte to jansson, which may read them */
+    if ((sa == 0) != (tb == 0) && !(sa && memchr(text, '\0', len)))
+        fail_msg("stream %d, tree %d (%s) on: %.*s", sa, tb, b.error, (int)len, text);
+    for (int k = 0; sa == 0 && k < DSA_MF_COUNT; k++) {
+        const struct dsa_mrcr_fvalue *x = &a.f[k], *y = &b.f[k];
+        if (x->type != y->type)
+            fail_msg("%s: type %d vs %d on: %.*s", dsa_mrcr_field_names[k], x->type, y->type,
+                     (int)len, text);
+        bool kept = y->type == DSA_MT_STRING && k < DSA_MF_ERROR;
+        if (kept && (x->len != y->len ||
+                     memcmp(dsa_mrcr_fields_str(&a, x), dsa_mrcr_fields_str(&b, y), x->len)))
+            fail_msg("%s differs on: %.*s", dsa_mrcr_field_names[k], (int)len, text);
+        if (!x->value != !y->value || (x->value && !json_equal(x->value, y->value)))
+            fail_msg("%s value differs on: %.*s", dsa_mrcr_field_names[k], (int)len, text);
+    }
+    if (sa == 0) {
+        assert_int_equal(a.question.type, b.question.type);
+        if (a.question.type == DSA_MT_STRING) {
+            assert_int_equal(a.question.len, b.question.len);
+            assert_memory_equal(dsa_mrcr_fields_str(&a, &a.question),
+                                dsa_mrcr_fields_str(&b, &b.question), a.question.len);
+        }
+    }
+    dsa_mrcr_fields_release(&a);
+    dsa_mrcr_fields_release(&b);
+    return tb;
+}
+
+static void test_readers_agree(void **state)
+{
+    (void)state;
+    /* every line of the four logs */
+    static const char *const logs[] = {"evaluation_log_gemini_3_pro_8needle.jsonl",
+                                       "evaluation_log_gemini_3_pro_2needle.jsonl",
+                                       "evaluation_log_gemini_3_flash_8needle.jsonl",
+                                       "evaluation_log_gemini_3_flash_2needle.jsonl"};
+    long n = 0;
+    for (size_t i = 0; i < sizeof logs / sizeof *logs; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/mrcr/%s", data_dir(), logs[i]);
+        dsa_lines *in = dsa_lines_open(path);
+        assert_non_null(in);
+        const char *line;
+        size_t len;
+        while (dsa_lines_next(in, &line, &len) > 0) {
+            assert_int_equal(readers_agree(line, len), 0);
+            n++;
+        }
+        dsa_lines_free(&in);
+    }
+    assert_int_equal(n, 291);
+
+    /* the corners: which member is read, nesting, escapes, and each refusal of jansson's */
+    static const struct {
+        const char *text;
+        int tree; /* what the tree reader returns */
+    } cases[] = {
+        {"{\"response\":\"a\",\"answer\":\"b\",\"prefix\":\"\"}", 0},
+        {" \t{\"response\":null,\"answer\":\"\\u00e9\\ud83c\\udf0d\\n\\\"\",\"prefix\":\"x\"} ", 0},
+        {"{\"response\":1,\"answer\":[\"a\"],\"prefix\":{\"a\":1},\"error\":null}", 0},
+        {"{\"model_response\":\"a\",\"ground_truth\":\"b\",\"random_string_to_prepend\":\"c\"}", 0},
+        {"{\"id\":[1,{\"a\":[2,\"x\"]}],\"dataset_index\":\"7\",\"needle_count\":8.5e1,"
+         "\"n_needles\":{\"k\":null},\"response\":\"r\"}",
+         0},
+        {"{\"id\" : -0 , \"error\":{\"code\":500}}", 0},
+        {"{\"input\":\"Prepend AB to the 1st\"}", 0},
+        {"{\"input\":{\"role\":\"user\",\"content\":\"Prepend AB to the 1st\"}}", 0},
+        {"{\"input\":{\"content\":[\"Prepend AB to the 1st\"]}}", 0},
+        {"{\"input\":[{\"content\":\"q1\"},{\"content\":\"q2\",\"x\":{\"content\":\"no\"}}]}", 0},
+        {"{\"input\":[{\"content\":\"q1\"},\"q2\"]}", 0},
+        {"{\"input\":[{\"content\":\"q1\"},[\"q2\"]]}", 0},
+        {"{\"input\":[{\"content\":\"q1\"},{\"role\":\"x\"}]}", 0},
+        {"{\"input\":[]}", 0},
+        {"{\"input\":[{\"content\":\"q1\"},{\"content\":null}]}", 0},
+        {"{\"x\":{\"response\":\"deep\"},\"response\":\"top\",\"answer\":\"\\u0000a\"}", 0},
+        {"{\"a\":{\"a\":1},\"b\":{\"a\":2}}", 0}, /* the same key in two objects */
+        {"{}", 0},
+        {"{\"response\":\"a\",\"response\":\"b\"}", -1},
+        {"{\"x\":{\"k\":1,\"k\":2}}", -1},
+        {"{\"id\":99999999999999999999}", -1},
+        {"{\"id\":-99999999999999999999}", -1},
+        {"{\"id\":1e400}", -1},
+        {"{\"id\":1e-400}", 0},
+        {"{\"a\\u0000b\":1}", -1},
+        {"{\"response\":\"\xc0\xaf\"}", -1},     /* overlong */
+        {"{\"response\":\"\xed\xa0\x80\"}", -1}, /* an encoded surrogate */
+        {"{\"skipped\":\"\xff\"}", -1},
+        {"{\"a\":1} x", -1},
+        {"{}\"da", -1},
+        {"{\"a\":2\v}", -1},
+        {"{\"a\":2\f}", -1},
+        {"{\"a\":\t2\r\n}", 0},
+        {"{} \n\t\r", 0},
+        {"{\"a\":1", -1},
+        {"{\"a\":01}", -1},
+        {"{\"a\":'x'}", -1},
+        {"{\"a\":\"\t\"}", -1},
+        {"{\"a\":1,}", -1},
+        {"{\"a\":\"\\x\"}", -1},
+        {"[1,2]", -2},
+        {"\"str\"", -1},
+        {"", -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        if (readers_agree(cases[i].text, strlen(cases[i].text)) != cases[i].tree)
+            fail_msg("case %zu: the tree reader did not return %d", i, cases[i].tree);
+    /* a raw NUL byte between tokens, which jansson reads past */
+    static const char nul[] = "{\"response\":null\0,\"answer\":\"XYabc\"}";
+    readers_agree(nul, sizeof nul - 1);
+
+    /* nesting: jansson's limit is 2048 */
+    for (int depth = 2046; depth <= 2050; depth++) {
+        struct dsa_buf b = DSA_BUF_INIT;
+        dsa_buf_adds(&b, "{\"a\":");
+        for (int d = 1; d < depth; d++)
+            dsa_buf_addch(&b, '[');
+        for (int d = 1; d < depth; d++)
+            dsa_buf_addch(&b, ']');
+        dsa_buf_addch(&b, '}');
+        readers_agree(b.data, b.len);
+        dsa_buf_release(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -762,6 +897,7 @@ int main(void)
         cmocka_unit_test(test_line_surrogates),     cmocka_unit_test(test_spec_vectors_real_answer),
         cmocka_unit_test(test_pro_logs_exact),      cmocka_unit_test(test_flash_logs_no_strip),
         cmocka_unit_test(test_python_parity_ratio), cmocka_unit_test(test_python_parity_lines),
+        cmocka_unit_test(test_readers_agree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

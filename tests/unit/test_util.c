@@ -20,6 +20,7 @@
 #include "util/fmt.h"
 #include "util/fs.h"
 #include "util/hash.h"
+#include "util/json_pick.h"
 #include "util/lines.h"
 #include "util/opt.h"
 #include "util/secret.h"
@@ -380,6 +381,95 @@ static void test_fmt_decimals(void **state)
     dsa_buf_release(&b);
 }
 
+/* dsa_json_pick_stream() vs jansson: where the event parser takes a line, jansson reads it as
+   an object with the same named members; where jansson reads an object without a NUL byte or
+   a \u escape, the event parser takes it too. */
+static void pick_agrees(const char *text, size_t len)
+{
+    static const char *const names[] = {"n_needles", "bin", "x", NULL};
+    json_t *a = dsa_json_pick_stream(text, len, names);
+    json_t *b = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+    bool b_obj = b && json_is_object(b);
+    bool plain = !memchr(text, '\0', len) && !strstr(text, "u0000") && !strstr(text, "\\u");
+    if (a) {
+        if (!b_obj)
+            fail_msg("picked a line jansson refuses: %.*s", (int)len, text);
+        size_t named = 0;
+        for (const char *const *n = names; *n; n++) {
+            json_t *x = json_object_get(a, *n), *y = json_object_get(b, *n);
+            if (!x != !y || (x && !json_equal(x, y)))
+                fail_msg("member %s differs on: %.*s", *n, (int)len, text);
+            named += x != NULL;
+        }
+        assert_int_equal(json_object_size(a), named);
+    } else if (b_obj && plain) {
+        fail_msg("declined a line jansson reads: %.*s", (int)len, text);
+    }
+    json_decref(a);
+    json_decref(b);
+    /* the tree builder: where it builds, jansson (flags 0) builds the same tree */
+    json_t *t = dsa_json_load_fast(text, len), *u = json_loadb(text, len, 0, NULL);
+    if (t && (!u || !json_equal(t, u)))
+        fail_msg("the tree builder differs from jansson on: %.*s", (int)len, text);
+    if (!t && b_obj && plain) /* a duplicate key is left to jansson, as every refusal */
+        fail_msg("the tree builder declined a line jansson reads: %.*s", (int)len, text);
+    json_decref(t);
+    json_decref(u);
+}
+
+static void test_json_pick(void **state)
+{
+    (void)state;
+    static const char *const cases[] = {
+        "{\"n_needles\":8,\"prompt\":\"[{\\\"role\\\":\\\"user\\\"}]\",\"bin\":\"8k\"}",
+        " {\"bin\" : [1, {\"a\": null}] , \"x\":{\"y\":[true,false]}, \"n_needles\":-0.5e3 }\t",
+        "{\"nested\":{\"bin\":1},\"x\":\"\\u00e9\\ud83c\\udf0d\"}",
+        "{\"a\":{\"a\":1},\"b\":{\"a\":2}}",
+        "{}",
+        "{\"bin\":1,\"bin\":2}",
+        "{\"q\":{\"k\":1,\"k\":2}}",
+        "{\"n_needles\":99999999999999999999}",
+        "{\"n_needles\":1e400}",
+        "{\"n_needles\":1e-400}",
+        "{\"x\":\"a\\u0000b\"}",
+        "{\"x\":\"a\\\\u0000b\"}",
+        "{\"x\":\"\\udf0d\"}",
+        "{\"x\":\"\\ud83c\"}",
+        "{\"x\":\"\\ud83c\\u0041\"}",
+        "{\"x\":\"\\\\ud83c\\udf0d\"}",
+        "{\"x\":\"\\ud83c\\\\udf0d\"}",
+        "{\"x\":\"\\u12\"}",
+        "{\"x\":\"\xc0\xaf\"}",
+        "{\"x\":\"\xed\xa0\x80\"}",
+        "{\"x\":\"\xe2\x82\xac\"}",
+        "{\"a\":1} x",
+        "{\"a\":2\v}",
+        "{\"a\":2\f}",
+        "{\"a\":\t2\r\n}",
+        "{}\"da",
+        "{\"a\":1",
+        "{\"a\":01}",
+        "{\"a\":\"\t\"}",
+        "[1]",
+        "[{\"role\":\"user\",\"content\":\"a\\\"b\\n\"},{\"k\":[1.5,-2,1e3,true,null]}]",
+        "5",
+        "",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        pick_agrees(cases[i], strlen(cases[i]));
+    static const char nul[] = "{\"bin\":null\0,\"x\":1}";
+    pick_agrees(nul, sizeof nul - 1);
+    /* escapes jansson reads are taken (a valid pair, an escaped backslash before "u") */
+    static const char *const names[] = {"x", NULL};
+    static const char *const taken[] = {"{\"x\":\"\\u00e9\\ud83c\\udf0d\"}",
+                                        "{\"x\":\"\\\\udf0d\\\\u0000\"}"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *v = dsa_json_pick_stream(taken[i], strlen(taken[i]), names);
+        assert_non_null(v);
+        json_decref(v);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -396,6 +486,7 @@ int main(void)
         cmocka_unit_test(test_stale_tmp_sweep),
         cmocka_unit_test(test_url_redact),
         cmocka_unit_test(test_secret_hold),
+        cmocka_unit_test(test_json_pick),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
