@@ -21,6 +21,7 @@
 #include "util/json.h"
 #include "util/msg.h"
 #include "util/opt.h"
+#include "util/url.h"
 
 /* "i/n" with 1 <= i <= n; anything else is an opaque shard label */
 static bool parse_shard(json_t *v, long *i, long *n)
@@ -99,6 +100,7 @@ int cmd_merge(int argc, char **argv)
         if (dsa_run_load(in[k], &headers[k], &recs[k]) < 0)
             goto cleanup;
         json_t *h = headers[k];
+        dsa_url_redact_json(h); /* a file written before URLs were masked */
         if (!json_object_get(h, "dsa_eval_run")) {
             dsa_errorf("'%s' is not a dsa-eval run file (a plain score file has no header)", in[k]);
             goto cleanup;

@@ -25,6 +25,7 @@
 #include "util/fmt.h"
 #include "util/msg.h"
 #include "util/opt.h"
+#include "util/url.h"
 
 /* Eval-specific identity hooks: the GSM8K engineer adds {"gsm8k", dsa_gsm8k_compare_identity}
    here (and its #include above). Evals without a row get dsa_cmp_identity_builtin(). */
@@ -122,6 +123,7 @@ int dsa_cmp_side_add(struct dsa_cmp_side *side, const char *path, json_t *header
     side->runs = dsa_xrealloc(side->runs, (side->n_runs + 1) * sizeof *side->runs);
     struct dsa_cmp_run *run = &side->runs[side->n_runs++];
     run->path = dsa_xstrdup(path);
+    dsa_url_redact_json(header); /* a file written before URLs were masked */
     run->header = header;
     run->records = records;
     return validate_run(run);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 #include "util/url.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/buf.h"
@@ -46,4 +47,33 @@ char *dsa_url_redact(const char *url)
     }
     dsa_buf_adds(&b, e);
     return dsa_buf_detach(&b, NULL);
+}
+
+/* one member or element: a string is masked in place, a container is walked */
+static size_t redact_value(json_t *x)
+{
+    if (!json_is_string(x))
+        return dsa_url_redact_json(x);
+    if (!dsa_url_has_userinfo(json_string_value(x)))
+        return 0;
+    char *shown = dsa_url_redact(json_string_value(x));
+    json_string_set(x, shown);
+    free(shown);
+    return 1;
+}
+
+size_t dsa_url_redact_json(json_t *v)
+{
+    size_t n = 0;
+    const char *k;
+    json_t *x;
+    if (json_is_object(v)) {
+        json_object_foreach(v, k, x)
+        {
+            n += redact_value(x);
+        }
+    }
+    for (size_t i = 0; json_is_array(v) && i < json_array_size(v); i++)
+        n += redact_value(json_array_get(v, i));
+    return n;
 }

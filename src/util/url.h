@@ -10,6 +10,8 @@
 
 #include <stdbool.h>
 
+#include <jansson.h>
+
 #define DSA_URL_MASK "***"
 
 /*
@@ -21,5 +23,10 @@
 char *dsa_url_redact(const char *url);
 /* true when dsa_url_redact(url) would change it */
 bool dsa_url_has_userinfo(const char *url);
+/* Every string of the JSON value v (objects and arrays, recursively) that holds a URL with
+   user-info is replaced, in place, by its dsa_url_redact() form: run files written before
+   URLs were masked may still hold a password, and compare, report and merge must not show
+   it. Returns the number of strings changed. */
+size_t dsa_url_redact_json(json_t *v);
 
 #endif

@@ -117,6 +117,24 @@ leaks=$(grep -rlaE "CANARYKEY1|CANARYPW2" "$C" | sed "s|$C/||" | tr '\n' ' ')
 expect_eq "canary: no file, report, document or message holds a secret" "$leaks" ""
 unset DSA_EVAL_API_KEY
 
+# run files written before URLs were masked: compare, report and merge mask them when they show them
+O=$TMP/oldpw
+mkdir -p "$O/a" "$O/b"
+for s in a b; do
+    sed 's|"http://localhost:8000"|"http://bob:OLDPW3@localhost:8000"|g' \
+        "$DSA_DATA/compare/main/run-001.jsonl" >"$O/$s/run-001.jsonl"
+done
+grep -q OLDPW3 "$O/a/run-001.jsonl" && ok "old run file: holds a password" || not_ok "old run file: holds a password"
+"$DSA_BIN" compare "$O/a" "$O/b" --json >"$O/cmp.json" 2>&1
+"$DSA_BIN" compare "$O/a" "$O/b" >"$O/cmp.txt" 2>&1
+for f in md html csv json; do "$DSA_BIN" report "$O/a" "$O/b" --format $f >"$O/report.$f" 2>&1; done
+"$DSA_BIN" report "$O/cmp.json" --format md >"$O/report2.md" 2>&1
+"$DSA_BIN" merge "$O/m.jsonl" "$O/a/run-001.jsonl" >"$O/merge.out" 2>&1
+grep -qF 'bob:***@localhost' "$O/cmp.json" && ok "old run file: compare --json shows bob:***@" ||
+    not_ok "old run file: compare --json shows bob:***@"
+expect_eq "old run file: no compare, report or merge output shows its password" \
+    "$(grep -laF OLDPW3 "$O"/cmp.* "$O"/report* "$O"/merge.out "$O"/m.jsonl | sed "s|$O/||" | tr '\n' ' ')" ""
+
 # a key with CR/LF would inject a header: refused (exit 2) before any request
 DSA_EVAL_API_KEY=$'k\r\nX-Injected: yes' expect_code 2 "key with CR/LF refused" \
     "$DSA_BIN" mrcr --endpoint "$SERVER_URL" --dataset "$S" --needles 2 --out crlf
