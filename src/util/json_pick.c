@@ -366,7 +366,9 @@ struct build {
     yajl_handle h;
     json_t *root, **stack; /* the open containers */
     size_t depth, cap;
-    char *key; /* the pending key of the innermost object */
+    struct dsa_buf key; /* the pending key of the innermost object (one buffer for all keys:
+                           a message list has hundreds of objects) */
+    bool has_key;
     size_t end;
     bool failed;
     const char *inner_key; /* dsa_json_load_fast_inner(): the member parsed in place */
@@ -389,14 +391,13 @@ static int add(struct build *b, json_t *v)
     if (json_is_array(parent))
         return json_array_append_new(parent, v) == 0;
     /* duplicates: jansson keeps the last or refuses; either way it decides */
-    if (!b->key || json_object_get(parent, b->key)) {
+    if (!b->has_key || json_object_getn(parent, b->key.data, b->key.len)) {
         json_decref(v);
         b->failed = true;
         return 0;
     }
-    int rc = json_object_set_new_nocheck(parent, b->key, v);
-    free(b->key);
-    b->key = NULL;
+    int rc = json_object_setn_new_nocheck(parent, b->key.data, b->key.len, v);
+    b->has_key = false;
     return rc == 0;
 }
 
@@ -433,7 +434,8 @@ static int b_number(void *ctx, const char *num, size_t len)
 static int b_string(void *ctx, const unsigned char *s, size_t len)
 {
     struct build *b = ctx;
-    if (b->inner_key && b->depth == 1 && !b->inner && b->key && !strcmp(b->key, b->inner_key) &&
+    if (b->inner_key && b->depth == 1 && !b->inner && b->has_key &&
+        b->key.len == strlen(b->inner_key) && !memcmp(b->key.data, b->inner_key, b->key.len) &&
         (b->inner = dsa_json_load_fast((const char *)s, len)))
         return add(b, json_string("")); /* the bytes live on as b->inner */
     /* the UTF-8 was checked strictly before the parse */
@@ -486,8 +488,9 @@ static int b_map_key(void *ctx, const unsigned char *key, size_t len)
     struct build *b = ctx;
     if (memchr(key, '\0', len))
         return 0; /* jansson refuses NUL in keys */
-    free(b->key);
-    b->key = dsa_xstrndup((const char *)key, len);
+    dsa_buf_reset(&b->key);
+    dsa_buf_add(&b->key, key, len);
+    b->has_key = true;
     return 1;
 }
 
@@ -517,7 +520,7 @@ static json_t *load_fast(const char *text, size_t len, const char *inner_key, js
     while (b.depth)
         json_decref(b.stack[--b.depth]);
     free(b.stack);
-    free(b.key);
+    dsa_buf_release(&b.key);
     if (!ok) {
         json_decref(b.root);
         json_decref(b.inner);
