@@ -4,7 +4,11 @@
  * the filter keeps, each parsed in full, prompt messages included), on a file of your choice,
  * against the I/O floor measured in the same run (fread of the same file, 64 KiB at a time).
  * Timed: the whole file, and `--limit N` (at most N rows per (needles, bin)). CPU seconds
- * (getrusage of this process), best of --rounds; peak RSS of the process at the end.
+ * (getrusage of this process), min and median of --rounds; peak RSS of the process at the end.
+ * Reference, same work in the same run: CPython (DSA_PYTHON, default python3) reading the
+ * file line by line with hashlib.sha256 of every byte, json.loads of every row and of its
+ * prompt (the message list), timed inside Python with time.process_time(), min and median of
+ * --rounds.
  *
  *   bench_mrcr_read [--rounds 3] [--limit 3] FILE
  *   e.g. dsa-eval datasets synth mrcr --needles 2,4,8 --bins 8k,16k,32k,64k --per-bin 25 -o F
@@ -17,6 +21,7 @@
 #include <sys/resource.h>
 
 #include "datasets/mrcr.h"
+#include "util/buf.h"
 
 static double cpu_now(void)
 {
@@ -39,6 +44,50 @@ static double time_fread(const char *path, size_t *bytes)
         *bytes += n;
     fclose(f);
     return cpu_now() - t0;
+}
+
+static const char py_script[] = "import hashlib, json, sys, time\n"
+                                "ts = []\n"
+                                "for _ in range(int(sys.argv[2])):\n"
+                                "    t = time.process_time()\n"
+                                "    h = hashlib.sha256()\n"
+                                "    with open(sys.argv[1], 'rb') as f:\n"
+                                "        for line in f:\n"
+                                "            h.update(line)\n"
+                                "            if line.strip():\n"
+                                "                json.loads(json.loads(line)['prompt'])\n"
+                                "    h.hexdigest()\n"
+                                "    t = time.process_time() - t\n"
+                                "    ts.append(t)\n"
+                                "ts.sort()\n"
+                                "print(ts[0], ts[len(ts) // 2])\n";
+
+/* CPU seconds of the CPython reference over `rounds`: min and median */
+static void time_python(const char *path, int rounds, double *min, double *median)
+{
+    const char *py = getenv("DSA_PYTHON");
+    char script[] = "/tmp/bench_mrcr_read_XXXXXX";
+    int fd = mkstemp(script);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f || fputs(py_script, f) < 0 || fclose(f)) {
+        fprintf(stderr, "bench_mrcr_read: cannot write the CPython script\n");
+        exit(1);
+    }
+    struct dsa_buf cmd = DSA_BUF_INIT;
+    dsa_buf_addf(&cmd, "'%s' '%s' '%s' %d", py ? py : "python3", script, path, rounds);
+    FILE *p = popen(cmd.data, "r");
+    if (!p || fscanf(p, "%lf %lf", min, median) != 2 || pclose(p) != 0) {
+        fprintf(stderr, "bench_mrcr_read: the CPython side failed\n");
+        exit(1);
+    }
+    remove(script);
+    dsa_buf_release(&cmd);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
 }
 
 /* open + every kept row; returns CPU seconds, *rows = rows returned */
@@ -78,26 +127,36 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_mrcr_read [--rounds N] [--limit N] FILE\n");
         return 2;
     }
-    double tf = 1e30, ta = 1e30, tl = 1e30;
+    double *tf = dsa_xcalloc((size_t)rounds, sizeof *tf),
+           *ta = dsa_xcalloc((size_t)rounds, sizeof *ta),
+           *tl = dsa_xcalloc((size_t)rounds, sizeof *tl);
     size_t bytes = 0;
     long all_rows = 0, lim_rows = 0;
     for (int r = 0; r < rounds; r++) {
-        double t = time_fread(path, &bytes);
-        tf = t < tf ? t : tf;
-        t = time_read(path, 0, &all_rows);
-        ta = t < ta ? t : ta;
-        t = time_read(path, limit, &lim_rows);
-        tl = t < tl ? t : tl;
+        tf[r] = time_fread(path, &bytes);
+        ta[r] = time_read(path, 0, &all_rows);
+        tl[r] = time_read(path, limit, &lim_rows);
     }
     struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    double mb = (double)bytes / 1e6;
-    printf("MRCR reader on %.1f MB, CPU seconds, best of %d rounds\n", mb, rounds);
-    printf("  fread floor             %.3f s  %7.0f MB/s\n", tf, mb / tf);
-    printf("  whole file (%5ld rows)  %.3f s  %7.0f MB/s  (%.1fx the floor)\n", all_rows, ta,
-           mb / ta, ta / tf);
-    printf("  --limit %ld (%5ld rows)   %.3f s  %7.0f MB/s of the file\n", limit, lim_rows, tl,
-           mb / tl);
+    getrusage(RUSAGE_SELF, &ru); /* the peak is the reader's (CPython is a child) */
+    double pmin, pmed;
+    time_python(path, rounds, &pmin, &pmed);
+    qsort(tf, (size_t)rounds, sizeof *tf, cmp_double);
+    qsort(ta, (size_t)rounds, sizeof *ta, cmp_double);
+    qsort(tl, (size_t)rounds, sizeof *tl, cmp_double);
+    double mb = (double)bytes / 1e6, amed = ta[rounds / 2], lmed = tl[rounds / 2];
+    printf("MRCR reader on %.1f MB, CPU seconds over %d rounds: min (median)\n", mb, rounds);
+    printf("  fread floor             %.3f s  %7.0f MB/s\n", tf[0], mb / tf[0]);
+    printf("  whole file (%5ld rows)  %.3f s  %7.0f MB/s  (median %.3f s  %4.0f MB/s)\n", all_rows,
+           ta[0], mb / ta[0], amed, mb / amed);
+    printf("  --limit %ld (%5ld rows)   %.3f s  %7.0f MB/s of the file  (median %.3f s)\n", limit,
+           lim_rows, tl[0], mb / tl[0], lmed);
+    printf("  CPython, same work      %.3f s  %7.0f MB/s  (median %.3f s  %4.0f MB/s)\n", pmin,
+           mb / pmin, pmed, mb / pmed);
+    printf("  ratio CPython / whole file: min %.2fx median %.2fx\n", pmin / ta[0], pmed / amed);
     printf("  peak RSS %.1f MB\n", (double)ru.ru_maxrss / 1024.0);
+    free(tf);
+    free(ta);
+    free(tl);
     return 0;
 }

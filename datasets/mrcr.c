@@ -75,6 +75,7 @@ struct dsa_mrcr_reader {
     uint8_t *seq_n;
     int8_t *seq_bin;
     long nseq, seq_cap, seq2;
+    json_t *messages; /* pass 2: the prompt of the row just read, parsed with it (or NULL) */
     bool pass2;
     bool done;
 };
@@ -247,8 +248,11 @@ static int parse_head(json_t *row, const struct dsa_json_where *w, struct row_he
     return 0;
 }
 
-/* Checks the rest of the row, prompt included, and fills *out. 0 or -1 (printed). */
-static int parse_full(json_t *row, const struct dsa_json_where *w, struct dsa_mrcr_row *out)
+/* Checks the rest of the row, prompt included, and fills *out. messages: the prompt already
+   parsed where the row was (dsa_json_load_fast_inner()), taken over; NULL = parse the
+   "prompt" string here. 0 or -1 (printed). */
+static int parse_full(json_t *row, const struct dsa_json_where *w, json_t *messages,
+                      struct dsa_mrcr_row *out)
 {
     const char *prompt, *answer, *prefix, *date;
     size_t prompt_len, answer_len, prefix_len;
@@ -258,16 +262,23 @@ static int parse_full(json_t *row, const struct dsa_json_where *w, struct dsa_mr
         !dsa_json_get_str(row, "random_string_to_prepend", false, &prefix, &prefix_len, w) ||
         !dsa_json_get_int(row, "desired_msg_index", false, &dmi, w) ||
         !dsa_json_get_int(row, "total_messages", false, &tm, w) ||
-        !dsa_json_get_str(row, "date_added", true, &date, NULL, w))
+        !dsa_json_get_str(row, "date_added", true, &date, NULL, w)) {
+        json_decref(messages);
         return -1;
-    if (prefix_len == 0 || prefix_len >= sizeof out->prefix)
+    }
+    if (prefix_len == 0 || prefix_len >= sizeof out->prefix) {
+        json_decref(messages);
         return where_errorf(w, "\"random_string_to_prepend\" must be 1 to 63 bytes");
-    if (dmi < 0 || tm < 0)
+    }
+    if (dmi < 0 || tm < 0) {
+        json_decref(messages);
         return where_errorf(w, "\"desired_msg_index\" and \"total_messages\" must not be negative");
+    }
 
     json_error_t err;
     char msg[400];
-    json_t *messages = dsa_json_load_fast(prompt, prompt_len);
+    if (!messages)
+        messages = dsa_json_load_fast(prompt, prompt_len);
     if (!messages) /* declined: jansson reads it or says why not */
         messages = json_loadb(prompt, prompt_len, 0, &err);
     if (!messages) {
@@ -453,9 +464,10 @@ static bool keep(dsa_mrcr_reader *rd, int n, int bin, bool count)
 }
 
 /* One line's object. Pass 1 counts rows by their head: the prompt, most of each line, is
-   checked but not built. Pass 2 builds JSONL rows with one event-parser pass; jansson reads
-   the pages and words every refusal (util/json_pick.h). */
-static json_t *read_line_object(const dsa_mrcr_reader *rd, const char *line, size_t len,
+   lexed but neither decoded nor built. Pass 2 builds JSONL rows with one event-parser pass
+   that also parses the prompt's messages from the bytes it decoded (rd->messages); jansson
+   reads the pages and words every refusal (util/json_pick.h). */
+static json_t *read_line_object(dsa_mrcr_reader *rd, const char *line, size_t len,
                                 const struct dsa_json_where *w)
 {
     static const char *const head[] = {"n_needles", "n_chars", "context_tokens", "bin", NULL};
@@ -463,10 +475,13 @@ static json_t *read_line_object(const dsa_mrcr_reader *rd, const char *line, siz
         return dsa_json_parse_object(line, len, w);
     if (!rd->pass2)
         return dsa_json_pick_object(line, len, head, w);
-    json_t *obj = dsa_json_load_fast(line, len);
+    json_decref(rd->messages);
+    json_t *obj = dsa_json_load_fast_inner(line, len, "prompt", &rd->messages);
     if (obj && json_is_object(obj))
         return obj;
     json_decref(obj);
+    json_decref(rd->messages);
+    rd->messages = NULL;
     return dsa_json_parse_object(line, len, w);
 }
 
@@ -752,11 +767,14 @@ int dsa_mrcr_next(dsa_mrcr_reader *rd, struct dsa_mrcr_row *row)
             json_decref(owner);
             return dsa_errorf("'%s' changed while being read", rd->path);
         }
+        json_t *messages = rd->messages; /* taken over by parse_full() */
+        rd->messages = NULL;
         if (!keep(rd, n, bin, true)) {
+            json_decref(messages);
             json_decref(owner);
             continue;
         }
-        int bad = parse_full(obj, &w, row);
+        int bad = parse_full(obj, &w, messages, row);
         json_decref(owner);
         if (bad) {
             dsa_mrcr_row_release(row);
@@ -785,7 +803,7 @@ int dsa_mrcr_parse_row_text(const char *text, size_t len, struct dsa_mrcr_row *r
     json_t *obj = dsa_json_parse_object(text, len, &w);
     if (!obj)
         return -1;
-    int bad = parse_head(obj, &w, &h) || parse_full(obj, &w, row);
+    int bad = parse_head(obj, &w, &h) || parse_full(obj, &w, NULL, row);
     json_decref(obj);
     if (bad) {
         dsa_mrcr_row_release(row);
@@ -834,6 +852,7 @@ void dsa_mrcr_free(dsa_mrcr_reader **rdp)
         return;
     dsa_lines_free(&rd->lines);
     json_decref(rd->page);
+    json_decref(rd->messages);
     for (int n = 1; n <= DSA_MRCR_MAX_NEEDLES; n++)
         free(rd->ns[n].n_chars);
     free(rd->seq_n);

@@ -8,8 +8,6 @@
  */
 #include "evals/mrcr_grade_fields.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,7 +15,7 @@
 
 #include <yajl/yajl_parse.h>
 
-#include "util/utf8.h"
+#include "util/json_pick.h"
 
 const char *const dsa_mrcr_field_names[DSA_MF_COUNT] = {
     "response",      "model_response", "answer",
@@ -67,13 +65,6 @@ static void keep_string(struct dsa_mrcr_fields *mf, struct dsa_mrcr_fvalue *v, c
 
 /* ---- the stream reader ---- */
 
-/* Keys seen on the line, for refusing duplicates as jansson does (JSON_REJECT_DUPLICATES):
-   an open-addressing set of (object serial, key bytes). */
-struct key_entry {
-    uint32_t serial, hash;
-    size_t off, len; /* bytes in key_bytes */
-};
-
 struct scan {
     const char *text;
     yajl_handle h;
@@ -88,54 +79,8 @@ struct scan {
     uint32_t serial;
     uint32_t *open; /* open[d]: serial of the object open at depth d (0: an array) */
     size_t open_cap;
-    struct key_entry *keys;
-    size_t nkeys, keycap;
-    struct dsa_buf key_bytes;
+    struct dsa_json_keys keys; /* for refusing duplicates as JSON_REJECT_DUPLICATES does */
 };
-
-static uint32_t key_hash(uint32_t serial, const unsigned char *s, size_t len)
-{
-    uint32_t h = 2166136261u ^ serial; /* FNV-1a */
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ s[i]) * 16777619u;
-    return h;
-}
-
-static void keys_grow(struct scan *s)
-{
-    size_t cap = s->keycap ? 2 * s->keycap : 64;
-    struct key_entry *t = dsa_xcalloc(cap, sizeof *t);
-    for (size_t i = 0; i < s->keycap; i++) {
-        if (!s->keys[i].serial)
-            continue;
-        size_t j = s->keys[i].hash & (cap - 1);
-        while (t[j].serial)
-            j = (j + 1) & (cap - 1);
-        t[j] = s->keys[i];
-    }
-    free(s->keys);
-    s->keys = t;
-    s->keycap = cap;
-}
-
-/* Adds the key to its object's set; false if the object already has it. */
-static bool key_is_new(struct scan *s, const unsigned char *key, size_t len)
-{
-    if (2 * (s->nkeys + 1) > s->keycap)
-        keys_grow(s);
-    uint32_t serial = s->open[s->depth], h = key_hash(serial, key, len);
-    size_t j = h & (s->keycap - 1);
-    for (; s->keys[j].serial; j = (j + 1) & (s->keycap - 1)) {
-        const struct key_entry *e = &s->keys[j];
-        if (e->serial == serial && e->hash == h && e->len == len &&
-            !memcmp(s->key_bytes.data + e->off, key, len))
-            return false;
-    }
-    s->keys[j] = (struct key_entry){serial, h, s->key_bytes.len, len};
-    dsa_buf_add(&s->key_bytes, key, len);
-    s->nkeys++;
-    return true;
-}
 
 static int member_of(const unsigned char *key, size_t len)
 {
@@ -143,15 +88,6 @@ static int member_of(const unsigned char *key, size_t len)
         if (strlen(dsa_mrcr_field_names[k]) == len && !memcmp(dsa_mrcr_field_names[k], key, len))
             return k;
     return -1;
-}
-
-/* The offset of the value after a key that ends at `off`: past blanks, ':' and blanks. */
-static size_t value_start(const char *text, size_t off)
-{
-    while (text[off] == ' ' || text[off] == '\t' || text[off] == '\n' || text[off] == '\r' ||
-           text[off] == ':')
-        off++;
-    return off;
 }
 
 /* An identity value has ended at the parser's position: keep it as jansson reads it. */
@@ -226,28 +162,10 @@ static int on_boolean(void *ctx, int b)
     return scalar(ctx, DSA_MT_OTHER, NULL, 0);
 }
 
-/* jansson refuses integers outside long long and reals that overflow a double: so do we,
-   by handing such lines to the tree reader for its message */
-static bool number_fits(const char *num, size_t len)
-{
-    char buf[128];
-    if (len >= sizeof buf)
-        return false;
-    memcpy(buf, num, len);
-    buf[len] = '\0';
-    errno = 0;
-    if (!strpbrk(buf, ".eE")) {
-        (void)strtoll(buf, NULL, 10);
-        return errno != ERANGE;
-    }
-    double v = strtod(buf, NULL);
-    return !(errno == ERANGE && isinf(v));
-}
-
 static int on_number(void *ctx, const char *num, size_t len)
 {
     struct scan *s = ctx;
-    if (!number_fits(num, len))
+    if (!dsa_json_number_fits(num, len)) /* the tree reader words jansson's refusal */
         return 0;
     return scalar(s, DSA_MT_OTHER, NULL, 0);
 }
@@ -302,12 +220,12 @@ static int on_end(void *ctx)
 static int on_map_key(void *ctx, const unsigned char *key, size_t len)
 {
     struct scan *s = ctx;
-    if (memchr(key, '\0', len) || !key_is_new(s, key, len))
+    if (memchr(key, '\0', len) || !dsa_json_keys_add(&s->keys, s->open[s->depth], key, len))
         return 0; /* jansson refuses both, with its own words */
     if (s->depth == 1) {
         s->member = member_of(key, len);
         if (s->member >= 0 && is_id_field(s->member))
-            s->id_start = value_start(s->text, yajl_get_bytes_consumed(s->h));
+            s->id_start = dsa_json_value_start(s->text, yajl_get_bytes_consumed(s->h));
         return 1;
     }
     if (s->member == DSA_MF_INPUT &&
@@ -328,56 +246,10 @@ static const yajl_callbacks scan_callbacks = {
     .yajl_end_array = on_end,
 };
 
-/* yajl's complete_parse lets an unfinished token after the value through ("{}\"x"): only
-   blanks may follow the object, as for jansson. */
-static bool only_blanks_after(const char *text, size_t len, size_t end)
-{
-    if (!end)
-        return false;
-    for (size_t i = end; i < len; i++)
-        if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n' && text[i] != '\r')
-            return false;
-    return true;
-}
-
-/* Control bytes other than the JSON blanks \t \n \r: yajl also skips \v and \f between
-   tokens, and jansson reads past a NUL; both refuse them inside strings. */
-static bool blanks_only_controls(const char *text, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)text[i];
-        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
-            return false;
-    }
-    return true;
-}
-
-/* Pure ASCII lines (most) need no UTF-8 check beyond one look at each byte's top bit. Lines
-   with control bytes other than blanks are left to jansson (above). The scan goes 8 bytes at
-   a time (the classic has-less-than test) because it sees every byte of every line. */
-static bool valid_text(const char *text, size_t len)
-{
-    const uint64_t spaces = UINT64_C(0x2020202020202020), highs = UINT64_C(0x8080808080808080);
-    uint64_t high = 0, ctl = 0;
-    size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        uint64_t w;
-        memcpy(&w, text + i, 8);
-        high |= w;
-        ctl |= (w - spaces) & ~w; /* a byte below 0x20 sets its top bit (exact for "any") */
-    }
-    for (; i < len; i++) {
-        high |= (unsigned char)text[i];
-        ctl |= (unsigned char)text[i] < 0x20 ? highs : 0;
-    }
-    if (ctl & highs && !blanks_only_controls(text, len))
-        return false;
-    return !(high & highs) || dsa_utf8_valid(text, len);
-}
-
 int dsa_mrcr_fields_stream(const char *text, size_t len, struct dsa_mrcr_fields *mf)
 {
-    if (!len || !valid_text(text, len))
+    /* UTF-8 and control bytes only: JSON_ALLOW_NUL, so "\u0000" is a code point here */
+    if (!len || !dsa_json_text_plain(text, len, false))
         return -1;
     struct scan sc = {0}, *s = &sc;
     s->open_cap = 16;
@@ -385,19 +257,17 @@ int dsa_mrcr_fields_stream(const char *text, size_t len, struct dsa_mrcr_fields 
     s->text = text;
     s->mf = mf;
     s->member = -1;
-    dsa_buf_init(&s->key_bytes);
     s->h = yajl_alloc(&scan_callbacks, NULL, s);
     /* UTF-8 was checked above, strictly (yajl's own check lets overlong forms through) */
     yajl_config(s->h, yajl_dont_validate_strings, 1);
     int ret = -1;
     if (yajl_parse(s->h, (const unsigned char *)text, len) == yajl_status_ok &&
         yajl_complete_parse(s->h) == yajl_status_ok && !s->failed &&
-        only_blanks_after(text, len, s->end))
+        dsa_json_only_blanks_after(text, len, s->end))
         ret = 0;
     yajl_free(s->h);
-    free(s->keys);
     free(s->open);
-    dsa_buf_release(&s->key_bytes);
+    dsa_json_keys_release(&s->keys);
     return ret;
 }
 

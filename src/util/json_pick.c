@@ -1,7 +1,7 @@
 /*
- * dsa_json_pick_object() (json_pick.h). The checks that make the event parser accept exactly
- * jansson's lines are those of evals/mrcr_grade_fields.c, for jansson's default flags plus
- * JSON_REJECT_DUPLICATES.
+ * dsa_json_pick_object() and the tree builders (json_pick.h), and the checks shared with
+ * evals/mrcr_grade_fields.c that make the event parser accept exactly jansson's texts, for
+ * jansson's default flags plus JSON_REJECT_DUPLICATES.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include "util/json_pick.h"
@@ -20,27 +20,11 @@
 
 #define MAX_DEPTH 2048 /* jansson's JSON_PARSER_MAX_DEPTH */
 
-struct key_entry {
-    uint32_t serial, hash;
-    size_t off, len;
-};
+/* ---- the shared checks ---- */
 
-struct pick {
-    const char *text;
-    yajl_handle h;
-    const char *const *names;
-    json_t *out;
-    int depth;
-    bool picked;  /* the current depth-1 member is named */
-    char *name;   /* its key */
-    size_t start; /* offset of its value */
-    size_t end;   /* offset past the line's object */
-    bool failed;
-    uint32_t serial, *open;
-    size_t open_cap;
-    struct key_entry *keys;
-    size_t nkeys, keycap;
-    struct dsa_buf key_bytes;
+struct dsa_json_key_slot {
+    uint32_t serial, hash; /* serial 0: empty */
+    size_t off, len;       /* the key's bytes in dsa_json_keys.bytes */
 };
 
 static uint32_t key_hash(uint32_t serial, const unsigned char *s, size_t len)
@@ -51,77 +35,50 @@ static uint32_t key_hash(uint32_t serial, const unsigned char *s, size_t len)
     return h;
 }
 
-static void keys_grow(struct pick *p)
+static void keys_grow(struct dsa_json_keys *k)
 {
-    size_t cap = p->keycap ? 2 * p->keycap : 64;
-    struct key_entry *t = dsa_xcalloc(cap, sizeof *t);
-    for (size_t i = 0; i < p->keycap; i++) {
-        if (!p->keys[i].serial)
+    size_t cap = k->cap ? 2 * k->cap : 64;
+    struct dsa_json_key_slot *t = dsa_xcalloc(cap, sizeof *t);
+    for (size_t i = 0; i < k->cap; i++) {
+        if (!k->slots[i].serial)
             continue;
-        size_t j = p->keys[i].hash & (cap - 1);
+        size_t j = k->slots[i].hash & (cap - 1);
         while (t[j].serial)
             j = (j + 1) & (cap - 1);
-        t[j] = p->keys[i];
+        t[j] = k->slots[i];
     }
-    free(p->keys);
-    p->keys = t;
-    p->keycap = cap;
+    free(k->slots);
+    k->slots = t;
+    k->cap = cap;
 }
 
-/* Adds the key to its object's set; false if the object already has it. */
-static bool key_is_new(struct pick *p, const unsigned char *key, size_t len)
+bool dsa_json_keys_add(struct dsa_json_keys *k, uint32_t serial, const unsigned char *key,
+                       size_t len)
 {
-    if (2 * (p->nkeys + 1) > p->keycap)
-        keys_grow(p);
-    uint32_t serial = p->open[p->depth], h = key_hash(serial, key, len);
-    size_t j = h & (p->keycap - 1);
-    for (; p->keys[j].serial; j = (j + 1) & (p->keycap - 1)) {
-        const struct key_entry *e = &p->keys[j];
+    if (2 * (k->n + 1) > k->cap)
+        keys_grow(k);
+    uint32_t h = key_hash(serial, key, len);
+    size_t j = h & (k->cap - 1);
+    for (; k->slots[j].serial; j = (j + 1) & (k->cap - 1)) {
+        const struct dsa_json_key_slot *e = &k->slots[j];
         if (e->serial == serial && e->hash == h && e->len == len &&
-            !memcmp(p->key_bytes.data + e->off, key, len))
+            !memcmp(k->bytes.data + e->off, key, len))
             return false;
     }
-    p->keys[j] = (struct key_entry){serial, h, p->key_bytes.len, len};
-    dsa_buf_add(&p->key_bytes, key, len);
-    p->nkeys++;
+    k->slots[j] = (struct dsa_json_key_slot){serial, h, k->bytes.len, len};
+    dsa_buf_add(&k->bytes, key, len);
+    k->n++;
     return true;
 }
 
-/* A named member's value has ended at the parser's position: read it with jansson. */
-static void end_member(struct pick *p)
+void dsa_json_keys_release(struct dsa_json_keys *k)
 {
-    size_t end = yajl_get_bytes_consumed(p->h);
-    json_t *v = json_loadb(p->text + p->start, end - p->start,
-                           JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
-    if (!v)
-        p->failed = true;
-    else
-        json_object_set_new(p->out, p->name, v);
-    p->picked = false;
+    free(k->slots);
+    dsa_buf_release(&k->bytes);
+    memset(k, 0, sizeof *k);
 }
 
-static int scalar(struct pick *p)
-{
-    if (p->depth == 0) /* the text must be an object: else jansson words the refusal */
-        return 0;
-    if (p->depth == 1 && p->picked)
-        end_member(p);
-    return !p->failed;
-}
-
-static int on_null(void *ctx)
-{
-    return scalar(ctx);
-}
-
-static int on_boolean(void *ctx, int b)
-{
-    (void)b;
-    return scalar(ctx);
-}
-
-/* jansson refuses integers outside long long and reals that overflow a double */
-static bool number_fits(const char *num, size_t len)
+bool dsa_json_number_fits(const char *num, size_t len)
 {
     char buf[128];
     if (len >= sizeof buf)
@@ -137,16 +94,182 @@ static bool number_fits(const char *num, size_t len)
     return !(errno == ERANGE && isinf(v));
 }
 
-static int on_number(void *ctx, const char *num, size_t len)
+static long hex4(const char *p, const char *end)
 {
-    return number_fits(num, len) && scalar(ctx);
+    if (end - p < 4)
+        return -1;
+    long v = 0;
+    for (int k = 0; k < 4; k++) {
+        char c = p[k];
+        int h = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (h < 0)
+            return -1;
+        v = v * 16 + h;
+    }
+    return v;
 }
 
-static int on_string(void *ctx, const unsigned char *s, size_t len)
+/* The escape whose backslash is at `at`, if "\u" starts there: 0 = fine (*skip moved past it,
+   a surrogate pair whole) or no escape (an escaped backslash before a "u"), -1 = jansson must
+   decide ("\u0000", a lone surrogate, a malformed escape). */
+static int check_escape(const char *text, size_t len, size_t at, size_t *skip)
 {
-    (void)s;
-    (void)len;
+    const char *p = text + at, *end = text + len;
+    if (at < *skip || p[0] != '\\' || p[1] != 'u')
+        return 0;
+    size_t run = 0; /* a "\u" is an escape when an even number of backslashes precede it */
+    for (const char *q = p; q > text && q[-1] == '\\'; q--)
+        run++;
+    if (run % 2)
+        return 0;
+    long v = hex4(p + 2, end);
+    if (v <= 0 || (v >= 0xDC00 && v <= 0xDFFF))
+        return -1;
+    if (v >= 0xD800 && v <= 0xDBFF) {
+        long lo = end - p >= 12 && p[6] == '\\' && p[7] == 'u' ? hex4(p + 8, end) : -1;
+        if (lo < 0xDC00 || lo > 0xDFFF)
+            return -1;
+        *skip = at + 12;
+        return 0;
+    }
+    *skip = at + 6;
+    return 0;
+}
+
+/* The \u escapes jansson (without JSON_ALLOW_NUL) refuses and yajl lets through: "\u0000"
+   and lone surrogates. An MRCR row's prompt has a backslash every few bytes but hardly a
+   "\u", so the pairs "\u" are found 8 bytes at a time (the has-zero-byte test on the word
+   xor '\\' and on the word xor 'u'; it may flag a byte above a true match, never miss one) and
+   only those are looked at. */
+static bool escapes_plain(const char *text, size_t len)
+{
+    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+    size_t skip = 0, i = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t prev_bs = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w, b, u;
+        memcpy(&w, text + i, 8);
+        b = w ^ (ones * '\\');
+        u = w ^ (ones * 'u');
+        uint64_t bs = (b - ones) & ~b & highs, us = (u - ones) & ~u & highs;
+        uint64_t cand = ((bs << 8) | (prev_bs >> 56)) & us; /* a 'u' after a '\\' */
+        prev_bs = bs;
+        for (; cand; cand &= cand - 1)
+            if (check_escape(text, len, i + (size_t)__builtin_ctzll(cand) / 8 - 1, &skip))
+                return false;
+    }
+#endif
+    for (size_t at = i ? i - 1 : 0; at + 1 < len; at++)
+        if (check_escape(text, len, at, &skip))
+            return false;
+    return true;
+}
+
+static bool blanks_only_controls(const char *text, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
+            return false;
+    }
+    return true;
+}
+
+/* Pure ASCII texts (most) need no UTF-8 check beyond one look at each byte's top bit. The
+   scan goes 8 bytes at a time (the has-less-than test) because it sees every byte of every
+   line. */
+bool dsa_json_text_plain(const char *text, size_t len, bool check_escapes)
+{
+    const uint64_t spaces = UINT64_C(0x2020202020202020), highs = UINT64_C(0x8080808080808080);
+    uint64_t high = 0, ctl = 0;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, text + i, 8);
+        high |= w;
+        ctl |= (w - spaces) & ~w; /* a byte below 0x20 sets its top bit (exact for "any") */
+    }
+    for (; i < len; i++) {
+        high |= (unsigned char)text[i];
+        ctl |= (unsigned char)text[i] < 0x20 ? highs : 0;
+    }
+    if (ctl & highs && !blanks_only_controls(text, len))
+        return false;
+    if (check_escapes && !escapes_plain(text, len))
+        return false;
+    return !(high & highs) || dsa_utf8_valid(text, len);
+}
+
+bool dsa_json_only_blanks_after(const char *text, size_t len, size_t end)
+{
+    if (!end)
+        return false;
+    for (size_t i = end; i < len; i++)
+        if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n' && text[i] != '\r')
+            return false;
+    return true;
+}
+
+size_t dsa_json_value_start(const char *text, size_t off)
+{
+    while (text[off] == ' ' || text[off] == '\t' || text[off] == '\n' || text[off] == '\r' ||
+           text[off] == ':')
+        off++;
+    return off;
+}
+
+/* ---- the picker ---- */
+
+struct pick {
+    const char *text;
+    size_t len;
+    yajl_handle h;
+    const char *const *names;
+    json_t *out;
+    int depth;
+    size_t end; /* offset past the line's object */
+    bool failed;
+    uint32_t serial, *open; /* open[d]: serial of the object open at depth d (0: an array) */
+    size_t open_cap;
+    struct dsa_json_keys keys;
+};
+
+/* A named member's value starts at `start`: jansson reads it there and stops after it (the
+   event parser checks the rest of the line). Read at its key, the value's end need not be
+   seen, so the parser runs without a string callback and decodes no string (the prompt). */
+static void read_member(struct pick *p, const unsigned char *key, size_t klen, size_t start)
+{
+    json_t *v = json_loadb(p->text + start, p->len - start,
+                           JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, NULL);
+    if (!v)
+        p->failed = true;
+    else
+        json_object_setn_new(p->out, (const char *)key, klen, v);
+}
+
+static int scalar(struct pick *p)
+{
+    return p->depth > 0; /* the text must be an object: else jansson words the refusal */
+}
+
+static int on_null(void *ctx)
+{
     return scalar(ctx);
+}
+
+static int on_boolean(void *ctx, int b)
+{
+    (void)b;
+    return scalar(ctx);
+}
+
+static int on_number(void *ctx, const char *num, size_t len)
+{
+    return dsa_json_number_fits(num, len) && scalar(ctx);
 }
 
 static int open_container(struct pick *p, bool is_map)
@@ -178,9 +301,7 @@ static int on_end(void *ctx)
     p->depth--;
     if (p->depth == 0)
         p->end = yajl_get_bytes_consumed(p->h);
-    if (p->depth == 1 && p->picked)
-        end_member(p);
-    return !p->failed;
+    return 1;
 }
 
 static bool named(const char *const *names, const unsigned char *key, size_t len)
@@ -194,26 +315,19 @@ static bool named(const char *const *names, const unsigned char *key, size_t len
 static int on_map_key(void *ctx, const unsigned char *key, size_t len)
 {
     struct pick *p = ctx;
-    if (memchr(key, '\0', len) || !key_is_new(p, key, len))
+    if (memchr(key, '\0', len) || !dsa_json_keys_add(&p->keys, p->open[p->depth], key, len))
         return 0;
-    if (p->depth == 1 && named(p->names, key, len)) {
-        size_t off = yajl_get_bytes_consumed(p->h);
-        while (p->text[off] == ' ' || p->text[off] == '\t' || p->text[off] == '\n' ||
-               p->text[off] == '\r' || p->text[off] == ':')
-            off++;
-        free(p->name);
-        p->name = dsa_xstrndup((const char *)key, len);
-        p->start = off;
-        p->picked = true;
-    }
-    return 1;
+    if (p->depth == 1 && named(p->names, key, len))
+        read_member(p, key, len, dsa_json_value_start(p->text, yajl_get_bytes_consumed(p->h)));
+    return !p->failed;
 }
 
 static const yajl_callbacks pick_callbacks = {
     .yajl_null = on_null,
     .yajl_boolean = on_boolean,
     .yajl_number = on_number,
-    .yajl_string = on_string,
+    /* no string callback: yajl then lexes strings without decoding them; a top-level string
+       leaves end at 0, which declines the text */
     .yajl_start_map = on_start_map,
     .yajl_map_key = on_map_key,
     .yajl_end_map = on_end,
@@ -221,120 +335,24 @@ static const yajl_callbacks pick_callbacks = {
     .yajl_end_array = on_end,
 };
 
-static long hex4(const char *p, const char *end)
-{
-    if (end - p < 4)
-        return -1;
-    long v = 0;
-    for (int k = 0; k < 4; k++) {
-        char c = p[k];
-        int h = c >= '0' && c <= '9'   ? c - '0'
-                : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                       : -1;
-        if (h < 0)
-            return -1;
-        v = v * 16 + h;
-    }
-    return v;
-}
-
-/* The \u escapes jansson (without JSON_ALLOW_NUL) refuses and yajl lets through: "\u0000"
-   and lone surrogates. Escapes are scanned whole, from backslash to backslash (memchr), so
-   an escaped backslash before "u" is no escape; a malformed one is left to jansson too. */
-static bool escapes_plain(const char *text, size_t len)
-{
-    const char *end = text + len, *p = text;
-    while ((p = memchr(p, '\\', (size_t)(end - p)))) {
-        if (end - p < 2)
-            return false;
-        if (p[1] != 'u') {
-            p += 2;
-            continue;
-        }
-        long v = hex4(p + 2, end);
-        if (v <= 0 || (v >= 0xDC00 && v <= 0xDFFF))
-            return false;
-        if (v >= 0xD800 && v <= 0xDBFF) {
-            long lo = end - p >= 12 && p[6] == '\\' && p[7] == 'u' ? hex4(p + 8, end) : -1;
-            if (lo < 0xDC00 || lo > 0xDFFF)
-                return false;
-            p += 12;
-            continue;
-        }
-        p += 6;
-    }
-    return true;
-}
-
-/* Control bytes other than the JSON blanks \t \n \r: yajl also skips \v and \f between
-   tokens, and jansson reads past a NUL; both refuse them inside strings. */
-static bool blanks_only_controls(const char *text, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)text[i];
-        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
-            return false;
-    }
-    return true;
-}
-
-/* Valid UTF-8 (strictly: yajl's check lets overlong forms through), no control byte but the
-   blanks, and none of the escapes above. The byte scan goes 8 bytes at a time (the
-   has-less-than test). */
-static bool plain_text(const char *text, size_t len)
-{
-    const uint64_t spaces = UINT64_C(0x2020202020202020), highs = UINT64_C(0x8080808080808080);
-    uint64_t high = 0, ctl = 0;
-    size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        uint64_t w;
-        memcpy(&w, text + i, 8);
-        high |= w;
-        ctl |= (w - spaces) & ~w; /* a byte below 0x20 sets its top bit (exact for "any") */
-    }
-    for (; i < len; i++) {
-        high |= (unsigned char)text[i];
-        ctl |= (unsigned char)text[i] < 0x20 ? highs : 0;
-    }
-    if (ctl & highs && !blanks_only_controls(text, len))
-        return false;
-    if (!escapes_plain(text, len))
-        return false;
-    return !(high & highs) || dsa_utf8_valid(text, len);
-}
-
-static bool only_blanks_after(const char *text, size_t len, size_t end)
-{
-    if (!end)
-        return false;
-    for (size_t i = end; i < len; i++)
-        if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n' && text[i] != '\r')
-            return false;
-    return true;
-}
-
 /* 0 with p->out filled, or -1: the text needs jansson. */
 static int pick_stream(const char *text, size_t len, struct pick *p)
 {
-    if (!len || !plain_text(text, len))
+    if (!len || !dsa_json_text_plain(text, len, true))
         return -1;
     p->open_cap = 16;
     p->open = dsa_xmalloc(p->open_cap * sizeof *p->open);
-    dsa_buf_init(&p->key_bytes);
     p->out = json_object();
     p->h = yajl_alloc(&pick_callbacks, NULL, p);
     yajl_config(p->h, yajl_dont_validate_strings, 1); /* checked above */
     int ret = -1;
     if (yajl_parse(p->h, (const unsigned char *)text, len) == yajl_status_ok &&
         yajl_complete_parse(p->h) == yajl_status_ok && !p->failed &&
-        only_blanks_after(text, len, p->end))
+        dsa_json_only_blanks_after(text, len, p->end))
         ret = 0;
     yajl_free(p->h);
-    free(p->keys);
     free(p->open);
-    free(p->name);
-    dsa_buf_release(&p->key_bytes);
+    dsa_json_keys_release(&p->keys);
     if (ret) {
         json_decref(p->out);
         p->out = NULL;
@@ -348,9 +366,13 @@ struct build {
     yajl_handle h;
     json_t *root, **stack; /* the open containers */
     size_t depth, cap;
-    char *key; /* the pending key of the innermost object */
+    struct dsa_buf key; /* the pending key of the innermost object (one buffer for all keys:
+                           a message list has hundreds of objects) */
+    bool has_key;
     size_t end;
     bool failed;
+    const char *inner_key; /* dsa_json_load_fast_inner(): the member parsed in place */
+    json_t *inner;
 };
 
 /* Hangs v under the innermost container (or makes it the root). */
@@ -369,14 +391,13 @@ static int add(struct build *b, json_t *v)
     if (json_is_array(parent))
         return json_array_append_new(parent, v) == 0;
     /* duplicates: jansson keeps the last or refuses; either way it decides */
-    if (!b->key || json_object_get(parent, b->key)) {
+    if (!b->has_key || json_object_getn(parent, b->key.data, b->key.len)) {
         json_decref(v);
         b->failed = true;
         return 0;
     }
-    int rc = json_object_set_new_nocheck(parent, b->key, v);
-    free(b->key);
-    b->key = NULL;
+    int rc = json_object_setn_new_nocheck(parent, b->key.data, b->key.len, v);
+    b->has_key = false;
     return rc == 0;
 }
 
@@ -412,8 +433,13 @@ static int b_number(void *ctx, const char *num, size_t len)
 
 static int b_string(void *ctx, const unsigned char *s, size_t len)
 {
+    struct build *b = ctx;
+    if (b->inner_key && b->depth == 1 && !b->inner && b->has_key &&
+        b->key.len == strlen(b->inner_key) && !memcmp(b->key.data, b->inner_key, b->key.len) &&
+        (b->inner = dsa_json_load_fast((const char *)s, len)))
+        return add(b, json_string("")); /* the bytes live on as b->inner */
     /* the UTF-8 was checked strictly before the parse */
-    return add(ctx, json_stringn_nocheck((const char *)s, len));
+    return add(b, json_stringn_nocheck((const char *)s, len));
 }
 
 static int b_open(struct build *b, json_t *c)
@@ -462,8 +488,9 @@ static int b_map_key(void *ctx, const unsigned char *key, size_t len)
     struct build *b = ctx;
     if (memchr(key, '\0', len))
         return 0; /* jansson refuses NUL in keys */
-    free(b->key);
-    b->key = dsa_xstrndup((const char *)key, len);
+    dsa_buf_reset(&b->key);
+    dsa_buf_add(&b->key, key, len);
+    b->has_key = true;
     return 1;
 }
 
@@ -479,31 +506,46 @@ static const yajl_callbacks build_callbacks = {
     .yajl_end_array = b_end,
 };
 
-json_t *dsa_json_load_fast(const char *text, size_t len)
+static json_t *load_fast(const char *text, size_t len, const char *inner_key, json_t **inner)
 {
-    if (!len || !plain_text(text, len))
+    if (!len || !dsa_json_text_plain(text, len, true))
         return NULL;
-    struct build b = {0};
+    struct build b = {.inner_key = inner_key};
     b.h = yajl_alloc(&build_callbacks, NULL, &b);
     yajl_config(b.h, yajl_dont_validate_strings, 1); /* checked above */
     bool ok = yajl_parse(b.h, (const unsigned char *)text, len) == yajl_status_ok &&
               yajl_complete_parse(b.h) == yajl_status_ok && !b.failed && b.root &&
-              only_blanks_after(text, len, b.end);
+              dsa_json_only_blanks_after(text, len, b.end);
     yajl_free(b.h);
     while (b.depth)
         json_decref(b.stack[--b.depth]);
     free(b.stack);
-    free(b.key);
+    dsa_buf_release(&b.key);
     if (!ok) {
         json_decref(b.root);
+        json_decref(b.inner);
         return NULL;
     }
+    if (inner)
+        *inner = b.inner;
     return b.root;
+}
+
+json_t *dsa_json_load_fast(const char *text, size_t len)
+{
+    return load_fast(text, len, NULL, NULL);
+}
+
+json_t *dsa_json_load_fast_inner(const char *text, size_t len, const char *inner_key,
+                                 json_t **inner)
+{
+    *inner = NULL;
+    return load_fast(text, len, inner_key, inner);
 }
 
 DSA_UNITTEST json_t *dsa_json_pick_stream(const char *text, size_t len, const char *const *names)
 {
-    struct pick p = {.text = text, .names = names};
+    struct pick p = {.text = text, .len = len, .names = names};
     return pick_stream(text, len, &p) == 0 ? p.out : NULL;
 }
 

@@ -413,8 +413,52 @@ static void pick_agrees(const char *text, size_t len)
         fail_msg("the tree builder differs from jansson on: %.*s", (int)len, text);
     if (!t && b_obj && plain) /* a duplicate key is left to jansson, as every refusal */
         fail_msg("the tree builder declined a line jansson reads: %.*s", (int)len, text);
+    /* with the prompt parsed in place: the same tree, the prompt's own tree beside it */
+    json_t *inner, *t2 = dsa_json_load_fast_inner(text, len, "prompt", &inner);
+    if (!t2 != !t)
+        fail_msg("load_fast_inner and load_fast disagree on: %.*s", (int)len, text);
+    if (inner) {
+        json_t *ps = json_object_get(u, "prompt");
+        json_t *pt = json_loadb(json_string_value(ps), json_string_length(ps), 0, NULL);
+        if (!pt || !json_equal(pt, inner) ||
+            strcmp(json_string_value(json_object_get(t2, "prompt")), ""))
+            fail_msg("the prompt parsed in place differs from jansson on: %.*s", (int)len, text);
+        json_object_set(t2, "prompt", ps);
+        json_decref(pt);
+    }
+    if (t2 && !json_equal(t2, u))
+        fail_msg("load_fast_inner differs from jansson on: %.*s", (int)len, text);
+    json_decref(inner);
+    json_decref(t2);
     json_decref(t);
     json_decref(u);
+}
+
+/* The \u scan goes 8 bytes at a time: each escape at every offset in the word, and across
+   its edge. */
+static void test_json_escapes_aligned(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *esc;
+        bool taken;
+    } cases[] = {
+        {"\\u0000", false},      {"\\\\u0000", true},      {"\\\\\\u0000", false},
+        {"\\udf0d", false},      {"\\ud83c\\udf0d", true}, {"\\ud83c\\u0041", false},
+        {"\\ud83c", false},      {"\\u00e9", true},        {"\\\"u0000", true},
+        {"\\\\\\\\udc00", true},
+    };
+    static const char *const names[] = {"x", NULL};
+    for (size_t i = 0; i < DSA_ARRAY_SIZE(cases); i++)
+        for (int pad = 0; pad < 17; pad++) {
+            char text[96];
+            int n = snprintf(text, sizeof text, "{\"x\":\"%*s%s\"}", pad, "", cases[i].esc);
+            json_t *v = dsa_json_pick_stream(text, (size_t)n, names);
+            if (!v != !cases[i].taken)
+                fail_msg("%s at offset %d: %s", cases[i].taken ? "declined" : "taken", pad, text);
+            json_decref(v);
+            pick_agrees(text, (size_t)n);
+        }
 }
 
 static void test_json_pick(void **state)
@@ -452,6 +496,12 @@ static void test_json_pick(void **state)
         "{\"a\":\"\t\"}",
         "[1]",
         "[{\"role\":\"user\",\"content\":\"a\\\"b\\n\"},{\"k\":[1.5,-2,1e3,true,null]}]",
+        "{\"prompt\":\"[{\\\"role\\\":\\\"user\\\",\\\"content\\\":\\\"a\\\\n\\\\u00e9\\\"}]\","
+        "\"n\":1}",
+        "{\"prompt\":\"not json\",\"n\":1}",
+        "{\"prompt\":\"[1,\\\"\\\\u0000\\\"]\"}",
+        "{\"prompt\":[1,2]}",
+        "{\"a\":{\"prompt\":\"[1]\"}}",
         "5",
         "",
     };
@@ -487,6 +537,7 @@ int main(void)
         cmocka_unit_test(test_url_redact),
         cmocka_unit_test(test_secret_hold),
         cmocka_unit_test(test_json_pick),
+        cmocka_unit_test(test_json_escapes_aligned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
