@@ -81,7 +81,43 @@ static int in_range_count(const int32_t *a, int n, long lo, long hi)
 struct bin_sum {
     int n;
     double score, needle, needle_gold;
+    double stage_us[DSA_INPROC_NT]; /* Σ µs·context_tokens per stage (stage_us_per_token) */
+    long tokens;
 };
+
+static void add_stages(struct bin_sum *b, json_t *rec)
+{
+    json_t *st = json_object_get(rec, "stage_us_per_token");
+    long T = (long)json_integer_value(json_object_get(rec, "context_tokens"));
+    if (!json_is_object(st) || T <= 0) /* a record of an older build */
+        return;
+    for (int i = 0; i < DSA_INPROC_NT; i++)
+        b->stage_us[i] +=
+            json_number_value(json_object_get(st, dsa_inproc_stage_keys[i])) * (double)T;
+    b->tokens += T;
+}
+
+/* "µs per context token: 94.1 = proxy 3.0 + S1 2.1 + …", over the rows that timed stages */
+static void print_stages(const struct bin_sum *sums)
+{
+    static const char *const label[DSA_INPROC_NT] = {"proxy", "S1",     "S2",  "S3",
+                                                     "S4",    "golden", "host"};
+    double us[DSA_INPROC_NT] = {0}, total = 0.0;
+    long tokens = 0;
+    for (int b = 0; b < DSA_MRCR_NBINS; b++) {
+        for (int i = 0; i < DSA_INPROC_NT; i++)
+            us[i] += sums[b].stage_us[i];
+        tokens += sums[b].tokens;
+    }
+    if (!tokens)
+        return;
+    for (int i = 0; i < DSA_INPROC_NT; i++)
+        total += us[i] / (double)tokens;
+    printf("µs per context token: %.1f =", total);
+    for (int i = 0; i < DSA_INPROC_NT; i++)
+        printf("%s %s %.1f", i ? " +" : "", label[i], us[i] / (double)tokens);
+    printf("\n");
+}
 
 /* FNV-1a of a string: the topic of a row is its needle's request text */
 static uint64_t topic_of(const char *s)
@@ -172,6 +208,7 @@ static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, struct d
                           : NULL;
     struct dsa_inproc_plant plant = {topic_of(req), keys, true};
     struct timespec t0, t1;
+    dsa_inproc_times_reset(ip);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (dsa_inproc_select_planted(ip, t.v, T, &plant, qpos, (int)M, idx, gold) == 0) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -214,6 +251,7 @@ static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, struct d
                         "context_tokens", (json_int_t)T, "query_tokens", (json_int_t)M,
                         "needle_tokens", (json_int_t)nneedle, "distractor_tokens", (json_int_t)ndis,
                         "topk", K, "elapsed_ms", ms);
+        json_object_set_new(rec, "stage_us_per_token", dsa_inproc_times_json(ip, T));
     }
     free(qpos);
     free(idx);
@@ -257,6 +295,7 @@ static int run_file(dsa_inproc *ip, const struct dsa_inproc_opts *o, dsa_mrcr_re
             b->score += json_real_value(json_object_get(rec, "score"));
             b->needle += json_number_value(json_object_get(rec, "needle_retention"));
             b->needle_gold += json_number_value(json_object_get(rec, "needle_retention_golden"));
+            add_stages(b, rec);
         } else if (ret == DSA_EXIT_OK) {
             ret = DSA_EXIT_FAIL;
         }
@@ -372,6 +411,8 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
             printf("%-6s %5d %12.4f %8.3f %15.3f\n", dsa_mrcr_bin_label(b), sums[b].n,
                    sums[b].score / sums[b].n, sums[b].needle / sums[b].n,
                    sums[b].needle_gold / sums[b].n);
+    if (!o->json)
+        print_stages(sums);
 cleanup:
     dsa_run_free(&run);
     json_decref(header);

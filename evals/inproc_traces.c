@@ -219,6 +219,7 @@ static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, const st
     dsa_trace *tr = NULL;
     json_t *rec = NULL, *layers = json_array();
     struct timespec t0, t1;
+    dsa_inproc_times_reset(ip);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int ls[256], nl = -1;
     *exit_code = DSA_EXIT_DATA;
@@ -275,6 +276,7 @@ static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, const st
         (json_int_t)T, "query_tokens", (json_int_t)M, "needle_tokens",
         (json_int_t)(hn ? r->needle_hi - r->needle_lo : 0), "topk", o->topk, "trace", r->file,
         "elapsed_ms", ms, "layers", layers);
+    json_object_set_new(rec, "stage_us_per_token", dsa_inproc_times_json(ip, T)); /* all layers */
     *exit_code = DSA_EXIT_OK;
 cleanup:
     json_decref(layers);
