@@ -195,6 +195,27 @@ static void kgen_range(void *c, long b, long e)
     }
 }
 
+/* q and w of the query rows, in parallel over rows */
+struct qgen {
+    const dsa_inproc *p;
+    const uint32_t *tokens;
+    const long *qpos;
+    const double *u; /* the topic direction, or NULL */
+    uint16_t *q_raw, *w_raw;
+};
+
+static void qgen_range(void *c, long b, long e)
+{
+    struct qgen *g = c;
+    const int H = g->p->f.heads;
+    for (long m = b; m < e; m++) {
+        long pos = g->qpos[m];
+        dsa_proxy_q_planted(g->p->seed, H, g->tokens[pos], pos, g->u,
+                            g->q_raw + (size_t)m * H * 128);
+        dsa_proxy_w(g->p->seed, H, g->tokens[pos], pos, g->w_raw + (size_t)m * H);
+    }
+}
+
 /* ---- golden logits, in parallel over key blocks ---- */
 
 struct gold {
@@ -320,6 +341,10 @@ int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, 
     const long T = in->T;
     const long *qpos = in->qpos;
     int rc = -1, st;
+    /* host time is what the stages leave of the whole call */
+    double t_call = now_s(), staged = 0.0;
+    for (int i = DSA_INPROC_T_S1; i <= DSA_INPROC_T_GOLDEN; i++)
+        staged -= p->times[i];
     if (T < 1 || M < 1 || in->max_pos < T)
         return dsa_errorf("in-process inputs need T >= 1, M >= 1 and a RoPE table of T rows");
     for (int m = 0; m < M; m++)
@@ -341,10 +366,7 @@ int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, 
     int nd = 0;
 #define DALLOC(bytes) (d[nd++] = api->alloc(bytes))
 
-    /* host time is what the stages leave of the whole call */
-    double t_call = now_s(), t0 = t_call, staged = 0.0;
-    for (int i = DSA_INPROC_T_S1; i <= DSA_INPROC_T_GOLDEN; i++)
-        staged -= p->times[i];
+    double t0 = now_s();
     struct kgold kg = {in, p->f.rope, kgold};
     dsa_cpu_parallel_for(T, 256, kgold_range, &kg);
     struct qgold qg = {in, H, p->f.rope, qgold, wgold};
@@ -480,11 +502,8 @@ int dsa_inproc_proxy_inputs_planted(dsa_inproc *p, const uint32_t *tokens, long 
     uint16_t *w_raw = dsa_xmalloc((size_t)(M > 0 ? M : 1) * H * 2);
     struct kgen kg = {p, tokens, plant ? plant->keys : NULL, u, k_raw};
     dsa_cpu_parallel_for(T, 256, kgen_range, &kg);
-    const double *uq = plant && plant->queries ? u : NULL;
-    for (int m = 0; m < M; m++) {
-        dsa_proxy_q_planted(p->seed, H, tokens[qpos[m]], qpos[m], uq, q_raw + (size_t)m * H * 128);
-        dsa_proxy_w(p->seed, H, tokens[qpos[m]], qpos[m], w_raw + (size_t)m * H);
-    }
+    struct qgen qg = {p, tokens, qpos, plant && plant->queries ? u : NULL, q_raw, w_raw};
+    dsa_cpu_parallel_for(M, 1, qgen_range, &qg);
     p->times[DSA_INPROC_T_PROXY] += now_s() - t0;
     *in =
         (struct dsa_inproc_inputs){T,       k_raw,   M,      qpos,   q_raw,      w_raw, DSA_K_BF16,
