@@ -81,43 +81,7 @@ static int in_range_count(const int32_t *a, int n, long lo, long hi)
 struct bin_sum {
     int n;
     double score, needle, needle_gold;
-    double stage_us[DSA_INPROC_NT]; /* Σ µs·context_tokens per stage (stage_us_per_token) */
-    long tokens;
 };
-
-static void add_stages(struct bin_sum *b, json_t *rec)
-{
-    json_t *st = json_object_get(rec, "stage_us_per_token");
-    long T = (long)json_integer_value(json_object_get(rec, "context_tokens"));
-    if (!json_is_object(st) || T <= 0) /* a record of an older build */
-        return;
-    for (int i = 0; i < DSA_INPROC_NT; i++)
-        b->stage_us[i] +=
-            json_number_value(json_object_get(st, dsa_inproc_stage_keys[i])) * (double)T;
-    b->tokens += T;
-}
-
-/* "µs per context token: 94.1 = proxy 3.0 + S1 2.1 + …", over the rows that timed stages */
-static void print_stages(const struct bin_sum *sums)
-{
-    static const char *const label[DSA_INPROC_NT] = {"proxy", "S1",     "S2",  "S3",
-                                                     "S4",    "golden", "host"};
-    double us[DSA_INPROC_NT] = {0}, total = 0.0;
-    long tokens = 0;
-    for (int b = 0; b < DSA_MRCR_NBINS; b++) {
-        for (int i = 0; i < DSA_INPROC_NT; i++)
-            us[i] += sums[b].stage_us[i];
-        tokens += sums[b].tokens;
-    }
-    if (!tokens)
-        return;
-    for (int i = 0; i < DSA_INPROC_NT; i++)
-        total += us[i] / (double)tokens;
-    printf("µs per context token: %.1f =", total);
-    for (int i = 0; i < DSA_INPROC_NT; i++)
-        printf("%s %s %.1f", i ? " +" : "", label[i], us[i] / (double)tokens);
-    printf("\n");
-}
 
 /* FNV-1a of a string: the topic of a row is its needle's request text */
 static uint64_t topic_of(const char *s)
@@ -265,7 +229,8 @@ static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, struct d
 
 /* rows of one file; returns an exit status */
 static int run_file(dsa_inproc *ip, const struct dsa_inproc_opts *o, dsa_mrcr_reader *rd,
-                    dsa_run *run, struct bin_sum *sums, dsa_progress *pg)
+                    dsa_run *run, struct bin_sum *sums, struct dsa_inproc_stage_sum *stages,
+                    dsa_progress *pg)
 {
     struct dsa_mrcr_row row = {0};
     int ret = DSA_EXIT_OK, r;
@@ -295,7 +260,7 @@ static int run_file(dsa_inproc *ip, const struct dsa_inproc_opts *o, dsa_mrcr_re
             b->score += json_real_value(json_object_get(rec, "score"));
             b->needle += json_number_value(json_object_get(rec, "needle_retention"));
             b->needle_gold += json_number_value(json_object_get(rec, "needle_retention_golden"));
-            add_stages(b, rec);
+            dsa_inproc_stage_sum_add(stages, rec);
         } else if (ret == DSA_EXIT_OK) {
             ret = DSA_EXIT_FAIL;
         }
@@ -319,6 +284,7 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
     json_t *header = NULL, *files = json_array(), *shas = json_array();
     char *path = NULL;
     struct bin_sum sums[DSA_MRCR_NBINS] = {{0}};
+    struct dsa_inproc_stage_sum stages = {{0}, 0};
     struct dsa_mrcr_filter filt = {o->needles_mask, o->bins_mask, o->limit};
 
     /* every file is checked (and hashed) before any work */
@@ -389,7 +355,7 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
             ret = DSA_EXIT_DATA;
             break;
         }
-        int fr = run_file(ip, o, rd, run, sums, pg);
+        int fr = run_file(ip, o, rd, run, sums, &stages, pg);
         if (fr != DSA_EXIT_OK && ret == DSA_EXIT_OK)
             ret = fr;
         else if (fr != DSA_EXIT_OK && fr != DSA_EXIT_FAIL)
@@ -412,7 +378,7 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
                    sums[b].score / sums[b].n, sums[b].needle / sums[b].n,
                    sums[b].needle_gold / sums[b].n);
     if (!o->json)
-        print_stages(sums);
+        dsa_inproc_stage_sum_print(&stages);
 cleanup:
     dsa_run_free(&run);
     json_decref(header);

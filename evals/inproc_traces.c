@@ -415,6 +415,7 @@ int dsa_inproc_traces_run(const struct dsa_inproc_opts *o_in)
     struct dsa_inproc_opts o = *o_in;
     struct manifest m = {0};
     struct bin_sum sums[DSA_MRCR_NBINS] = {{0}};
+    struct dsa_inproc_stage_sum stages = {{0}, 0};
     dsa_inproc *ip = NULL;
     dsa_run *run = NULL;
     json_t *header = NULL;
@@ -491,14 +492,17 @@ int dsa_inproc_traces_run(const struct dsa_inproc_opts *o_in)
                                   strcmp(json_string_value(json_object_get(rec, "status")), "ok"));
         }
         add_to_bin(&sums[m.v[i].bin], rec);
+        dsa_inproc_stage_sum_add(&stages, rec);
         json_decref(rec);
         if (o.interrupted && *o.interrupted)
             ret = DSA_EXIT_INTERRUPTED;
     }
     if (pg)
         dsa_progress_finish(pg);
-    if (!o.json) /* --json: the caller prints the run's summary document instead */
+    if (!o.json) { /* --json: the caller prints the run's summary document instead */
         print_summary(sums);
+        dsa_inproc_stage_sum_print(&stages);
+    }
 cleanup:
     dsa_progress_free(&pg);
     dsa_run_free(&run);
