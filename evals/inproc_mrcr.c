@@ -172,6 +172,7 @@ static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, struct d
                           : NULL;
     struct dsa_inproc_plant plant = {topic_of(req), keys, true};
     struct timespec t0, t1;
+    dsa_inproc_times_reset(ip);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (dsa_inproc_select_planted(ip, t.v, T, &plant, qpos, (int)M, idx, gold) == 0) {
         clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -214,6 +215,7 @@ static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, struct d
                         "context_tokens", (json_int_t)T, "query_tokens", (json_int_t)M,
                         "needle_tokens", (json_int_t)nneedle, "distractor_tokens", (json_int_t)ndis,
                         "topk", K, "elapsed_ms", ms);
+        json_object_set_new(rec, "stage_us_per_token", dsa_inproc_times_json(ip, T));
     }
     free(qpos);
     free(idx);
@@ -227,7 +229,8 @@ static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, struct d
 
 /* rows of one file; returns an exit status */
 static int run_file(dsa_inproc *ip, const struct dsa_inproc_opts *o, dsa_mrcr_reader *rd,
-                    dsa_run *run, struct bin_sum *sums, dsa_progress *pg)
+                    dsa_run *run, struct bin_sum *sums, struct dsa_inproc_stage_sum *stages,
+                    dsa_progress *pg)
 {
     struct dsa_mrcr_row row = {0};
     int ret = DSA_EXIT_OK, r;
@@ -257,6 +260,7 @@ static int run_file(dsa_inproc *ip, const struct dsa_inproc_opts *o, dsa_mrcr_re
             b->score += json_real_value(json_object_get(rec, "score"));
             b->needle += json_number_value(json_object_get(rec, "needle_retention"));
             b->needle_gold += json_number_value(json_object_get(rec, "needle_retention_golden"));
+            dsa_inproc_stage_sum_add(stages, rec);
         } else if (ret == DSA_EXIT_OK) {
             ret = DSA_EXIT_FAIL;
         }
@@ -280,6 +284,7 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
     json_t *header = NULL, *files = json_array(), *shas = json_array();
     char *path = NULL;
     struct bin_sum sums[DSA_MRCR_NBINS] = {{0}};
+    struct dsa_inproc_stage_sum stages = {{0}, 0};
     struct dsa_mrcr_filter filt = {o->needles_mask, o->bins_mask, o->limit};
 
     /* every file is checked (and hashed) before any work */
@@ -350,7 +355,7 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
             ret = DSA_EXIT_DATA;
             break;
         }
-        int fr = run_file(ip, o, rd, run, sums, pg);
+        int fr = run_file(ip, o, rd, run, sums, &stages, pg);
         if (fr != DSA_EXIT_OK && ret == DSA_EXIT_OK)
             ret = fr;
         else if (fr != DSA_EXIT_OK && fr != DSA_EXIT_FAIL)
@@ -372,6 +377,8 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
             printf("%-6s %5d %12.4f %8.3f %15.3f\n", dsa_mrcr_bin_label(b), sums[b].n,
                    sums[b].score / sums[b].n, sums[b].needle / sums[b].n,
                    sums[b].needle_gold / sums[b].n);
+    if (!o->json)
+        dsa_inproc_stage_sum_print(&stages);
 cleanup:
     dsa_run_free(&run);
     json_decref(header);

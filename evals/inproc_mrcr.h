@@ -9,6 +9,7 @@
  *   needle_retention_golden  the same for the golden selection
  *   selection_sha256         hash of the selected index sets (sorted per row, int32 LE)
  *   context_tokens, query_tokens, needle_tokens, distractor_tokens, topk, elapsed_ms
+ *   stage_us_per_token       {proxy, s1_k_prep, …, host, total}: µs per context token by stage
  * q/k/w come from the proxy model with the row's retrieval structure planted ("proxy-v2",
  * kernels/proxy.h): the needle, the other replies to its request and the question share a topic.
  * Records bin and compare like endpoint runs (src/store/store.h).

@@ -219,6 +219,7 @@ static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, const st
     dsa_trace *tr = NULL;
     json_t *rec = NULL, *layers = json_array();
     struct timespec t0, t1;
+    dsa_inproc_times_reset(ip);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int ls[256], nl = -1;
     *exit_code = DSA_EXIT_DATA;
@@ -275,6 +276,7 @@ static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, const st
         (json_int_t)T, "query_tokens", (json_int_t)M, "needle_tokens",
         (json_int_t)(hn ? r->needle_hi - r->needle_lo : 0), "topk", o->topk, "trace", r->file,
         "elapsed_ms", ms, "layers", layers);
+    json_object_set_new(rec, "stage_us_per_token", dsa_inproc_times_json(ip, T)); /* all layers */
     *exit_code = DSA_EXIT_OK;
 cleanup:
     json_decref(layers);
@@ -413,6 +415,7 @@ int dsa_inproc_traces_run(const struct dsa_inproc_opts *o_in)
     struct dsa_inproc_opts o = *o_in;
     struct manifest m = {0};
     struct bin_sum sums[DSA_MRCR_NBINS] = {{0}};
+    struct dsa_inproc_stage_sum stages = {{0}, 0};
     dsa_inproc *ip = NULL;
     dsa_run *run = NULL;
     json_t *header = NULL;
@@ -489,14 +492,17 @@ int dsa_inproc_traces_run(const struct dsa_inproc_opts *o_in)
                                   strcmp(json_string_value(json_object_get(rec, "status")), "ok"));
         }
         add_to_bin(&sums[m.v[i].bin], rec);
+        dsa_inproc_stage_sum_add(&stages, rec);
         json_decref(rec);
         if (o.interrupted && *o.interrupted)
             ret = DSA_EXIT_INTERRUPTED;
     }
     if (pg)
         dsa_progress_finish(pg);
-    if (!o.json) /* --json: the caller prints the run's summary document instead */
+    if (!o.json) { /* --json: the caller prints the run's summary document instead */
         print_summary(sums);
+        dsa_inproc_stage_sum_print(&stages);
+    }
 cleanup:
     dsa_progress_free(&pg);
     dsa_run_free(&run);

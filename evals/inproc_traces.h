@@ -20,6 +20,7 @@
  *                                needle_retention, needle_retention_golden,
  *                                needle_retention_model, selection_sha256}]
  *   context_tokens, query_tokens, needle_tokens, topk, trace, elapsed_ms
+ *   stage_us_per_token  µs per context token by stage, all layers together (inprocess.h)
  * Records bin and compare like the proxy's in-process runs.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */

@@ -5,13 +5,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/inprocess.h"
 #include "util/msg.h"
+
+/* the in-process records' "stage_us_per_token" keys, then "total" */
+#define NSTAGE (DSA_INPROC_NT + 1)
 
 struct acc {
     long long scored, excluded, failed;
     double sum; /* scores in file order */
     long long ph_n, ph_true, ex_n, ex_true;
+    /* in-process records: Σ µs·context_tokens per stage and Σ context_tokens, so that the
+       summary's µs per token is total time over total tokens */
+    double stage_us[NSTAGE];
+    long long stage_tokens;
 };
+
+static const char *stage_key(int i)
+{
+    return i < DSA_INPROC_NT ? dsa_inproc_stage_keys[i] : "total";
+}
+
+static void acc_add_stages(struct acc *a, json_t *rec)
+{
+    json_t *st = json_object_get(rec, "stage_us_per_token");
+    json_t *tok = json_object_get(rec, "context_tokens");
+    if (!json_is_object(st) || !json_is_integer(tok) || json_integer_value(tok) <= 0)
+        return;
+    long long T = json_integer_value(tok);
+    for (int i = 0; i < NSTAGE; i++)
+        a->stage_us[i] += json_number_value(json_object_get(st, stage_key(i))) * (double)T;
+    a->stage_tokens += T;
+}
 
 /* A table row: one (needles, bin) cell, or an "all" row over several cells. */
 struct row {
@@ -103,6 +128,7 @@ static void acc_add(struct acc *a, enum status st, json_t *rec)
         a->ex_n++;
         a->ex_true += json_is_true(ex);
     }
+    acc_add_stages(a, rec);
 }
 
 static json_t *ratio_or_null(double num, long long den)
@@ -119,6 +145,13 @@ static json_t *acc_json(const struct acc *a)
     json_object_set_new(o, "mean", ratio_or_null(a->sum, a->scored));
     json_object_set_new(o, "prefix_hit_rate", ratio_or_null((double)a->ph_true, a->ph_n));
     json_object_set_new(o, "exact_rate", ratio_or_null((double)a->ex_true, a->ex_n));
+    if (a->stage_tokens) { /* only in-process runs time their stages */
+        json_t *st = json_object();
+        for (int i = 0; i < NSTAGE; i++)
+            json_object_set_new(st, stage_key(i),
+                                json_real(a->stage_us[i] / (double)a->stage_tokens));
+        json_object_set_new(o, "stage_us_per_token", st);
+    }
     return o;
 }
 

@@ -8,9 +8,11 @@
  */
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "dsa_kernels.h"
 #include "dsa_numeric.h"
+#include "parallel.h"
 
 /* Sum of 128 floats along a fixed tree: x[i] += x[i + w] for w = 64, 32, …, 1. A warp holding
    x[lane + 32*slot] does the w = 64 and 32 steps in registers and w = 16 … 1 by shuffles. */
@@ -87,73 +89,105 @@ static int flags_ok(const struct dsa_k_flags *f)
            (f->logits == DSA_K_F32 || f->logits == DSA_K_BF16);
 }
 
+/* S1 of token t: LayerNorm -> RoPE -> [Hadamard] -> quant into its cache slot */
+static void k_prep_token(const struct dsa_k_flags *f, const struct dsa_k_prep_args *a, long t)
+{
+    float x[DSA_K_HEAD_DIM], d[DSA_K_HEAD_DIM];
+    for (int i = 0; i < DSA_K_HEAD_DIM; i++)
+        x[i] = dsa_bf16_to_f32(a->k_raw[(size_t)t * DSA_K_HEAD_DIM + i]);
+    /* LayerNorm in fp32: mean, centred values, biased variance, eps inside the sqrt */
+    float mean = tree_sum128(x) / 128.0f;
+    for (int i = 0; i < DSA_K_HEAD_DIM; i++)
+        d[i] = x[i] - mean;
+    float sq[DSA_K_HEAD_DIM];
+    for (int i = 0; i < DSA_K_HEAD_DIM; i++)
+        sq[i] = d[i] * d[i];
+    float var = tree_sum128(sq) / 128.0f;
+    float rstd = 1.0f / sqrtf(var + DSA_K_LN_EPS);
+    for (int i = 0; i < DSA_K_HEAD_DIM; i++) {
+        float y = d[i] * rstd;
+        y = y * a->ln_w[i];
+        y = y + a->ln_b[i];
+        x[i] = maybe_bf16(y, f->bf16_round);
+    }
+    int64_t page = a->slot[t] / DSA_K_PAGE, off = a->slot[t] % DSA_K_PAGE;
+    uint8_t *base = a->cache + (size_t)page * DSA_K_PAGE_BYTES;
+    const float *cs = a->cos + (size_t)a->pos[t] * 32, *sn = a->sin + (size_t)a->pos[t] * 32;
+    float s = rope_rotate_quant(f, x, cs, sn, base + off * DSA_K_HEAD_DIM);
+    memcpy(base + DSA_K_SCALE_OFF + off * 4, &s, 4);
+}
+
+struct k_prep_ctx {
+    const struct dsa_k_flags *f;
+    const struct dsa_k_prep_args *a;
+};
+
+static void k_prep_range(void *p, long begin, long end)
+{
+    const struct k_prep_ctx *c = p;
+    for (long t = begin; t < end; t++)
+        if (c->a->slot[t] >= 0)
+            k_prep_token(c->f, c->a, t);
+}
+
+/* Tokens are independent (each writes its own slot), so they are split over threads; all
+   positions are checked first so that a bad one writes nothing. */
 int dsa_cpu_k_prep(const struct dsa_k_flags *f, const struct dsa_k_prep_args *a)
 {
     if (!flags_ok(f) || a->T < 0)
         return DSA_K_EINVAL;
-    for (int t = 0; t < a->T; t++) {
-        if (a->slot[t] < 0)
-            continue;
-        if (a->pos[t] < 0 || a->pos[t] >= a->max_pos)
+    for (int t = 0; t < a->T; t++)
+        if (a->slot[t] >= 0 && (a->pos[t] < 0 || a->pos[t] >= a->max_pos))
             return DSA_K_EINVAL;
-        float x[DSA_K_HEAD_DIM], d[DSA_K_HEAD_DIM];
-        for (int i = 0; i < DSA_K_HEAD_DIM; i++)
-            x[i] = dsa_bf16_to_f32(a->k_raw[(size_t)t * DSA_K_HEAD_DIM + i]);
-        /* LayerNorm in fp32: mean, centred values, biased variance, eps inside the sqrt */
-        float mean = tree_sum128(x) / 128.0f;
-        for (int i = 0; i < DSA_K_HEAD_DIM; i++)
-            d[i] = x[i] - mean;
-        float sq[DSA_K_HEAD_DIM];
-        for (int i = 0; i < DSA_K_HEAD_DIM; i++)
-            sq[i] = d[i] * d[i];
-        float var = tree_sum128(sq) / 128.0f;
-        float rstd = 1.0f / sqrtf(var + DSA_K_LN_EPS);
-        for (int i = 0; i < DSA_K_HEAD_DIM; i++) {
-            float y = d[i] * rstd;
-            y = y * a->ln_w[i];
-            y = y + a->ln_b[i];
-            x[i] = maybe_bf16(y, f->bf16_round);
-        }
-        int64_t page = a->slot[t] / DSA_K_PAGE, off = a->slot[t] % DSA_K_PAGE;
-        uint8_t *base = a->cache + (size_t)page * DSA_K_PAGE_BYTES;
-        const float *cs = a->cos + (size_t)a->pos[t] * 32, *sn = a->sin + (size_t)a->pos[t] * 32;
-        float s = rope_rotate_quant(f, x, cs, sn, base + off * DSA_K_HEAD_DIM);
-        memcpy(base + DSA_K_SCALE_OFF + off * 4, &s, 4);
-    }
+    struct k_prep_ctx c = {f, a};
+    dsa_cpu_parallel_for(a->T, 256, k_prep_range, &c);
     return DSA_K_OK;
+}
+
+struct q_prep_ctx {
+    const struct dsa_k_flags *f;
+    const struct dsa_q_prep_args *a;
+};
+
+/* work item = one (token, head) 128-vector and its weight */
+static void q_prep_range(void *p, long begin, long end)
+{
+    const struct q_prep_ctx *c = p;
+    const struct dsa_k_flags *f = c->f;
+    const struct dsa_q_prep_args *a = c->a;
+    int H = f->heads;
+    float head_scale = H == 64 ? 0.125f : 0.1767766952966369f; /* H^-0.5 rounded to fp32 */
+    for (long th = begin; th < end; th++) {
+        long t = th / H;
+        const float *cs = a->cos + (size_t)a->pos[t] * 32, *sn = a->sin + (size_t)a->pos[t] * 32;
+        float x[DSA_K_HEAD_DIM];
+        for (int i = 0; i < DSA_K_HEAD_DIM; i++)
+            x[i] = dsa_bf16_to_f32(a->q_raw[(size_t)th * DSA_K_HEAD_DIM + i]);
+        float s = rope_rotate_quant(f, x, cs, sn, a->q8 + (size_t)th * DSA_K_HEAD_DIM);
+        a->qs[th] = s;
+        float wr = a->w_raw_dtype == DSA_K_BF16 ? dsa_bf16_to_f32(((const uint16_t *)a->w_raw)[th])
+                                                : ((const float *)a->w_raw)[th];
+        float w = wr * s;
+        w = w * DSA_INV_SQRT_128;
+        w = w * head_scale;
+        if (f->weights == DSA_K_BF16)
+            ((uint16_t *)a->w)[th] = dsa_f32_to_bf16(w);
+        else
+            ((float *)a->w)[th] = w;
+    }
 }
 
 int dsa_cpu_q_prep(const struct dsa_k_flags *f, const struct dsa_q_prep_args *a)
 {
     if (!flags_ok(f) || a->T < 0)
         return DSA_K_EINVAL;
-    int H = f->heads;
-    float head_scale = H == 64 ? 0.125f : 0.1767766952966369f; /* H^-0.5 rounded to fp32 */
-    for (int t = 0; t < a->T; t++) {
+    for (int t = 0; t < a->T; t++)
         if (a->pos[t] < 0 || a->pos[t] >= a->max_pos)
             return DSA_K_EINVAL;
-        const float *cs = a->cos + (size_t)a->pos[t] * 32, *sn = a->sin + (size_t)a->pos[t] * 32;
-        for (int h = 0; h < H; h++) {
-            size_t th = (size_t)t * H + h;
-            float x[DSA_K_HEAD_DIM];
-            for (int i = 0; i < DSA_K_HEAD_DIM; i++)
-                x[i] = dsa_bf16_to_f32(a->q_raw[th * DSA_K_HEAD_DIM + i]);
-            float s = rope_rotate_quant(f, x, cs, sn, a->q8 + th * DSA_K_HEAD_DIM);
-            a->qs[th] = s;
-            float wr = a->w_raw_dtype == DSA_K_BF16
-                           ? dsa_bf16_to_f32(((const uint16_t *)a->w_raw)[th])
-                           : ((const float *)a->w_raw)[th];
-            float w = wr * s;
-            w = w * DSA_INV_SQRT_128;
-            w = w * head_scale;
-            if (f->weights == DSA_K_BF16)
-                ((uint16_t *)a->w)[th] = dsa_f32_to_bf16(w);
-            else
-                ((float *)a->w)[th] = w;
-        }
-        if (a->topk_fill)
-            for (int i = 0; i < a->topk_k; i++)
-                a->topk_fill[(size_t)t * a->topk_k + i] = -1;
-    }
+    struct q_prep_ctx c = {f, a};
+    dsa_cpu_parallel_for((long)a->T * f->heads, 64, q_prep_range, &c);
+    if (a->topk_fill)
+        for (long i = 0; i < (long)a->T * a->topk_k; i++)
+            a->topk_fill[i] = -1;
     return DSA_K_OK;
 }

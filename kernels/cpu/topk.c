@@ -10,6 +10,7 @@
 
 #include "dsa_kernels.h"
 #include "dsa_numeric.h"
+#include "parallel.h"
 
 static uint32_t key_at(const void *logits, int dtype, size_t i)
 {
@@ -52,6 +53,52 @@ static uint32_t kth_key(const uint32_t *keys, long n, long k)
     return prefix;
 }
 
+/* row r: radix select of the k-th key, the columns above it, then the ties in index order */
+static void topk_row(const struct dsa_k_flags *f, const struct dsa_topk_args *a, int r,
+                     uint32_t *keys, struct sel *sel)
+{
+    long len = a->end[r] - a->start[r];
+    size_t base = (size_t)r * a->stride + a->start[r];
+    for (long i = 0; i < len; i++)
+        keys[i] = key_at(a->logits, f->logits, base + i);
+    long take = len < a->k ? len : a->k, n = 0;
+    if (take > 0) {
+        uint32_t t = kth_key(keys, len, take);
+        for (long i = 0; i < len; i++)
+            if (keys[i] > t)
+                sel[n++] = (struct sel){keys[i], (int32_t)i};
+        for (long i = 0; i < len && n < take; i++)
+            if (keys[i] == t)
+                sel[n++] = (struct sel){keys[i], (int32_t)i};
+        qsort(sel, (size_t)n, sizeof *sel, cmp_sel);
+    }
+    int32_t *out = a->idx + (size_t)r * a->k;
+    for (long i = 0; i < a->k; i++)
+        out[i] = i < n ? sel[i].idx : -1;
+}
+
+struct topk_ctx {
+    const struct dsa_k_flags *f;
+    const struct dsa_topk_args *a;
+    long maxlen;
+    int failed; /* a chunk could not get its buffers */
+};
+
+/* work item = one row; each chunk owns its scratch buffers */
+static void topk_range(void *p, long begin, long end)
+{
+    struct topk_ctx *c = p;
+    uint32_t *keys = malloc((size_t)(c->maxlen ? c->maxlen : 1) * sizeof *keys);
+    struct sel *sel = malloc((size_t)c->a->k * sizeof *sel);
+    if (keys && sel)
+        for (long r = begin; r < end; r++)
+            topk_row(c->f, c->a, (int)r, keys, sel);
+    else
+        __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
+    free(keys);
+    free(sel);
+}
+
 int dsa_cpu_topk(const struct dsa_k_flags *f, const struct dsa_topk_args *a)
 {
     if (a->k != 512 && a->k != 1024 && a->k != 2048)
@@ -65,34 +112,7 @@ int dsa_cpu_topk(const struct dsa_k_flags *f, const struct dsa_topk_args *a)
     for (int r = 0; r < a->rows; r++)
         if (a->end[r] - a->start[r] > maxlen)
             maxlen = a->end[r] - a->start[r];
-    uint32_t *keys = malloc((size_t)(maxlen ? maxlen : 1) * sizeof *keys);
-    struct sel *sel = malloc((size_t)a->k * sizeof *sel);
-    if (!keys || !sel) {
-        free(keys);
-        free(sel);
-        return DSA_K_EINVAL;
-    }
-    for (int r = 0; r < a->rows; r++) {
-        long len = a->end[r] - a->start[r];
-        size_t base = (size_t)r * a->stride + a->start[r];
-        for (long i = 0; i < len; i++)
-            keys[i] = key_at(a->logits, f->logits, base + i);
-        long take = len < a->k ? len : a->k, n = 0;
-        if (take > 0) {
-            uint32_t t = kth_key(keys, len, take);
-            for (long i = 0; i < len; i++)
-                if (keys[i] > t)
-                    sel[n++] = (struct sel){keys[i], (int32_t)i};
-            for (long i = 0; i < len && n < take; i++)
-                if (keys[i] == t)
-                    sel[n++] = (struct sel){keys[i], (int32_t)i};
-            qsort(sel, (size_t)n, sizeof *sel, cmp_sel);
-        }
-        int32_t *out = a->idx + (size_t)r * a->k;
-        for (long i = 0; i < a->k; i++)
-            out[i] = i < n ? sel[i].idx : -1;
-    }
-    free(keys);
-    free(sel);
-    return DSA_K_OK;
+    struct topk_ctx c = {f, a, maxlen, 0};
+    dsa_cpu_parallel_for(a->rows, 1, topk_range, &c);
+    return c.failed ? DSA_K_EINVAL : DSA_K_OK;
 }

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dsa_numeric.h"
 #include "kernels/cpu/parallel.h"
@@ -30,7 +31,40 @@ struct dsa_inproc {
     float *cos, *sin; /* host [max_pos, 32] */
     void *dcos, *dsin, *dln_w, *dln_b;
     float ln_w[128], ln_b[128];
+    double times[DSA_INPROC_NT]; /* seconds since dsa_inproc_times_reset */
 };
+
+const char *const dsa_inproc_stage_keys[DSA_INPROC_NT] = {
+    "proxy", "s1_k_prep", "s2_q_prep", "s3_logits", "s4_topk", "golden", "host"};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void dsa_inproc_times_reset(dsa_inproc *p)
+{
+    memset(p->times, 0, sizeof p->times);
+}
+
+const double *dsa_inproc_times(const dsa_inproc *p)
+{
+    return p->times;
+}
+
+json_t *dsa_inproc_times_json(const dsa_inproc *p, long tokens)
+{
+    json_t *o = json_object();
+    double total = 0.0, per = tokens > 0 ? 1e6 / (double)tokens : 0.0;
+    for (int i = 0; i < DSA_INPROC_NT; i++) {
+        json_object_set_new(o, dsa_inproc_stage_keys[i], json_real(p->times[i] * per));
+        total += p->times[i];
+    }
+    json_object_set_new(o, "total", json_real(total * per));
+    return o;
+}
 
 void dsa_inproc_opts_init(struct dsa_inproc_opts *o)
 {
@@ -161,6 +195,27 @@ static void kgen_range(void *c, long b, long e)
     }
 }
 
+/* q and w of the query rows, in parallel over rows */
+struct qgen {
+    const dsa_inproc *p;
+    const uint32_t *tokens;
+    const long *qpos;
+    const double *u; /* the topic direction, or NULL */
+    uint16_t *q_raw, *w_raw;
+};
+
+static void qgen_range(void *c, long b, long e)
+{
+    struct qgen *g = c;
+    const int H = g->p->f.heads;
+    for (long m = b; m < e; m++) {
+        long pos = g->qpos[m];
+        dsa_proxy_q_planted(g->p->seed, H, g->tokens[pos], pos, g->u,
+                            g->q_raw + (size_t)m * H * 128);
+        dsa_proxy_w(g->p->seed, H, g->tokens[pos], pos, g->w_raw + (size_t)m * H);
+    }
+}
+
 /* ---- golden logits, in parallel over key blocks ---- */
 
 struct gold {
@@ -227,6 +282,57 @@ static void kgold_range(void *c, long b, long e)
     }
 }
 
+/* golden q vectors and weights, in parallel over (row, head) */
+struct qgold {
+    const struct dsa_inproc_inputs *in;
+    int H, rope;
+    double *q, *w;
+};
+
+static void qgold_range(void *c, long b, long e)
+{
+    const struct qgold *g = c;
+    const struct dsa_inproc_inputs *in = g->in;
+    float hs = g->H == 64 ? 0.125f : 0.1767766952966369f;
+    for (long mh = b; mh < e; mh++) {
+        long pos = in->qpos[mh / g->H];
+        const float *cs = in->cos + pos * 32, *sn = in->sin + pos * 32;
+        if (in->q_f32)
+            dsa_golden_q_vec_f32(in->q_f32 + mh * 128, cs, sn, g->rope, 0, g->q + mh * 128);
+        else
+            dsa_golden_q_vec(in->q_raw + mh * 128, cs, sn, g->rope, 0, g->q + mh * 128);
+        double wr = in->w_raw_dtype == DSA_K_BF16
+                        ? (double)dsa_bf16_to_f32(((const uint16_t *)in->w_raw)[mh])
+                        : (double)((const float *)in->w_raw)[mh];
+        g->w[mh] = wr * (1.0 / sqrt(128.0)) * hs;
+    }
+}
+
+/* the golden top-k of each row, in parallel over rows (a full sort each) */
+struct gtopk {
+    const double *glog;
+    const long *qpos;
+    long T;
+    int K;
+    int32_t *golden;
+};
+
+static void gtopk_range(void *c, long b, long e)
+{
+    const struct gtopk *g = c;
+    for (long m = b; m < e; m++)
+        dsa_golden_topk_f64(g->glog + (size_t)m * g->T, g->qpos[m] + 1, g->K,
+                            g->golden + (size_t)m * g->K);
+}
+
+/* adds the seconds since *t0 to stage i and restarts the clock */
+static void lap(dsa_inproc *p, int i, double *t0)
+{
+    double t = now_s();
+    p->times[i] += t - *t0;
+    *t0 = t;
+}
+
 int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, int32_t *idx,
                              int32_t *golden)
 {
@@ -235,6 +341,10 @@ int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, 
     const long T = in->T;
     const long *qpos = in->qpos;
     int rc = -1, st;
+    /* host time is what the stages leave of the whole call */
+    double t_call = now_s(), staged = 0.0;
+    for (int i = DSA_INPROC_T_S1; i <= DSA_INPROC_T_GOLDEN; i++)
+        staged -= p->times[i];
     if (T < 1 || M < 1 || in->max_pos < T)
         return dsa_errorf("in-process inputs need T >= 1, M >= 1 and a RoPE table of T rows");
     for (int m = 0; m < M; m++)
@@ -256,26 +366,17 @@ int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, 
     int nd = 0;
 #define DALLOC(bytes) (d[nd++] = api->alloc(bytes))
 
+    double t0 = now_s();
     struct kgold kg = {in, p->f.rope, kgold};
     dsa_cpu_parallel_for(T, 256, kgold_range, &kg);
+    struct qgold qg = {in, H, p->f.rope, qgold, wgold};
+    dsa_cpu_parallel_for((long)M * H, 64, qgold_range, &qg);
+    lap(p, DSA_INPROC_T_GOLDEN, &t0);
     for (long t = 0; t < T; t++)
         pos[t] = t;
-    float hs = H == 64 ? 0.125f : 0.1767766952966369f;
     for (int m = 0; m < M; m++) {
         qpos64[m] = qpos[m];
         re[m] = (int32_t)(qpos[m] + 1);
-        for (int h = 0; h < H; h++) {
-            size_t mh = (size_t)m * H + h;
-            const float *cs = in->cos + qpos[m] * 32, *sn = in->sin + qpos[m] * 32;
-            if (in->q_f32)
-                dsa_golden_q_vec_f32(in->q_f32 + mh * 128, cs, sn, p->f.rope, 0, qgold + mh * 128);
-            else
-                dsa_golden_q_vec(in->q_raw + mh * 128, cs, sn, p->f.rope, 0, qgold + mh * 128);
-            double wr = in->w_raw_dtype == DSA_K_BF16
-                            ? (double)dsa_bf16_to_f32(((const uint16_t *)in->w_raw)[mh])
-                            : (double)((const float *)in->w_raw)[mh];
-            wgold[mh] = wr * (1.0 / sqrt(128.0)) * hs;
-        }
     }
 
     /* S1: the whole prompt into the paged cache, slot = position */
@@ -291,10 +392,12 @@ int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, 
     }
     struct dsa_k_prep_args ka = {
         (int)T, (int)in->max_pos, dk_raw, dln_w, dln_b, dpos, dcos, dsin, dpos, dcache};
-    if ((st = api->k_prep(&p->f, &ka)) != DSA_K_OK) {
+    t0 = now_s();
+    if ((st = api->k_prep(&p->f, &ka)) != DSA_K_OK || (st = api->sync() ? DSA_K_EDEVICE : 0)) {
         fail(p, "k_prep", st);
         goto cleanup;
     }
+    lap(p, DSA_INPROC_T_S1, &t0);
     /* S2: the query rows */
     void *dq_raw = DALLOC((size_t)M * H * 256), *dw_raw = DALLOC((size_t)M * H * wrb);
     void *dqpos = DALLOC((size_t)M * 8), *dq8 = DALLOC((size_t)M * H * 128);
@@ -309,10 +412,12 @@ int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, 
     struct dsa_q_prep_args qa = {
         M, (int)in->max_pos, dq_raw, dw_raw, in->w_raw_dtype, dqpos, dcos, dsin, dq8, dqs, dw, NULL,
         0};
-    if ((st = api->q_prep(&p->f, &qa)) != DSA_K_OK) {
+    t0 = now_s();
+    if ((st = api->q_prep(&p->f, &qa)) != DSA_K_OK || (st = api->sync() ? DSA_K_EDEVICE : 0)) {
         fail(p, "q_prep", st);
         goto cleanup;
     }
+    lap(p, DSA_INPROC_T_S2, &t0);
     /* gather K out of the pages (vLLM's cp_gather_indexer_k_quant_cache) */
     if (api->sync() || api->download(cache, dcache, cbytes)) {
         dsa_errorf("cannot read the K cache back from '%s'", api->device());
@@ -334,26 +439,35 @@ int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, 
         goto cleanup;
     }
     struct dsa_logits_prefill_args la = {M, T, dq8, dw, dk8, dks, drs, dre, dlog, T, 1};
-    if ((st = api->logits_prefill(&p->f, &la)) != DSA_K_OK) {
+    t0 = now_s();
+    if ((st = api->logits_prefill(&p->f, &la)) != DSA_K_OK ||
+        (st = api->sync() ? DSA_K_EDEVICE : 0)) {
         fail(p, "logits_prefill", st);
         goto cleanup;
     }
+    lap(p, DSA_INPROC_T_S3, &t0);
     struct dsa_topk_args ta = {M, dlog, T, drs, dre, K, didx};
-    if ((st = api->topk(&p->f, &ta)) != DSA_K_OK) {
+    if ((st = api->topk(&p->f, &ta)) != DSA_K_OK || (st = api->sync() ? DSA_K_EDEVICE : 0)) {
         fail(p, "topk", st);
         goto cleanup;
     }
+    lap(p, DSA_INPROC_T_S4, &t0);
     if (api->sync() || api->download(idx, didx, (size_t)M * K * 4)) {
         dsa_errorf("cannot read the selection back from '%s'", api->device());
         goto cleanup;
     }
     /* the golden selection */
+    t0 = now_s();
     struct gold g = {M, H, T, qpos, qgold, wgold, kgold, glog};
     dsa_cpu_parallel_for((T + 63) / 64, 8, gold_range, &g);
-    for (int m = 0; m < M; m++)
-        dsa_golden_topk_f64(glog + (size_t)m * T, qpos[m] + 1, K, golden + (size_t)m * K);
+    struct gtopk gt = {glog, qpos, T, K, golden};
+    dsa_cpu_parallel_for(M, 1, gtopk_range, &gt);
+    lap(p, DSA_INPROC_T_GOLDEN, &t0);
     rc = 0;
 cleanup:
+    for (int i = DSA_INPROC_T_S1; i <= DSA_INPROC_T_GOLDEN; i++)
+        staged += p->times[i];
+    p->times[DSA_INPROC_T_HOST] += now_s() - t_call - staged;
     for (int i = 0; i < nd; i++)
         if (d[i])
             api->free(d[i]);
@@ -377,6 +491,7 @@ int dsa_inproc_proxy_inputs_planted(dsa_inproc *p, const uint32_t *tokens, long 
                                     struct dsa_inproc_inputs *in)
 {
     const int H = p->f.heads;
+    double t0 = now_s();
     if (ensure_rope(p, T))
         return dsa_errorf("cannot set up the RoPE table on '%s'", p->api->device());
     double u[128];
@@ -387,11 +502,9 @@ int dsa_inproc_proxy_inputs_planted(dsa_inproc *p, const uint32_t *tokens, long 
     uint16_t *w_raw = dsa_xmalloc((size_t)(M > 0 ? M : 1) * H * 2);
     struct kgen kg = {p, tokens, plant ? plant->keys : NULL, u, k_raw};
     dsa_cpu_parallel_for(T, 256, kgen_range, &kg);
-    const double *uq = plant && plant->queries ? u : NULL;
-    for (int m = 0; m < M; m++) {
-        dsa_proxy_q_planted(p->seed, H, tokens[qpos[m]], qpos[m], uq, q_raw + (size_t)m * H * 128);
-        dsa_proxy_w(p->seed, H, tokens[qpos[m]], qpos[m], w_raw + (size_t)m * H);
-    }
+    struct qgen qg = {p, tokens, qpos, plant && plant->queries ? u : NULL, q_raw, w_raw};
+    dsa_cpu_parallel_for(M, 1, qgen_range, &qg);
+    p->times[DSA_INPROC_T_PROXY] += now_s() - t0;
     *in =
         (struct dsa_inproc_inputs){T,       k_raw,   M,      qpos,   q_raw,      w_raw, DSA_K_BF16,
                                    p->ln_w, p->ln_b, p->cos, p->sin, p->max_pos, NULL,  NULL};

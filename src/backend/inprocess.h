@@ -69,6 +69,29 @@ void dsa_inproc_free(dsa_inproc **p);
 json_t *dsa_inproc_describe(const dsa_inproc *p);
 const char *dsa_inproc_device(const dsa_inproc *p);
 
+/* Where the wall time of the selections went, by stage (docs/kernels.md "Time per stage"):
+   the proxy model's inputs, S1 k_prep, S2 q_prep, S3 logits, S4 top-k, the fp64 golden
+   selection, and host work (moving data, gathering K, checks: the rest of the call). Each
+   stage is timed up to the implementation's sync, so the CUDA figures are device time plus
+   launch. dsa_inproc_select*() add to the totals; dsa_inproc_times_reset() zeroes them. */
+enum {
+    DSA_INPROC_T_PROXY,
+    DSA_INPROC_T_S1,
+    DSA_INPROC_T_S2,
+    DSA_INPROC_T_S3,
+    DSA_INPROC_T_S4,
+    DSA_INPROC_T_GOLDEN,
+    DSA_INPROC_T_HOST,
+    DSA_INPROC_NT
+};
+/* the record keys: "proxy", "s1_k_prep", "s2_q_prep", "s3_logits", "s4_topk", "golden", "host" */
+extern const char *const dsa_inproc_stage_keys[DSA_INPROC_NT];
+void dsa_inproc_times_reset(dsa_inproc *p);
+/* seconds per stage since the last reset, [DSA_INPROC_NT] (borrowed) */
+const double *dsa_inproc_times(const dsa_inproc *p);
+/* {"proxy": µs, …, "host": µs, "total": µs}: the totals per context token (tokens > 0) */
+json_t *dsa_inproc_times_json(const dsa_inproc *p, long tokens);
+
 /* Selection for query positions qpos[0..M) (strictly increasing, each < T) over the prompt
    tokens[0..T): idx and golden [M, topk] i32 (positions in the prompt, -1 padded; idx in
    the implementation's order, golden sorted by (value desc, index asc)). Returns 0, or -1

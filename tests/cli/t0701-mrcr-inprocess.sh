@@ -5,7 +5,24 @@
 DS="$DSA_SRC/datasets/samples/mrcr-synth-2needle-tiny.jsonl"
 run() { "$DSA_BIN" mrcr --backend inprocess --device cpu --dataset "$DS" --needles 2 --max-query 4 "$@"; }
 
+export DSA_THREADS=2
 expect_success "fp32 run" run --out "$TMP/fp32"
+unset DSA_THREADS
+# the time per context token by stage: in every record, summing to its total, and in the table
+grep -Eq '^µs per context token: [0-9.]+ = proxy [0-9.]+ \+ S1 [0-9.]+ \+ S2 [0-9.]+ \+ S3 [0-9.]+ \+ S4 [0-9.]+ \+ golden [0-9.]+ \+ host [0-9.]+$' "$TMP/out" \
+    && ok "summary prints the time per stage" || { not_ok "summary prints the time per stage"; sed 's/^/#   /' "$TMP/out"; }
+"$DSA_PYTHON" - "$TMP/fp32/run-001.jsonl" <<'PY' && ok "records time each stage" || not_ok "records time each stage"
+import json, sys
+keys = ["proxy", "s1_k_prep", "s2_q_prep", "s3_logits", "s4_topk", "golden", "host"]
+for line in open(sys.argv[1]).readlines()[1:]:
+    r = json.loads(line)
+    st = r["stage_us_per_token"]
+    assert sorted(st) == sorted(keys + ["total"]), st
+    assert all(st[k] >= 0 for k in keys) and st["s3_logits"] > 0 and st["golden"] > 0, st
+    assert abs(sum(st[k] for k in keys) - st["total"]) <= 1e-9 * st["total"], st
+    # the stages cover the selection call, which elapsed_ms times from outside
+    assert st["total"] * r["context_tokens"] / 1e3 <= r["elapsed_ms"] * 1.001 + 0.01, (st, r)
+PY
 grep -q '^≤8K *2 ' "$TMP/out" && ok "summary row" || not_ok "summary row"
 F="$TMP/fp32/run-001.jsonl"
 expect_eq "records" "$(tail -n +2 "$F" | wc -l | tr -d ' ')" "2"
@@ -32,11 +49,16 @@ grep -q 'difference' "$TMP/out" && ok "compare prints differences" || not_ok "co
 # a bf16-sized effect is never rounded to zero: no "-0.000 [-0.000, +0.000]", no "MDE80 0.000"
 grep -Eq '[-+]0\.000 \[[-+]0\.000, [-+]0\.000\]|MDE80 0\.000( |$)' "$TMP/out" \
     && { not_ok "fp32 vs bf16: no effect rounded to zero"; sed 's/^/#   /' "$TMP/out"; } || ok "fp32 vs bf16: no effect rounded to zero"
+# one thread here, two for the first run: the reference's output never depends on the count
+export DSA_THREADS=1
 expect_success "rerun into a new dir" run --out "$TMP/again"
+unset DSA_THREADS
 # the rows take seconds each: a progress meter with an ETA (a line per 10 % off a terminal)
 grep -Eq '^mrcr in-process  2/2  100% .* ETA ' "$TMP/err" && ok "in-process progress meter" \
     || { not_ok "in-process progress meter"; sed 's/^/#   /' "$TMP/err"; }
 expect_eq "same selection hashes" "$(grep -o '"selection_sha256":"[0-9a-f]*"' "$TMP/again/run-001.jsonl")" "$(grep -o '"selection_sha256":"[0-9a-f]*"' "$F")"
+# and the golden side too: recall against it and its needle retention, to the last digit
+expect_eq "same scores (1 vs 2 threads)" "$(grep -Eo '"(score|recall_last|needle_retention_golden)":[^,]*' "$TMP/again/run-001.jsonl")" "$(grep -Eo '"(score|recall_last|needle_retention_golden)":[^,]*' "$F")"
 cp "$F" "$TMP/before"
 expect_success "resume" run --out "$TMP/fp32"
 cmp -s "$F" "$TMP/before" && ok "resume adds nothing" || not_ok "resume adds nothing"
@@ -46,6 +68,17 @@ grep -qx "dsa-eval: resuming: 2 of 2 samples already done in '$F': nothing left 
 expect_success "in-process --json" run --out "$TMP/fp32" --json
 "$DSA_PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["dsa_eval_summary"] == 1 and d["rows"], d' "$TMP/out" \
     && ok "in-process --json prints the summary document" || { not_ok "in-process --json prints the summary document"; head -5 "$TMP/out" | sed 's/^/#   /'; }
+# the summary's µs per token is total time over total tokens of the records it covers
+"$DSA_PYTHON" - "$TMP/out" "$F" <<'PY' && ok "--json summary: time per stage" || not_ok "--json summary: time per stage"
+import json, sys
+d = json.load(open(sys.argv[1]))
+recs = [json.loads(l) for l in open(sys.argv[2]).readlines()[1:]]
+tok = sum(r["context_tokens"] for r in recs)
+row = [r for r in d["rows"] if r["bin"] == "all"][0]["pooled"]["stage_us_per_token"]
+for k, v in row.items():
+    want = sum(r["stage_us_per_token"][k] * r["context_tokens"] for r in recs) / tok
+    assert abs(v - want) <= 1e-9 * max(want, 1e-9), (k, v, want)
+PY
 expect_code 6 "other variant into the same dir" run --variant rope=interleaved --out "$TMP/fp32"
 expect_code 2 "unknown variant" run --variant weights=fp8 --out "$TMP/x"
 grep -q "unknown variant 'weights=fp8'" "$TMP/err" && ok "variant message" || not_ok "variant message"

@@ -32,6 +32,15 @@ done
 # needle retention 36 of 41 needle tokens, from the manifest's span [806, 847)
 grep -qF '"needle_retention":0.87804878048780' <<<"$rec" && ok "needle retention 36/41" || not_ok "needle retention 36/41"
 head -1 "$R/a/run-001.jsonl" | grep -qF '"source":"traces"' && ok "header: source traces" || not_ok "header: source traces"
+# the time per stage: no proxy model on traces, the stack and the golden model timed
+grep -Eq '^µs per context token: [0-9.]+ = proxy 0\.0 \+ S1 [0-9.]+ \+ S2 [0-9.]+ \+ S3 [0-9.]+ \+ S4 [0-9.]+ \+ golden [0-9.]+ \+ host [0-9.]+$' "$TMP/out" \
+    && ok "traces summary: time per stage" || { not_ok "traces summary: time per stage"; sed 's/^/#   /' "$TMP/out"; }
+"$DSA_PYTHON" -c '
+import json, sys
+st = json.loads(sys.argv[1])["stage_us_per_token"]
+assert st["proxy"] == 0 and st["s3_logits"] > 0 and st["golden"] > 0, st
+assert abs(sum(v for k, v in st.items() if k != "total") - st["total"]) <= 1e-9 * st["total"], st
+' "$rec" && ok "traces record: stage_us_per_token" || not_ok "traces record: stage_us_per_token"
 expect_success "resume is a no-op" "$DSA_BIN" mrcr --backend inprocess --device cpu --traces "$DSA_DATA/traces" --out "$R/a"
 expect_eq "still one record" "$(wc -l <"$R/a/run-001.jsonl")" "2"
 grep -q "^dsa-eval: resuming: 1 of 1 samples already done in '$R/a/run-001.jsonl': nothing left to do$" "$TMP/err" &&

@@ -2,7 +2,8 @@
  * e4m3 against the exhaustive table from the format definition (and a python3 cross-check),
  * bf16 rounding of folded weights against an independent round-to-nearest-even, hand-computed
  * small cases of every stage, top-k adversarial rows against the golden sort, the reference
- * against the fp64 golden on random shapes, and the plugin ABI.
+ * against the fp64 golden on random shapes, every stage bit-identical on 1, 2 and 3 threads,
+ * and the plugin ABI.
  * SPDX-License-Identifier: GPL-3.0-or-later */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -301,6 +302,118 @@ static void test_reference_vs_golden(void **state)
     assert_int_equal(res.passed, 2);
 }
 
+/* sha256 of every stage's output (S1 cache, S2 q8/qs/w, S3b and S3a logits, S4 indices) on
+   random inputs, with the thread pool at DSA_THREADS = threads */
+#define TH_T 3000 /* not a multiple of the 64-token page or of any chunk */
+#define TH_M 5
+static void stages_hex(const struct dsa_k_flags *f, const char *threads, char hex[65])
+{
+    setenv("DSA_THREADS", threads, 1);
+    const int H = f->heads, K = 2048;
+    const long npages = (TH_T + DSA_K_PAGE - 1) / DSA_K_PAGE;
+    uint64_t saved = rng;
+    rng = 99; /* the same inputs for every thread count */
+    uint16_t *k_raw = malloc((size_t)TH_T * 128 * 2), *q_raw = malloc((size_t)TH_M * H * 128 * 2);
+    float *w_raw = malloc((size_t)TH_M * H * 4), *cs = malloc((size_t)TH_T * 32 * 4);
+    float *sn = malloc((size_t)TH_T * 32 * 4), ln_w[128], ln_b[128];
+    int64_t *pos = malloc((size_t)TH_T * 8), *slot = malloc((size_t)TH_T * 8), qpos[TH_M];
+    for (long i = 0; i < (long)TH_T * 128; i++)
+        k_raw[i] = dsa_f32_to_bf16((float)((double)(next() >> 11) / 0x1p53 * 4.0 - 2.0));
+    for (long i = 0; i < (long)TH_M * H * 128; i++)
+        q_raw[i] = dsa_f32_to_bf16((float)((double)(next() >> 11) / 0x1p53 * 4.0 - 2.0));
+    for (long i = 0; i < (long)TH_M * H; i++)
+        w_raw[i] = (float)((double)(next() >> 11) / 0x1p53 - 0.5);
+    for (long i = 0; i < (long)TH_T * 32; i++) {
+        double a = (double)(next() >> 11) / 0x1p53 * 6.283185307179586;
+        cs[i] = (float)cos(a);
+        sn[i] = (float)sin(a);
+    }
+    for (int i = 0; i < 128; i++) {
+        ln_w[i] = (float)(0.5 + (double)(next() >> 11) / 0x1p53);
+        ln_b[i] = (float)((double)(next() >> 11) / 0x1p53 * 0.2 - 0.1);
+    }
+    for (long t = 0; t < TH_T; t++)
+        pos[t] = slot[t] = t;
+    rng = saved;
+    uint8_t *cache = calloc((size_t)npages, DSA_K_PAGE_BYTES);
+    struct dsa_k_prep_args ka = {TH_T, TH_T, k_raw, ln_w, ln_b, pos, cs, sn, slot, cache};
+    assert_int_equal(dsa_cpu_k_prep(f, &ka), DSA_K_OK);
+    uint8_t *q8 = malloc((size_t)TH_M * H * 128), *k8 = malloc((size_t)TH_T * 128);
+    float *qs = malloc((size_t)TH_M * H * 4), *w = malloc((size_t)TH_M * H * 4);
+    float *ks = malloc((size_t)TH_T * 4);
+    for (int m = 0; m < TH_M; m++)
+        qpos[m] = TH_T - TH_M + m;
+    struct dsa_q_prep_args qa = {TH_M, TH_T, q_raw, w_raw, DSA_K_F32, qpos, cs,
+                                 sn,   q8,   qs,    w,     NULL,      0};
+    assert_int_equal(dsa_cpu_q_prep(f, &qa), DSA_K_OK);
+    for (long t = 0; t < TH_T; t++) { /* gather K out of the pages */
+        const uint8_t *pg = cache + (size_t)(t / DSA_K_PAGE) * DSA_K_PAGE_BYTES;
+        memcpy(k8 + t * 128, pg + (t % DSA_K_PAGE) * 128, 128);
+        memcpy(ks + t, pg + DSA_K_SCALE_OFF + (t % DSA_K_PAGE) * 4, 4);
+    }
+    int32_t rs[TH_M], re[TH_M];
+    for (int m = 0; m < TH_M; m++) {
+        rs[m] = m * 7; /* ragged rows */
+        re[m] = (int32_t)qpos[m] + 1;
+    }
+    float *plog = malloc((size_t)TH_M * TH_T * 4), *dlog = malloc((size_t)4 * TH_T * 4);
+    struct dsa_logits_prefill_args pa = {TH_M, TH_T, q8, w, k8, ks, rs, re, plog, TH_T, 1};
+    assert_int_equal(dsa_cpu_logits_prefill(f, &pa), DSA_K_OK);
+    int32_t *bt = malloc((size_t)npages * 4), ctx[4];
+    for (long i = 0; i < npages; i++)
+        bt[i] = (int32_t)(npages - 1 - i); /* pages out of order */
+    for (int j = 0; j < 4; j++)
+        ctx[j] = TH_T - 4 + j + 1;
+    /* decode over the cache with the pages listed backwards: K read through the table */
+    uint8_t *rcache = malloc((size_t)npages * DSA_K_PAGE_BYTES);
+    for (long i = 0; i < npages; i++)
+        memcpy(rcache + (size_t)bt[i] * DSA_K_PAGE_BYTES, cache + (size_t)i * DSA_K_PAGE_BYTES,
+               DSA_K_PAGE_BYTES);
+    struct dsa_logits_decode_args da = {1, 4, q8, w, rcache, bt, (int)npages, ctx, dlog, TH_T, 1};
+    assert_int_equal(dsa_cpu_logits_decode(f, &da), DSA_K_OK);
+    int32_t *idx = malloc((size_t)TH_M * K * 4);
+    struct dsa_topk_args ta = {TH_M, plog, TH_T, rs, re, K, idx};
+    assert_int_equal(dsa_cpu_topk(f, &ta), DSA_K_OK);
+    dsa_sha256 *h = dsa_sha256_new();
+    dsa_sha256_update(h, cache, (size_t)npages * DSA_K_PAGE_BYTES);
+    dsa_sha256_update(h, q8, (size_t)TH_M * H * 128);
+    dsa_sha256_update(h, qs, (size_t)TH_M * H * 4);
+    dsa_sha256_update(h, w, (size_t)TH_M * H * 4);
+    dsa_sha256_update(h, plog, (size_t)TH_M * TH_T * 4);
+    dsa_sha256_update(h, dlog, (size_t)4 * TH_T * 4);
+    dsa_sha256_update(h, idx, (size_t)TH_M * K * 4);
+    dsa_sha256_final_hex(h, hex);
+    dsa_sha256_free(&h);
+    void *bufs[] = {k_raw, q_raw, w_raw, cs, sn,   pos,  slot, cache,  q8,
+                    k8,    qs,    w,     ks, plog, dlog, bt,   rcache, idx};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        free(bufs[i]);
+    unsetenv("DSA_THREADS");
+}
+
+/* every stage of the reference gives the same bytes on 1, 2 and 3 threads (parallel.h), for
+   the default flags and for the torch-reference ones (bf16 rounding, Hadamard, bf16 out) */
+static void test_threads_bitwise(void **state)
+{
+    (void)state;
+    for (int v = 0; v < 2; v++) {
+        struct dsa_k_flags f;
+        dsa_k_flags_default(&f);
+        if (v) {
+            f.hadamard = 1;
+            f.bf16_round = 1;
+            f.weights = DSA_K_BF16;
+            f.logits = DSA_K_BF16;
+        }
+        char h1[65], h2[65], h3[65];
+        stages_hex(&f, "1", h1);
+        stages_hex(&f, "2", h2);
+        stages_hex(&f, "3", h3);
+        assert_string_equal(h1, h2);
+        assert_string_equal(h1, h3);
+    }
+}
+
 static void test_flags(void **state)
 {
     (void)state;
@@ -346,15 +459,11 @@ static void test_plugin_abi(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_e4m3_exhaustive),
-        cmocka_unit_test(test_e4m3_table_python),
-        cmocka_unit_test(test_bf16_weights_5m),
-        cmocka_unit_test(test_k_prep_hand),
-        cmocka_unit_test(test_q_prep_hand),
-        cmocka_unit_test(test_logits_hand),
-        cmocka_unit_test(test_topk_adversarial),
-        cmocka_unit_test(test_reference_vs_golden),
-        cmocka_unit_test(test_flags),
+        cmocka_unit_test(test_e4m3_exhaustive),  cmocka_unit_test(test_e4m3_table_python),
+        cmocka_unit_test(test_bf16_weights_5m),  cmocka_unit_test(test_k_prep_hand),
+        cmocka_unit_test(test_q_prep_hand),      cmocka_unit_test(test_logits_hand),
+        cmocka_unit_test(test_topk_adversarial), cmocka_unit_test(test_reference_vs_golden),
+        cmocka_unit_test(test_threads_bitwise),  cmocka_unit_test(test_flags),
         cmocka_unit_test(test_plugin_abi),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
