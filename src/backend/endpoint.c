@@ -24,6 +24,7 @@
 #include "backend/sse.h"
 #include "util/buf.h"
 #include "util/hash.h"
+#include "util/json_dump.h"
 #include "util/msg.h"
 #include "util/secret.h"
 #include "util/url.h"
@@ -495,6 +496,23 @@ static bool curl_retryable(CURLcode cc)
     }
 }
 
+/* x->body = body's compact JSON, written once into the buffer curl sends from
+   (CURLOPT_POSTFIELDS does not copy): the prompt is escaped straight into it, with no
+   intermediate string and no second copy. Returns 0 or -1 (not UTF-8). */
+static int serialize_body(struct xfer *x, const json_t *body)
+{
+    struct dsa_buf b = DSA_BUF_INIT;
+    free(x->body);
+    x->body = NULL;
+    x->body_len = 0;
+    if (dsa_json_dump_compact(body, &b) < 0) {
+        dsa_buf_release(&b);
+        return -1;
+    }
+    x->body = dsa_buf_detach(&b, &x->body_len);
+    return 0;
+}
+
 /* Requeues x for another attempt if it has one left; returns true if it did. */
 static bool schedule_retry(struct ep *ep, struct xfer *x, double retry_after)
 {
@@ -532,12 +550,10 @@ static int chain_count(struct ep *ep, struct xfer *x, char *err, size_t errlen)
     }
     json_t *body = dsa_llamacpp_count_body(prompt, len);
     json_decref(v);
-    free(x->body);
-    x->body = json_dumps(body, JSON_COMPACT);
+    int rc = serialize_body(x, body);
     json_decref(body);
-    if (!x->body)
+    if (rc < 0)
         return snprintf(err, errlen, "cannot serialize the token count request"), -1;
-    x->body_len = strlen(x->body);
     free(x->path);
     x->path = dsa_xstrdup(ep->dialect->tokenize_path);
     x->templating = false;
@@ -845,13 +861,12 @@ static int ep_submit(dsa_backend *b, const struct dsa_request *req)
             }
         }
         /* no sorting: messages and every string go out byte-exact, in the caller's order */
-        x->body = json_dumps(body, JSON_COMPACT);
+        int rc = serialize_body(x, body);
         json_decref(body);
-        if (!x->body) {
+        if (rc < 0) {
             xfer_free(x);
             return dsa_errorf("cannot serialize a request body (invalid UTF-8?)");
         }
-        x->body_len = strlen(x->body);
     }
     ready_push(ep, x);
     return 0;
