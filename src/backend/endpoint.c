@@ -435,6 +435,20 @@ static int start_xfer(struct ep *ep, struct xfer *x)
     return 0;
 }
 
+/* Starts queued requests while the window has room. */
+static int start_ready(struct ep *ep)
+{
+    while (ep->n_inflight < ep->concurrency && ep->ready_head) {
+        struct xfer *x = ready_pop(ep);
+        if (start_xfer(ep, x) < 0) {
+            x->t_end = now_s();
+            deliver(ep, x, DSA_RES_FAILED, "cannot start the request", 0, false);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int fill(struct ep *ep)
 {
     /* retries whose time has come go before new requests: they are older */
@@ -465,15 +479,7 @@ static int fill(struct ep *ep)
             ep->ready_tail = last;
         ep->n_ready += n_due;
     }
-    while (ep->n_inflight < ep->concurrency && ep->ready_head) {
-        struct xfer *x = ready_pop(ep);
-        if (start_xfer(ep, x) < 0) {
-            x->t_end = now_s();
-            deliver(ep, x, DSA_RES_FAILED, "cannot start the request", 0, false);
-            return -1;
-        }
-    }
-    return 0;
+    return start_ready(ep);
 }
 
 /* ---- finishing transfers -------------------------------------------------------------- */
@@ -696,6 +702,10 @@ static void drain_messages(struct ep *ep)
         struct xfer *x = NULL;
         curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
         finish_xfer(ep, x, m->data.result);
+        /* the freed slot goes to a waiting request now, not after the whole burst of
+           completions has been graded and stored: a window of answers that arrive together
+           would otherwise empty before it refills, and stay in step (waves) */
+        start_ready(ep);
     }
 }
 
@@ -903,10 +913,18 @@ static void ep_cancel(dsa_backend *b)
     }
 }
 
+/* Requests built ahead of the window, waiting in the ready queue, so a slot freed while
+   completions are drained is refilled at once (drain_messages). At most 256: a 128K-token
+   body is about half a megabyte. */
+static int backlog(const struct ep *ep)
+{
+    return ep->concurrency < 256 ? ep->concurrency : 256;
+}
+
 static int ep_idle_slots(const dsa_backend *b)
 {
     const struct ep *ep = (const struct ep *)b;
-    int n = ep->concurrency - ep_pending(ep);
+    int n = ep->concurrency + backlog(ep) - ep_pending(ep);
     return n > 0 ? n : 0;
 }
 
