@@ -6,7 +6,7 @@
 # seconds (user + system, /usr/bin/time) per request. The records are checked for 'ok' status.
 # Reference, same run: bench_curl_ref (a plain libcurl multi loop, same concurrency) sends the
 # very bodies the server logged (--log-requests) to a fresh server with the same delay; its
-# CPU per request and the ratio are printed. $DSA_EVAL replaces BUILD_DIR/dsa-eval (to time
+# CPU per request, its window (the same --inflight-log measure) and the ratio are printed. $DSA_EVAL replaces BUILD_DIR/dsa-eval (to time
 # another build against the same reference).
 #
 #   bench/bench_window.sh BUILD_DIR [ROWS] [CONCURRENCY] [DELAY_MS] [BIN]
@@ -30,7 +30,7 @@ for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.05; done
 kill $SRV; wait $SRV 2>/dev/null || true
 rm -f "$T/port"
 "$B/tests/dsa-test-server" --port 0 --port-file "$T/port" --delay-ms "$DELAY" \
-    --max-connections $((C + 64)) 2>/dev/null &
+    --max-connections $((C + 64)) --inflight-log "$T/inflight-ref.txt" 2>/dev/null &
 SRV=$!
 for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.05; done
 "$B/bench/bench_curl_ref" "$T/req.jsonl" "http://127.0.0.1:$(cat "$T/port")" "$C" >"$T/ref"
@@ -38,16 +38,20 @@ kill $SRV; wait $SRV 2>/dev/null || true
 python3 - "$T" "$C" <<'PY'
 import glob, json, sys
 t, c = sys.argv[1], int(sys.argv[2])
-s = [tuple(map(float, l.split())) for l in open(t + "/inflight.txt") if l.count(" ") == 1]
-held = [i for i, (_, n) in enumerate(s) if n > 0]
-s = s[held[0]:held[-1] + 1]
-dt = [s[i + 1][0] - s[i][0] for i in range(len(s) - 1)]
-wall = sum(dt)
-full = sum(d for d, (_, n) in zip(dt, s) if n >= 0.9 * c)
-gap = cur = 0.0
-for d, (_, n) in zip(dt, s):
-    cur = 0.0 if n >= 0.9 * c else cur + d
-    gap = max(gap, cur)
+def window(name):
+    s = [tuple(map(float, l.split())) for l in open(t + name) if l.count(" ") == 1]
+    held = [i for i, (_, n) in enumerate(s) if n > 0]
+    s = s[held[0]:held[-1] + 1]
+    dt = [s[i + 1][0] - s[i][0] for i in range(len(s) - 1)]
+    wall = sum(dt)
+    full = sum(d for d, (_, n) in zip(dt, s) if n >= 0.9 * c)
+    gap = cur = 0.0
+    for d, (_, n) in zip(dt, s):
+        cur = 0.0 if n >= 0.9 * c else cur + d
+        gap = max(gap, cur)
+    return full, wall, gap
+full, wall, gap = window("/inflight.txt")
+rfull, rwall, rgap = window("/inflight-ref.txt")
 recs = [json.loads(l) for f in glob.glob(t + "/run/run-*.jsonl") for l in open(f).read().splitlines()[1:]]
 ok = sum(r["status"] == "ok" for r in recs)
 u, sy, rss = open(t + "/time").read().split()
@@ -61,4 +65,6 @@ print("window: %.1f %% of %.2f s wall with >= %d held (longest gap %.2f s); %d r
 us = 1e6 * (float(u) + float(sy)) / posts
 print("client CPU per POST %.0f us (%d POSTs: /tokenize and chat); %s; ratio %.2fx"
       % (us, posts, open(t + "/ref").read().strip(), us / ref_us))
+print("reference window: %.1f %% of %.2f s wall with >= %d held (longest gap %.2f s)"
+      % (100 * rfull / rwall, rwall, 0.9 * c, rgap))
 PY
