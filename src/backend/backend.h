@@ -145,7 +145,8 @@ int dsa_backend_poll(dsa_backend *b, int timeout_ms);
 int dsa_backend_drain(dsa_backend *b, volatile int *stop);
 /* Aborts every queued and in-flight request; their callbacks run before this returns. */
 void dsa_backend_cancel(dsa_backend *b);
-/* How many more requests can start now without exceeding the concurrency limit. */
+/* How many more requests to submit now: the free slots of the concurrency limit, plus (endpoint
+   backend) a backlog of built requests that take a slot the moment one frees. */
 int dsa_backend_idle_slots(const dsa_backend *b);
 /* Totals so far: retried attempts and requests that ended FAILED (for the progress line). */
 void dsa_backend_stats(const dsa_backend *b, long *retries, long *errors);

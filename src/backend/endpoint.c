@@ -24,6 +24,7 @@
 #include "backend/sse.h"
 #include "util/buf.h"
 #include "util/hash.h"
+#include "util/json_dump.h"
 #include "util/msg.h"
 #include "util/secret.h"
 #include "util/url.h"
@@ -434,6 +435,20 @@ static int start_xfer(struct ep *ep, struct xfer *x)
     return 0;
 }
 
+/* Starts queued requests while the window has room. */
+static int start_ready(struct ep *ep)
+{
+    while (ep->n_inflight < ep->concurrency && ep->ready_head) {
+        struct xfer *x = ready_pop(ep);
+        if (start_xfer(ep, x) < 0) {
+            x->t_end = now_s();
+            deliver(ep, x, DSA_RES_FAILED, "cannot start the request", 0, false);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int fill(struct ep *ep)
 {
     /* retries whose time has come go before new requests: they are older */
@@ -464,15 +479,7 @@ static int fill(struct ep *ep)
             ep->ready_tail = last;
         ep->n_ready += n_due;
     }
-    while (ep->n_inflight < ep->concurrency && ep->ready_head) {
-        struct xfer *x = ready_pop(ep);
-        if (start_xfer(ep, x) < 0) {
-            x->t_end = now_s();
-            deliver(ep, x, DSA_RES_FAILED, "cannot start the request", 0, false);
-            return -1;
-        }
-    }
-    return 0;
+    return start_ready(ep);
 }
 
 /* ---- finishing transfers -------------------------------------------------------------- */
@@ -493,6 +500,23 @@ static bool curl_retryable(CURLcode cc)
     default:
         return true;
     }
+}
+
+/* x->body = body's compact JSON, written once into the buffer curl sends from
+   (CURLOPT_POSTFIELDS does not copy): the prompt is escaped straight into it, with no
+   intermediate string and no second copy. Returns 0 or -1 (not UTF-8). */
+static int serialize_body(struct xfer *x, const json_t *body)
+{
+    struct dsa_buf b = DSA_BUF_INIT;
+    free(x->body);
+    x->body = NULL;
+    x->body_len = 0;
+    if (dsa_json_dump_compact(body, &b) < 0) {
+        dsa_buf_release(&b);
+        return -1;
+    }
+    x->body = dsa_buf_detach(&b, &x->body_len);
+    return 0;
 }
 
 /* Requeues x for another attempt if it has one left; returns true if it did. */
@@ -532,12 +556,10 @@ static int chain_count(struct ep *ep, struct xfer *x, char *err, size_t errlen)
     }
     json_t *body = dsa_llamacpp_count_body(prompt, len);
     json_decref(v);
-    free(x->body);
-    x->body = json_dumps(body, JSON_COMPACT);
+    int rc = serialize_body(x, body);
     json_decref(body);
-    if (!x->body)
+    if (rc < 0)
         return snprintf(err, errlen, "cannot serialize the token count request"), -1;
-    x->body_len = strlen(x->body);
     free(x->path);
     x->path = dsa_xstrdup(ep->dialect->tokenize_path);
     x->templating = false;
@@ -680,6 +702,10 @@ static void drain_messages(struct ep *ep)
         struct xfer *x = NULL;
         curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
         finish_xfer(ep, x, m->data.result);
+        /* the freed slot goes to a waiting request now, not after the whole burst of
+           completions has been graded and stored: a window of answers that arrive together
+           would otherwise empty before it refills, and stay in step (waves) */
+        start_ready(ep);
     }
 }
 
@@ -845,13 +871,12 @@ static int ep_submit(dsa_backend *b, const struct dsa_request *req)
             }
         }
         /* no sorting: messages and every string go out byte-exact, in the caller's order */
-        x->body = json_dumps(body, JSON_COMPACT);
+        int rc = serialize_body(x, body);
         json_decref(body);
-        if (!x->body) {
+        if (rc < 0) {
             xfer_free(x);
             return dsa_errorf("cannot serialize a request body (invalid UTF-8?)");
         }
-        x->body_len = strlen(x->body);
     }
     ready_push(ep, x);
     return 0;
@@ -888,10 +913,18 @@ static void ep_cancel(dsa_backend *b)
     }
 }
 
+/* Requests built ahead of the window, waiting in the ready queue, so a slot freed while
+   completions are drained is refilled at once (drain_messages). At most 256: a 128K-token
+   body is about half a megabyte. */
+static int backlog(const struct ep *ep)
+{
+    return ep->concurrency < 256 ? ep->concurrency : 256;
+}
+
 static int ep_idle_slots(const dsa_backend *b)
 {
     const struct ep *ep = (const struct ep *)b;
-    int n = ep->concurrency - ep_pending(ep);
+    int n = ep->concurrency + backlog(ep) - ep_pending(ep);
     return n > 0 ? n : 0;
 }
 

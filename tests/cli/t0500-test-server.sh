@@ -502,6 +502,26 @@ assert json.loads(srvref.http(base + "/get_model_info")[2])["model_path"] == "m2
 PY
 stop_server; expect_eq "sglang server exits 0" "$?" 0
 
+# --inflight-log: three requests held 600 ms at once show as 3, before and after as 0
+start_server --delay-ms 600 --inflight-log "$TMP/inflight.txt" || { echo "Bail out! server"; exit 1; }
+py "--inflight-log counts the requests held" <<'PY'
+import os, threading, time, srvref
+base = os.environ["SERVER_URL"]
+body = {"model": "dsa-test-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
+time.sleep(0.1)
+ts = [threading.Thread(target=srvref.http, args=(base + "/v1/chat/completions", body)) for _ in range(3)]
+for t in ts: t.start()
+for t in ts: t.join()
+time.sleep(0.1)
+s = [tuple(map(float, l.split())) for l in open(os.environ["TMP"] + "/inflight.txt") if l.count(" ") == 1]
+n = [c for _, c in s]
+assert max(n) == 3 and n[0] == 0 and n[-1] == 0, n
+assert all(b[0] > a[0] for a, b in zip(s, s[1:])), "times must increase"
+held3 = sum(s[i + 1][0] - s[i][0] for i in range(len(s) - 1) if s[i][1] == 3)
+assert 0.3 < held3 < 0.8, held3
+PY
+stop_server; expect_eq "server with --inflight-log exits 0" "$?" 0
+
 # (under -DDSA_SANITIZE=ON the server itself is instrumented: nothing may be reported)
 grep -E "Sanitizer|runtime error" "$TMP/server.log" | head -5 | sed 's/^/#   /'
 grep -qE "Sanitizer|runtime error" "$TMP/server.log" && not_ok "no sanitizer report from the servers" \

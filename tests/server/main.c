@@ -8,14 +8,17 @@
 #include <errno.h>
 #include <limits.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gsm8k.h"
+#include "metrics.h"
 #include "server.h"
 #include "util/exitcode.h"
 #include "util/msg.h"
@@ -74,6 +77,43 @@ static bool is_loopback(const char *host)
            strcmp(host, "::1") == 0;
 }
 
+/* --inflight-log: every 10 ms, "SECONDS COUNT" (seconds since the server started, requests
+   between their parsed body and their answer). A client's window is judged by what the server
+   holds, not by what the client believes it sent. */
+struct inflight_log {
+    FILE *f;
+    pthread_t thread;
+    bool started;
+};
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void *inflight_sampler(void *ud)
+{
+    struct inflight_log *l = ud;
+    double t0 = mono_s();
+    const struct timespec tick = {0, 10 * 1000 * 1000};
+    while (!atomic_load(&srv_stopping)) {
+        fprintf(l->f, "%.3f %d\n", mono_s() - t0, srv_metrics_running_now());
+        fflush(l->f); /* readable while the server runs, and complete after SIGKILL */
+        nanosleep(&tick, NULL);
+    }
+    return NULL;
+}
+
+static void inflight_stop(struct inflight_log *l)
+{
+    if (l->started)
+        pthread_join(l->thread, NULL);
+    if (l->f)
+        fclose(l->f);
+}
+
 int main(int argc, char **argv)
 {
     static const char default_version[] = "0.11.0";
@@ -87,7 +127,8 @@ int main(int argc, char **argv)
         .eos_token_id = 1,
         .answer = {.build = "", .gsm8k_build_question = 7},
     };
-    const char *host = "127.0.0.1", *port_file = NULL, *dialect = "vllm", *log_path = NULL;
+    const char *host = "127.0.0.1", *port_file = NULL, *dialect = "vllm", *log_path = NULL,
+               *inflight_path = NULL;
     const char *per_request = "none";
     const char *gsm8k_data = NULL;
     const char *wrong = NULL, *garble = NULL, *rates = NULL, *context_error = "new";
@@ -114,6 +155,8 @@ int main(int argc, char **argv)
                      "streams end with a usage chunk even when not asked"),
         DSA_OPT_STRING(0, "require-api-key", &cfg.api_key, "KEY", "answer 401 without it"),
         DSA_OPT_STRING(0, "log-requests", &log_path, "FILE", "append received requests (JSONL)"),
+        DSA_OPT_STRING(0, "inflight-log", &inflight_path, "FILE",
+                       "write 'SECONDS COUNT' of requests held, every 10 ms"),
         DSA_OPT_LONG(0, "seed", &seed, "N", "seed of the MRCR decisions (default 0)"),
         DSA_OPT_STRING(0, "mrcr-wrong", &wrong, "P", "chance of answering another needle"),
         DSA_OPT_STRING(0, "mrcr-garble", &garble, "P", "chance of a damaged needle"),
@@ -152,6 +195,7 @@ int main(int argc, char **argv)
         return dsa_opt_exit(n);
     char err[256];
     struct MHD_Daemon *d = NULL;
+    struct inflight_log ilog = {NULL, 0, false};
     if (n > 0) {
         dsa_errorf("unexpected argument '%s'", argv[0]);
         goto cleanup;
@@ -293,6 +337,14 @@ int main(int argc, char **argv)
         rc = DSA_EXIT_IO;
         goto cleanup;
     }
+    if (inflight_path) {
+        if (!(ilog.f = fopen(inflight_path, "w"))) {
+            rc = DSA_EXIT_IO;
+            dsa_errorf("cannot open '%s': %s", inflight_path, strerror(errno));
+            goto cleanup;
+        }
+        ilog.started = pthread_create(&ilog.thread, NULL, inflight_sampler, &ilog) == 0;
+    }
     dsa_notef("test server listening on %s port %u (%s dialect)", host, bound, dialect);
 
     int sig = 0;
@@ -300,6 +352,8 @@ int main(int argc, char **argv)
     atomic_store(&srv_stopping, true);
     rc = DSA_EXIT_OK;
 cleanup:
+    atomic_store(&srv_stopping, true);
+    inflight_stop(&ilog);
     if (d)
         MHD_stop_daemon(d);
     if (cfg.log)

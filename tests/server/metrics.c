@@ -245,6 +245,14 @@ void srv_metrics_running(int delta)
     pthread_mutex_unlock(&M.lock);
 }
 
+int srv_metrics_running_now(void)
+{
+    pthread_mutex_lock(&M.lock);
+    int n = (int)M.running;
+    pthread_mutex_unlock(&M.lock);
+    return n;
+}
+
 /* One label value, escaped as the exposition format requires. */
 static void add_label(struct dsa_buf *b, const char *name, const char *value, bool first)
 {

@@ -56,6 +56,8 @@ void srv_metrics_init(const char *model, const struct srv_spec_cfg *spec, bool s
 void srv_metrics_record(long prompt_tokens, long completion_tokens, const char *finish_reason,
                         const struct srv_spec_result *spec, double latency_s);
 void srv_metrics_running(int delta);
+/* Requests between their parsed body and their answer now (the --inflight-log sample). */
+int srv_metrics_running_now(void);
 void srv_metrics_render(struct dsa_buf *out);
 /* Totals since start (SGLang's /get_server_info). */
 void srv_metrics_spec_totals(double *drafts, double *accepted);

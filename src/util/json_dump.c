@@ -1,0 +1,127 @@
+/* Compact JSON output equal to json_dumps(JSON_COMPACT); see json_dump.h.
+ * SPDX-License-Identifier: GPL-3.0-or-later */
+#include "util/json_dump.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/utf8.h"
+
+/* jansson's escapes: the two-character ones it knows, else \u00XX in upper-case hex; bytes
+   >= 0x80 (valid UTF-8) and '/' go out as they are. */
+static void escape_byte(struct dsa_buf *out, unsigned char c)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    char seq[6] = {'\\', 0, 0, 0, 0, 0};
+    size_t n = 2;
+    switch (c) {
+    case '"':
+    case '\\':
+        seq[1] = (char)c;
+        break;
+    case '\b':
+        seq[1] = 'b';
+        break;
+    case '\f':
+        seq[1] = 'f';
+        break;
+    case '\n':
+        seq[1] = 'n';
+        break;
+    case '\r':
+        seq[1] = 'r';
+        break;
+    case '\t':
+        seq[1] = 't';
+        break;
+    default:
+        memcpy(seq + 1, "u00", 3);
+        seq[4] = hex[c >> 4];
+        seq[5] = hex[c & 15];
+        n = 6;
+    }
+    dsa_buf_add(out, seq, n);
+}
+
+static int dump_string(const char *s, size_t len, struct dsa_buf *out)
+{
+    /* jansson refuses to dump what is not UTF-8 (json_stringn_nocheck can hold anything) */
+    if (!dsa_utf8_valid(s, len))
+        return -1;
+    dsa_buf_grow(out, len + 2);
+    dsa_buf_addch(out, '"');
+    size_t run = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        dsa_buf_add(out, s + run, i - run);
+        escape_byte(out, c);
+        run = i + 1;
+    }
+    dsa_buf_add(out, s + run, len - run);
+    dsa_buf_addch(out, '"');
+    return 0;
+}
+
+/* A number, true, false or null: few bytes, so jansson's own formatting costs nothing. */
+static int dump_scalar(const json_t *v, struct dsa_buf *out)
+{
+    char small[64];
+    size_t n = json_dumpb(v, small, sizeof small, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (n == 0)
+        return -1;
+    if (n <= sizeof small) {
+        dsa_buf_add(out, small, n);
+        return 0;
+    }
+    char *big = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!big)
+        return -1;
+    dsa_buf_adds(out, big);
+    free(big);
+    return 0;
+}
+
+int dsa_json_dump_compact(const json_t *v, struct dsa_buf *out)
+{
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        return dump_string(json_string_value(v), json_string_length(v), out);
+    case JSON_ARRAY: {
+        dsa_buf_addch(out, '[');
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            if (i)
+                dsa_buf_addch(out, ',');
+            if (dsa_json_dump_compact(json_array_get(v, i), out) < 0)
+                return -1;
+        }
+        dsa_buf_addch(out, ']');
+        return 0;
+    }
+    case JSON_OBJECT: {
+        dsa_buf_addch(out, '{');
+        bool first = true;
+        const char *key;
+        size_t key_len;
+        json_t *val;
+        /* jansson's iteration order is insertion order, the order json_dumps writes */
+        json_object_keylen_foreach((json_t *)v, key, key_len, val)
+        {
+            if (!first)
+                dsa_buf_addch(out, ',');
+            first = false;
+            if (dump_string(key, key_len, out) < 0)
+                return -1;
+            dsa_buf_addch(out, ':');
+            if (dsa_json_dump_compact(val, out) < 0)
+                return -1;
+        }
+        dsa_buf_addch(out, '}');
+        return 0;
+    }
+    default:
+        return dump_scalar(v, out);
+    }
+}

@@ -1,0 +1,127 @@
+/* dsa_json_dump_compact against its reference, jansson's json_dumps(JSON_COMPACT): equal bytes
+ * for every escape, number, nesting and key order, and failure exactly where jansson fails.
+ * SPDX-License-Identifier: GPL-3.0-or-later */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util/buf.h"
+#include "util/hash.h"
+#include "util/json_dump.h"
+#include "util/utf8.h"
+
+/* Asserts both serializers agree on v: the same bytes, or both refuse. */
+static void same_as_jansson(const json_t *v)
+{
+    char *want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    struct dsa_buf got = DSA_BUF_INIT;
+    int rc = dsa_json_dump_compact(v, &got);
+    if (!want) {
+        assert_int_equal(rc, -1);
+    } else {
+        assert_int_equal(rc, 0);
+        assert_int_equal(got.len, strlen(want));
+        assert_memory_equal(got.data, want, got.len);
+    }
+    free(want);
+    dsa_buf_release(&got);
+}
+
+static void test_escapes(void **state)
+{
+    (void)state;
+    char all[160];
+    size_t n = 0;
+    for (int c = 0; c < 128; c++)
+        all[n++] = (char)c; /* NUL included: json_stringn keeps it */
+    const char *mb = "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80/\xe2\x80\xa8";
+    memcpy(all + n, mb, strlen(mb));
+    n += strlen(mb);
+    json_t *s = json_stringn(all, n);
+    assert_non_null(s);
+    same_as_jansson(s);
+    json_t *o = json_object();
+    json_object_set_new(o, "k\"ey\n\xc3\xa9", json_incref(s));
+    json_object_setn_new(o, "nul\0key", 7, json_string(""));
+    same_as_jansson(o);
+    json_decref(o);
+    json_decref(s);
+}
+
+static void test_scalars_and_nesting(void **state)
+{
+    (void)state;
+    json_t *v =
+        json_pack("{s:[{s:s,s:s}], s:i, s:f, s:f, s:f, s:f, s:b, s:b, s:n, s:[], s:{}, "
+                  "s:I, s:I}",
+                  "messages", "role", "user", "content", "hi", "max_tokens", 4096, "temperature",
+                  0.7, "zero", 0.0, "neg", -0.0, "big", 1e300, "t", 1, "f", 0, "n", "ea", "eo",
+                  "imin", (json_int_t)INT64_MIN, "imax", (json_int_t)INT64_MAX);
+    assert_non_null(v);
+    same_as_jansson(v);
+    /* insertion order, not key order, as jansson writes it */
+    json_object_set_new(v, "a_last", json_real(1.0 / 3.0));
+    json_object_del(v, "zero");
+    json_object_set_new(v, "zero", json_real(5e-324));
+    same_as_jansson(v);
+    json_decref(v);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    const char *bad[] = {"\xff", "ok\xc3", "\xed\xa0\x80", "\xc0\xaf", "\xf4\x90\x80\x80"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *s = json_stringn_nocheck(bad[i], strlen(bad[i]));
+        same_as_jansson(s);
+        json_t *a = json_pack("[s,o]", "fine", s);
+        same_as_jansson(a);
+        json_decref(a);
+    }
+}
+
+/* Random strings over the whole code space that matters: controls, quotes, backslashes,
+   ASCII, two- to four-byte sequences. */
+static void test_random(void **state)
+{
+    (void)state;
+    uint64_t r = 42;
+    static const uint32_t pick[] = {0,    1,    0x1f,  '"',   '\\',   '/',    'a',     ' ',
+                                    0x7f, 0x80, 0x7ff, 0x800, 0xfffd, 0xffff, 0x10000, 0x10ffff};
+    for (int iter = 0; iter < 2000; iter++) {
+        struct dsa_buf b = DSA_BUF_INIT;
+        r = dsa_splitmix64(r);
+        int len = (int)(r % 64);
+        for (int k = 0; k < len; k++) {
+            r = dsa_splitmix64(r);
+            uint32_t cp = r & 1 ? pick[(r >> 1) % 16] : (uint32_t)((r >> 8) % 0x250);
+            if (cp >= 0xd800 && cp < 0xe000)
+                cp = 'x';
+            char enc[4];
+            int m = dsa_utf8_encode(cp, enc);
+            dsa_buf_add(&b, enc, (size_t)m);
+        }
+        json_t *v = json_pack("{s:[{s:s,s:s%}]}", "messages", "role", "user", "content",
+                              b.data ? b.data : "", b.len);
+        assert_non_null(v);
+        same_as_jansson(v);
+        json_decref(v);
+        dsa_buf_release(&b);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_escapes),
+        cmocka_unit_test(test_scalars_and_nesting),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_random),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
