@@ -60,6 +60,41 @@ const char *dsa_stats_rng_name(enum dsa_rng_kind k);
 const char *dsa_stats_ci_name(enum dsa_ci_method m);
 /* A generator of the given kind seeded with gsl_rng_set(r, seed). Free with gsl_rng_free. */
 gsl_rng *dsa_stats_rng_new(enum dsa_rng_kind k, uint32_t seed);
+/*
+ * The index stream of every bootstrap here, draw by draw the integers gsl_rng_uniform_int(r, m)
+ * returns. For taus2 the generator is stepped inline on a copy of GSL's state with GSL's own
+ * recurrence and scaling (k = x / (0xffffffff / m), redrawn while k >= m): the same integers
+ * without an indirect call per draw (tests/unit/test_stats.c pins them to GSL's); other
+ * generators go through gsl_rng_uniform_int. Plain struct: _init borrows r, _release writes
+ * the state back into r, so GSL's later draws continue the same stream.
+ */
+struct dsa_stats_draws {
+    gsl_rng *r;
+    bool inline_taus;
+    uint32_t s1, s2, s3;
+};
+void dsa_stats_draws_init(struct dsa_stats_draws *d, gsl_rng *r);
+void dsa_stats_draws_release(struct dsa_stats_draws *d);
+/* GSL's scale for range m (1 <= m <= 0xffffffff) */
+static inline uint32_t dsa_stats_draw_scale(uint32_t m)
+{
+    return 0xffffffffu / m;
+}
+static inline uint32_t dsa_stats_draw(struct dsa_stats_draws *d, uint32_t m, uint32_t scale)
+{
+    if (!d->inline_taus)
+        return (uint32_t)gsl_rng_uniform_int(d->r, m);
+    for (;;) {
+        /* GSL's taus.c: TAUSWORTHE(s, a, b, c, d) on 32-bit words */
+        d->s1 = ((d->s1 & 4294967294u) << 12) ^ (((d->s1 << 13) ^ d->s1) >> 19);
+        d->s2 = ((d->s2 & 4294967288u) << 4) ^ (((d->s2 << 2) ^ d->s2) >> 25);
+        d->s3 = ((d->s3 & 4294967280u) << 17) ^ (((d->s3 << 3) ^ d->s3) >> 11);
+        uint32_t k = (d->s1 ^ d->s2 ^ d->s3) / scale;
+        if (k < m)
+            return k;
+    }
+}
+
 /* low32(splitmix64(S ^ fnv1a64(label))), 0 mapped to 1 (docs/compare.md "Seeds and random streams")
  */
 uint32_t dsa_stats_stream_seed(uint64_t S, const char *label);
