@@ -386,9 +386,9 @@ void dsa_stats_draws_release(struct dsa_stats_draws *d)
 }
 
 /* the stratum sizes' draw scales, once per bootstrap */
-static uint32_t *strata_scales(const struct strata *s)
+static uint64_t *strata_scales(const struct strata *s)
 {
-    uint32_t *sc = dsa_xmalloc(s->k * sizeof *sc);
+    uint64_t *sc = dsa_xmalloc(s->k * sizeof *sc);
     for (size_t j = 0; j < s->k; j++)
         sc[j] = s->size[j] ? dsa_stats_draw_scale((uint32_t)s->size[j]) : 1;
     return sc;
@@ -523,7 +523,7 @@ static void two_level(const struct dsa_paired_input *in, const size_t *brun, siz
     double *reps = dsa_xmalloc(Bn * sizeof *reps);
     size_t *ib = dsa_xmalloc(rb * sizeof *ib), *ic = dsa_xmalloc(rc * sizeof *ic);
     double *tb = run_sum_table(B, nk, rb, (double)rc), *tc = run_sum_table(C, nk, rc, (double)rb);
-    uint32_t *scale = strata_scales(&st);
+    uint64_t *scale = strata_scales(&st);
     gsl_rng *r = dsa_stats_rng_new(cfg->rng, seed);
     struct dsa_stats_draws dr;
     dsa_stats_draws_init(&dr, r);
@@ -542,16 +542,18 @@ static void two_level(const struct dsa_paired_input *in, const size_t *brun, siz
            draw order: from the tables when they fit, else formed per draw */
         const double *wc = tc ? tc + tic * nk : NULL, *wb = tb ? tb + tib * nk : NULL;
         double s = 0;
+        struct dsa_stats_draws d = dr; /* in registers for the loop, not in dr's memory */
         for (size_t j = 0; j < st.k; j++) {
             uint32_t m = (uint32_t)st.size[j];
             for (uint32_t t = 0; t < m; t++) {
-                uint32_t u = dsa_stats_draw(&dr, m, scale[j]);
+                uint32_t u = dsa_stats_draw(&d, m, scale[j]);
                 size_t k = stratum ? st.idx[j][u] : u;
                 double xc = wc ? wc[k] : (double)rb * arm_sum(C, nk, ic, rc, k);
                 double xb = wb ? wb[k] : (double)rc * arm_sum(B, nk, ib, rb, k);
                 s += xc - xb;
             }
         }
+        dr = d;
         reps[b] = s / ((double)nk * (double)rb * (double)rc);
     }
     dsa_stats_draws_release(&dr);
@@ -604,34 +606,72 @@ static void pooled_add_runs(const struct pooled_loop *L, size_t k, double *psum,
         }
 }
 
+/* one replicate of pooled_replicates() over rows padded to 4 runs: the pooled sum returned,
+   the per-run sums in psum[0..npairs-1], each in draw order */
+static double replicate_rows4(struct dsa_stats_draws *dr, const struct pooled_loop *L,
+                              const double *row4, const uint64_t *scale, double *psum)
+{
+    const struct strata *st = L->st;
+    struct dsa_stats_draws d = *dr; /* in registers for the loop */
+    double s = 0, a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    for (size_t j = 0; j < st->k; j++) {
+        uint32_t m = (uint32_t)st->size[j];
+        for (uint32_t t = 0; t < m; t++) {
+            uint32_t u = dsa_stats_draw(&d, m, scale[j]);
+            size_t k = L->identity ? u : st->idx[j][u];
+            const double *row = row4 + 4 * k;
+            s += L->v[k];
+            a0 += row[0];
+            a1 += row[1];
+            a2 += row[2];
+            a3 += row[3];
+        }
+    }
+    *dr = d;
+    double a[4] = {a0, a1, a2, a3};
+    memcpy(psum, a, L->npairs * sizeof *psum);
+    return s;
+}
+
 /*
  * One index stream per bin: each replicate draws n indices (stratum by stratum, j = 0..size-1
  * in each) once and feeds every statistic of the bin, the pooled D and each run's D_r, while
  * the sample's row is in cache; every sum runs in draw order.
  */
 static void pooled_replicates(const struct pooled_loop *L, const struct dsa_boot_cfg *cfg,
-                              uint32_t seed, size_t Bn, double *reps, double **preps,
-                              double *psum, size_t *pcnt)
+                              uint32_t seed, size_t Bn, double *reps, double **preps, double *psum,
+                              size_t *pcnt)
 {
     const struct strata *st = L->st;
-    uint32_t *scale = strata_scales(st);
+    uint64_t *scale = strata_scales(st);
     gsl_rng *r = dsa_stats_rng_new(cfg->rng, seed);
     struct dsa_stats_draws dr;
     dsa_stats_draws_init(&dr, r);
+    /* every sample finished every run, at most 4 runs: rows padded to 4 so that the per-run
+       sums stay in registers (a sum through memory waits on its own store each draw) */
+    double *row4 = NULL;
+    if (L->full && L->npairs >= 1 && L->npairs <= 4) {
+        row4 = dsa_xcalloc(L->n * 4, sizeof *row4);
+        for (size_t k = 0; k < L->n; k++)
+            memcpy(row4 + 4 * k, L->pvt + k * L->npairs, L->npairs * sizeof *row4);
+    }
     for (size_t b = 0; b < Bn; b++) {
-        double s = 0;
-        if (L->npairs) {
+        double s;
+        if (row4) {
+            s = replicate_rows4(&dr, L, row4, scale, psum);
+        } else {
+            s = 0;
             memset(psum, 0, L->npairs * sizeof *psum);
             memset(pcnt, 0, L->npairs * sizeof *pcnt);
-        }
-        for (size_t j = 0; j < st->k; j++) {
-            uint32_t m = (uint32_t)st->size[j];
-            for (uint32_t t = 0; t < m; t++) {
-                uint32_t u = dsa_stats_draw(&dr, m, scale[j]);
-                size_t k = L->identity ? u : st->idx[j][u];
-                s += L->v[k];
-                if (L->npairs)
-                    pooled_add_runs(L, k, psum, pcnt);
+            for (size_t j = 0; j < st->k; j++) {
+                uint32_t m = (uint32_t)st->size[j];
+                for (uint32_t t = 0; t < m; t++) {
+                    uint32_t u = dsa_stats_draw(&dr, m, scale[j]);
+                    size_t k = L->identity ? u : st->idx[j][u];
+                    s += L->v[k];
+                    if (L->npairs)
+                        pooled_add_runs(L, k, psum, pcnt);
+                }
             }
         }
         reps[b] = s / ((double)L->n * L->div);
@@ -641,6 +681,7 @@ static void pooled_replicates(const struct pooled_loop *L, const struct dsa_boot
             preps[p][b] = c ? psum[p] / ((double)c * L->pdiv[p]) : NAN;
         }
     }
+    free(row4);
     dsa_stats_draws_release(&dr);
     gsl_rng_free(r);
     free(scale);

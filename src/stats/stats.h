@@ -64,9 +64,9 @@ gsl_rng *dsa_stats_rng_new(enum dsa_rng_kind k, uint32_t seed);
  * The index stream of every bootstrap here, draw by draw the integers gsl_rng_uniform_int(r, m)
  * returns. For taus2 the generator is stepped inline on a copy of GSL's state with GSL's own
  * recurrence and scaling (k = x / (0xffffffff / m), redrawn while k >= m): the same integers
- * without an indirect call per draw (tests/unit/test_stats.c pins them to GSL's); other
- * generators go through gsl_rng_uniform_int. Plain struct: _init borrows r, _release writes
- * the state back into r, so GSL's later draws continue the same stream.
+ * without an indirect call or a divide instruction per draw (tests/unit/test_stats.c pins them to
+ * GSL's); other generators go through gsl_rng_uniform_int. Plain struct: _init borrows r, _release
+ * writes the state back into r, so GSL's later draws continue the same stream.
  */
 struct dsa_stats_draws {
     gsl_rng *r;
@@ -75,12 +75,24 @@ struct dsa_stats_draws {
 };
 void dsa_stats_draws_init(struct dsa_stats_draws *d, gsl_rng *r);
 void dsa_stats_draws_release(struct dsa_stats_draws *d);
-/* GSL's scale for range m (1 <= m <= 0xffffffff) */
-static inline uint32_t dsa_stats_draw_scale(uint32_t m)
+/* GSL's scale for range m (1 <= m <= 0xffffffff), d = 0xffffffff / m, as the multiplier of
+   Lemire, Kaser and Kurz's exact division ("Faster remainder by direct computation", 2019,
+   Theorem 1: floor(x c / 2^64) = floor(x / d) for every 32-bit x with c = ceil(2^64 / d)):
+   no divide instruction per draw. 0 stands for d = 1. */
+static inline uint64_t dsa_stats_draw_scale(uint32_t m)
 {
-    return 0xffffffffu / m;
+    uint32_t d = 0xffffffffu / m;
+    return d == 1 ? 0 : UINT64_MAX / d + 1;
 }
-static inline uint32_t dsa_stats_draw(struct dsa_stats_draws *d, uint32_t m, uint32_t scale)
+/* floor(x / d) from c = dsa_stats_draw_scale(): the high 64 bits of the 96-bit product */
+static inline uint32_t dsa_stats_draw_div(uint32_t x, uint64_t c)
+{
+    if (!c)
+        return x;
+    uint64_t hi = (c >> 32) * x, lo = (c & 0xffffffffu) * x;
+    return (uint32_t)((hi + (lo >> 32)) >> 32);
+}
+static inline uint32_t dsa_stats_draw(struct dsa_stats_draws *d, uint32_t m, uint64_t scale)
 {
     if (!d->inline_taus)
         return (uint32_t)gsl_rng_uniform_int(d->r, m);
@@ -89,7 +101,7 @@ static inline uint32_t dsa_stats_draw(struct dsa_stats_draws *d, uint32_t m, uin
         d->s1 = ((d->s1 & 4294967294u) << 12) ^ (((d->s1 << 13) ^ d->s1) >> 19);
         d->s2 = ((d->s2 & 4294967288u) << 4) ^ (((d->s2 << 2) ^ d->s2) >> 25);
         d->s3 = ((d->s3 & 4294967280u) << 17) ^ (((d->s3 << 3) ^ d->s3) >> 11);
-        uint32_t k = (d->s1 ^ d->s2 ^ d->s3) / scale;
+        uint32_t k = dsa_stats_draw_div(d->s1 ^ d->s2 ^ d->s3, scale);
         if (k < m)
             return k;
     }
