@@ -713,6 +713,74 @@ static void run_tests(const struct dsa_paired_input *in, const size_t *runs, siz
     free(keep);
 }
 
+/* the active runs of an arm: those with at least one finished sample here (a rerun of one
+   bin only leaves the other bins' runs empty); returns their count */
+static size_t active_runs(const double *m, size_t n, size_t R, size_t *runs)
+{
+    size_t nr = 0;
+    for (size_t r = 0; r < R; r++) {
+        size_t c;
+        mean_finite(m + r * n, n, &c);
+        if (c)
+            runs[nr++] = r;
+    }
+    return nr;
+}
+
+/* the run-effect F-tests of both arms, runs_disagree and the run-level permutation test */
+static void run_level(const struct dsa_paired_input *in, const size_t *brun, size_t rb,
+                      const size_t *crun, size_t rc, struct dsa_paired_result *out)
+{
+    if (rb < 2 && rc < 2)
+        return;
+    double *sb = dsa_xmalloc((rb + 1) * sizeof *sb), *sc = dsa_xmalloc((rc + 1) * sizeof *sc);
+    run_tests(in, brun, rb, in->base, &out->f_base, &out->p_base, sb);
+    run_tests(in, crun, rc, in->cand, &out->f_cand, &out->p_cand, sc);
+    out->runs_disagree =
+        (!isnan(out->p_base) && out->p_base < 0.01) || (!isnan(out->p_cand) && out->p_cand < 0.01);
+    if (rb >= 2 && rc >= 2 && dsa_stats_perm_exact(sb, rb, sc, rc, &out->perm) == 0)
+        out->has_perm = true;
+    free(sb);
+    free(sc);
+}
+
+/* the part of dsa_stats_paired() that decides and computes the two-level CI, alone */
+static bool two_level_part(const struct dsa_paired_input *in, const struct dsa_boot_cfg *cfg,
+                           uint32_t seed, unsigned flags, bool compute,
+                           struct dsa_paired_result *out)
+{
+    size_t n = in->n;
+    if (in->rb < 1 || in->rc < 1 || n < 2 || (flags & DSA_PAIRED_NO_TWO_LEVEL))
+        return false;
+    size_t *brun = dsa_xmalloc(in->rb * sizeof *brun), *crun = dsa_xmalloc(in->rc * sizeof *crun);
+    size_t rb = active_runs(in->base, n, in->rb, brun), rc = active_runs(in->cand, n, in->rc, crun);
+    struct dsa_paired_result tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.p_base = tmp.p_cand = NAN;
+    run_level(in, brun, rb, crun, rc, &tmp);
+    bool want = tmp.runs_disagree || (flags & DSA_PAIRED_TWO_LEVEL_ALWAYS);
+    if (want && compute)
+        two_level(in, brun, rb, crun, rc, cfg, seed, out);
+    free(brun);
+    free(crun);
+    return want;
+}
+
+bool dsa_stats_paired_wants_two_level(const struct dsa_paired_input *in, unsigned flags)
+{
+    return two_level_part(in, NULL, 0, flags, false, NULL);
+}
+
+void dsa_stats_paired_two_level(const struct dsa_paired_input *in, const struct dsa_boot_cfg *cfg,
+                                uint32_t two_level_seed, unsigned flags,
+                                struct dsa_paired_result *out)
+{
+    out->has_two_level = false;
+    out->two_level_n = 0;
+    out->tl_lo = out->tl_hi = NAN;
+    two_level_part(in, cfg, two_level_seed, flags, true, out);
+}
+
 int dsa_stats_paired(const struct dsa_paired_input *in, const struct dsa_boot_cfg *cfg,
                      uint32_t seed, uint32_t two_level_seed, unsigned flags,
                      struct dsa_paired_result *out)
@@ -731,19 +799,7 @@ int dsa_stats_paired(const struct dsa_paired_input *in, const struct dsa_boot_cf
     /* active runs: those with at least one finished sample here (a rerun of one bin only
        leaves the other bins' runs empty) */
     size_t *brun = dsa_xmalloc(in->rb * sizeof *brun), *crun = dsa_xmalloc(in->rc * sizeof *crun);
-    size_t rb = 0, rc = 0;
-    for (size_t r = 0; r < in->rb; r++) {
-        size_t c;
-        mean_finite(in->base + r * n, n, &c);
-        if (c)
-            brun[rb++] = r;
-    }
-    for (size_t r = 0; r < in->rc; r++) {
-        size_t c;
-        mean_finite(in->cand + r * n, n, &c);
-        if (c)
-            crun[rc++] = r;
-    }
+    size_t rb = active_runs(in->base, n, in->rb, brun), rc = active_runs(in->cand, n, in->rc, crun);
     out->rb_used = rb;
     out->rc_used = rc;
 
@@ -888,17 +944,7 @@ int dsa_stats_paired(const struct dsa_paired_input *in, const struct dsa_boot_cf
     }
 
     /* run-level diagnostics */
-    if (rb >= 2 || rc >= 2) {
-        double *sb = dsa_xmalloc(rb * sizeof *sb), *sc = dsa_xmalloc(rc * sizeof *sc);
-        run_tests(in, brun, rb, in->base, &out->f_base, &out->p_base, sb);
-        run_tests(in, crun, rc, in->cand, &out->f_cand, &out->p_cand, sc);
-        out->runs_disagree = (!isnan(out->p_base) && out->p_base < 0.01) ||
-                             (!isnan(out->p_cand) && out->p_cand < 0.01);
-        if (rb >= 2 && rc >= 2 && dsa_stats_perm_exact(sb, rb, sc, rc, &out->perm) == 0)
-            out->has_perm = true;
-        free(sb);
-        free(sc);
-    }
+    run_level(in, brun, rb, crun, rc, out);
     if (n >= 2 && !(flags & DSA_PAIRED_NO_TWO_LEVEL) &&
         (out->runs_disagree || (flags & DSA_PAIRED_TWO_LEVEL_ALWAYS)))
         two_level(in, brun, rb, crun, rc, cfg, two_level_seed, out);

@@ -233,6 +233,15 @@ int dsa_stats_paired(const struct dsa_paired_input *in, const struct dsa_boot_cf
                      uint32_t seed, uint32_t two_level_seed, unsigned flags,
                      struct dsa_paired_result *out);
 void dsa_paired_result_release(struct dsa_paired_result *r);
+/* The two-level CI on its own stream, so that a caller may run it on another thread beside
+   dsa_stats_paired(in, ..., flags | DSA_PAIRED_NO_TWO_LEVEL, ...): _wants_ says whether
+   dsa_stats_paired() would compute it (the F-tests only, cheap); _two_level fills only
+   has_two_level, two_level_n, tl_lo and tl_hi of *out, with exactly the numbers
+   dsa_stats_paired() gives for the same input, flags and two_level_seed. */
+bool dsa_stats_paired_wants_two_level(const struct dsa_paired_input *in, unsigned flags);
+void dsa_stats_paired_two_level(const struct dsa_paired_input *in, const struct dsa_boot_cfg *cfg,
+                                uint32_t two_level_seed, unsigned flags,
+                                struct dsa_paired_result *out);
 
 /* ---- latency ---------------------------------------------------------------------------- */
 
