@@ -56,11 +56,15 @@ cmp -s "$TMP/a.json" "$TMP/b.json" && ok "byte-identical reruns" || not_ok "byte
 cmp -s "$TMP/a.json" "$TMP/c.json" && not_ok "--seed changes the CIs" || ok "--seed changes the CIs"
 
 # nor on the number of threads
-for t in 1 2 5; do
+for t in 1 2 5 8; do
     "$DSA_BIN" compare $D/main3 $D/pr3 --baseline-aa $D/main-again --json --threads $t >"$TMP/t$t.json"
 done
 cmp -s "$TMP/t1.json" "$TMP/t2.json" && cmp -s "$TMP/t1.json" "$TMP/t5.json" \
-    && ok "byte-identical with 1, 2 and 5 threads" || not_ok "byte-identical with 1, 2 and 5 threads"
+    && cmp -s "$TMP/t1.json" "$TMP/t8.json" \
+    && ok "byte-identical with 1, 2, 5 and 8 threads" || not_ok "byte-identical with 1, 2, 5 and 8 threads"
+# the rows whose runs disagree carry a two-level CI, computed beside the rest on its own stream
+grep -q '"two_level"' "$TMP/t1.json" && ok "the two-level CI is part of the compared output" \
+    || not_ok "the two-level CI is part of the compared output"
 
 # a bin's numbers do not depend on which other bins are present (one stream per bin)
 mkdir -p "$TMP/b16" "$TMP/c16"
