@@ -661,8 +661,10 @@ static void pooled_replicates(const struct pooled_loop *L, const struct dsa_boot
             s = replicate_rows4(&dr, L, row4, scale, psum);
         } else {
             s = 0;
-            memset(psum, 0, L->npairs * sizeof *psum);
-            memset(pcnt, 0, L->npairs * sizeof *pcnt);
+            if (L->npairs) { /* psum and pcnt are NULL without per-run pairs */
+                memset(psum, 0, L->npairs * sizeof *psum);
+                memset(pcnt, 0, L->npairs * sizeof *pcnt);
+            }
             for (size_t j = 0; j < st->k; j++) {
                 uint32_t m = (uint32_t)st->size[j];
                 for (uint32_t t = 0; t < m; t++) {
