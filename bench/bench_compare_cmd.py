@@ -9,7 +9,7 @@
 # Data, written to a temporary folder (seeded): R run files per side of an MRCR run, bins x n
 # samples with a per-sample difficulty, per-run noise and a candidate shift of -0.01; no
 # latency_ms (so the latency cell is not computed).
-# dsa-eval side: `compare BASE CAND --json --resamples B --threads T`; CPU seconds
+# dsa-eval side: `compare BASE CAND --json --resamples B --threads T` (T = 1, 2, 8); CPU seconds
 # (user+sys of the child, from wait4) and wall seconds; the outputs of every thread count
 # must be byte-identical (exit 1 otherwise).
 # scipy side (bench/compare_ref.py): per bin and for all samples, scipy.stats.bootstrap
@@ -96,11 +96,12 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         make_runs(tmp, args.bins, args.n, args.runs)
         base, cand = os.path.join(tmp, "base"), os.path.join(tmp, "cand")
-        res = {1: [], 2: []}
+        res = {1: [], 2: [], 8: []}
+        load0 = os.getloadavg()
         ref = []
         outs = {}
         for _ in range(args.rounds):
-            for t in (1, 2):
+            for t in (1, 2, 8):
                 out = os.path.join(tmp, "t%d.json" % t)
                 res[t].append(timed([dsa, "compare", base, cand, "--json", "--resamples",
                                      str(args.resamples), "--threads", str(t)], out))
@@ -121,8 +122,12 @@ def main():
               % (sp[0] / d1[0], sp[1] / d1[1]))
         print("  --threads 2 vs 1 (wall): min %.2fx median %.2fx; CPU %.2fx"
               % (d1[2] / d2[2], d1[3] / d2[3], d2[1] / d1[1]))
-        same = outs[1] == outs[2]
-        print("  output byte-identical with 1 and 2 threads: %s" % ("yes" if same else "NO"))
+        print("  --threads 2: CPU / wall = %.2f cores busy (min over rounds of wall, median of CPU)"
+              % (d2[1] / d2[2]))
+        print("  load average (1 min) before / after: %.2f / %.2f on %d CPUs"
+              % (load0[0], os.getloadavg()[0], os.cpu_count()))
+        same = outs[1] == outs[2] == outs[8]
+        print("  output byte-identical with 1, 2 and 8 threads: %s" % ("yes" if same else "NO"))
         return 0 if same else 1
 
 

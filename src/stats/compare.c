@@ -53,58 +53,78 @@ static long record_line(const struct dsa_cmp_run *run, size_t k)
 /* Checks the keys every reader relies on: "id" string, "bin" string (default "all"),
    "status" one of ok/failed/excluded (default: ok when "score" is a number), "score" a
    finite number when ok, "latency_ms" a number when present. */
+struct id_at {
+    const char *id;
+    size_t k;
+};
+
+static int id_at_cmp(const void *a, const void *b)
+{
+    const struct id_at *x = a, *y = b;
+    int c = strcmp(x->id, y->id);
+    return c ? c : (x->k > y->k) - (x->k < y->k);
+}
+
+/* The record at which a scan in file order first meets an id seen before (SIZE_MAX: none):
+   one sort of the ids instead of a hash table of every id (the latter was a tenth of reading
+   a run). Records without a string id are skipped; validate_run() reports them first. */
+static size_t first_duplicate(const json_t *records)
+{
+    size_t n = json_array_size(records), m = 0, first = SIZE_MAX;
+    struct id_at *v = dsa_xmalloc((n + 1) * sizeof *v);
+    for (size_t k = 0; k < n; k++) {
+        const char *id = json_string_value(json_object_get(json_array_get(records, k), "id"));
+        if (id)
+            v[m++] = (struct id_at){id, k};
+    }
+    if (m)
+        qsort(v, m, sizeof *v, id_at_cmp);
+    /* within a run of equal ids (sorted by k) the second one is where the scan stops */
+    for (size_t i = 1; i < m; i++)
+        if (!strcmp(v[i].id, v[i - 1].id) && (i < 2 || strcmp(v[i - 1].id, v[i - 2].id)) &&
+            v[i].k < first)
+            first = v[i].k;
+    free(v);
+    return first;
+}
+
 static int validate_run(const struct dsa_cmp_run *run)
 {
-    json_t *seen = json_object();
-    int ret = -1;
+    size_t dup = first_duplicate(run->records);
     for (size_t k = 0; k < json_array_size(run->records); k++) {
         json_t *r = json_array_get(run->records, k);
         long line = record_line(run, k);
         json_t *id = json_object_get(r, "id"), *bin = json_object_get(r, "bin");
         json_t *st = json_object_get(r, "status"), *score = json_object_get(r, "score");
         json_t *lat = json_object_get(r, "latency_ms");
-        if (!json_is_string(id) || !json_string_length(id)) {
-            dsa_errorf("line %ld of '%s': \"id\" must be a non-empty string", line, run->path);
-            goto cleanup;
-        }
-        if (bin && !json_is_string(bin)) {
-            dsa_errorf("line %ld of '%s': \"bin\" must be a string", line, run->path);
-            goto cleanup;
-        }
+        if (!json_is_string(id) || !json_string_length(id))
+            return dsa_errorf("line %ld of '%s': \"id\" must be a non-empty string", line,
+                              run->path);
+        if (bin && !json_is_string(bin))
+            return dsa_errorf("line %ld of '%s': \"bin\" must be a string", line, run->path);
         const char *status = "ok";
         if (st && !json_is_null(st)) {
             if (!json_is_string(st) ||
                 (strcmp(json_string_value(st), "ok") && strcmp(json_string_value(st), "failed") &&
-                 strcmp(json_string_value(st), "excluded"))) {
-                dsa_errorf("line %ld of '%s': \"status\" must be \"ok\", \"failed\" or "
-                           "\"excluded\"",
-                           line, run->path);
-                goto cleanup;
-            }
+                 strcmp(json_string_value(st), "excluded")))
+                return dsa_errorf("line %ld of '%s': \"status\" must be \"ok\", \"failed\" or "
+                                  "\"excluded\"",
+                                  line, run->path);
             status = json_string_value(st);
         }
         if (!strcmp(status, "ok") &&
-            (!json_is_number(score) || !isfinite(json_number_value(score)))) {
-            dsa_errorf("line %ld of '%s': \"score\" must be a number", line, run->path);
-            goto cleanup;
-        }
+            (!json_is_number(score) || !isfinite(json_number_value(score))))
+            return dsa_errorf("line %ld of '%s': \"score\" must be a number", line, run->path);
         if (lat && !json_is_null(lat) &&
             (!json_is_number(lat) || !(json_number_value(lat) >= 0) ||
-             !isfinite(json_number_value(lat)))) {
-            dsa_errorf("line %ld of '%s': \"latency_ms\" must be a number >= 0", line, run->path);
-            goto cleanup;
-        }
-        if (json_object_get(seen, json_string_value(id))) {
-            dsa_errorf("line %ld of '%s': duplicate id '%s'", line, run->path,
-                       json_string_value(id));
-            goto cleanup;
-        }
-        json_object_set_new(seen, json_string_value(id), json_true());
+             !isfinite(json_number_value(lat))))
+            return dsa_errorf("line %ld of '%s': \"latency_ms\" must be a number >= 0", line,
+                              run->path);
+        if (k == dup)
+            return dsa_errorf("line %ld of '%s': duplicate id '%s'", line, run->path,
+                              json_string_value(id));
     }
-    ret = 0;
-cleanup:
-    json_decref(seen);
-    return ret;
+    return 0;
 }
 
 int dsa_cmp_side_add(struct dsa_cmp_side *side, const char *path, json_t *header, json_t *records)
@@ -518,9 +538,23 @@ struct bin_job {
     uint32_t seed, seed2;
     const struct dsa_boot_cfg *cfg;
     bool full;
+    bool split; /* the two-level CI runs as a second work item beside the rest */
     int rc;
     struct dsa_paired_result res;
+    struct dsa_paired_result tl; /* the second item's result (two-level fields only) */
 };
+
+/* one work item: a job's pooled part (everything but a split-off two-level CI), or its
+   two-level part; each has its own stream */
+struct job_item {
+    struct bin_job *job;
+    bool two_level;
+};
+
+static unsigned job_flags(const struct bin_job *j)
+{
+    return j->full ? 0 : DSA_PAIRED_NO_TWO_LEVEL;
+}
 
 static void job_prepare(struct bin_job *j, const size_t *ks, size_t m, const size_t *stratum,
                         size_t n_strata, const struct side_data *a, const struct side_data *b,
@@ -553,18 +587,35 @@ static void job_prepare(struct bin_job *j, const size_t *ks, size_t m, const siz
     j->cfg = cfg;
     j->full = full;
     j->rc = -1;
+    struct dsa_paired_input in = {j->m, j->ra, j->rb, j->B, j->C, j->stratum, j->n_strata};
+    j->split = dsa_stats_paired_wants_two_level(&in, job_flags(j));
 }
 
-static void job_run(struct bin_job *j)
+static void item_run(const struct job_item *it)
 {
+    struct bin_job *j = it->job;
     struct dsa_paired_input in = {j->m, j->ra, j->rb, j->B, j->C, j->stratum, j->n_strata};
-    j->rc = dsa_stats_paired(&in, j->cfg, j->seed, j->seed2, j->full ? 0 : DSA_PAIRED_NO_TWO_LEVEL,
-                             &j->res);
+    if (it->two_level)
+        dsa_stats_paired_two_level(&in, j->cfg, j->seed2, job_flags(j), &j->tl);
+    else
+        j->rc = dsa_stats_paired(&in, j->cfg, j->seed, j->seed2,
+                                 job_flags(j) | (j->split ? DSA_PAIRED_NO_TWO_LEVEL : 0), &j->res);
+}
+
+/* after both items: the two-level fields into the job's result */
+static void job_merge(struct bin_job *j)
+{
+    if (!j->split || j->rc != 0)
+        return;
+    j->res.has_two_level = j->tl.has_two_level;
+    j->res.two_level_n = j->tl.two_level_n;
+    j->res.tl_lo = j->tl.tl_lo;
+    j->res.tl_hi = j->tl.tl_hi;
 }
 
 struct job_pool {
-    struct bin_job *jobs;
-    const size_t *order; /* the jobs, largest first */
+    const struct job_item *items;
+    const size_t *order; /* the items, largest first */
     size_t n;
     size_t next;
     pthread_mutex_t lock;
@@ -579,23 +630,24 @@ static void *job_worker(void *arg)
         pthread_mutex_unlock(&p->lock);
         if (k >= p->n)
             return NULL;
-        job_run(&p->jobs[p->order[k]]);
+        item_run(&p->items[p->order[k]]);
     }
 }
 
-/* A job's work: one index per sample and replicate, summed over both sides' runs. */
-static size_t job_cost(const struct bin_job *j)
+/* An item's work: B x m index draws, each feeding a few sums (pooled: the statistic and each
+   run's; two-level: two table look-ups), so both parts weigh m. */
+static size_t item_cost(const struct job_item *it)
 {
-    return j->m * (j->ra + j->rb + 1);
+    return it->job->m;
 }
 
-/* order[] = the jobs largest first, then in bin order: a stable order that the thread count
+/* order[] = the items largest first, then in bin order: a stable order that the thread count
    does not change (an insertion sort: a comparison has a few dozen bins at most). */
-static void order_by_cost(const struct bin_job *jobs, size_t n, size_t *order)
+static void order_by_cost(const struct job_item *items, size_t n, size_t *order)
 {
     for (size_t k = 0; k < n; k++) {
         size_t i = k;
-        while (i > 0 && job_cost(&jobs[order[i - 1]]) < job_cost(&jobs[k])) {
+        while (i > 0 && item_cost(&items[order[i - 1]]) < item_cost(&items[k])) {
             order[i] = order[i - 1];
             i--;
         }
@@ -603,18 +655,26 @@ static void order_by_cost(const struct bin_job *jobs, size_t n, size_t *order)
     }
 }
 
-/* Runs the jobs on `threads` threads (the calling one included). Jobs are handed out largest
-   first (the "all" row, as large as every bin together, would otherwise start last and run
-   alone: no gain from a second thread); each writes only its own result, so the order of
-   running changes no number. */
+/* Runs the jobs on `threads` threads (the calling one included). A job's two-level CI, when
+   it has one, is a second item on its own stream, so one row ("all", as large as every bin
+   together) keeps two threads busy; items go out largest first, else "all" would start last
+   and run alone. Each item writes only its own result, so the order of running changes no
+   number. */
 static void jobs_run(struct bin_job *jobs, size_t n, int threads)
 {
-    size_t *order = dsa_xmalloc((n + 1) * sizeof *order);
-    order_by_cost(jobs, n, order);
-    struct job_pool p = {jobs, order, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    struct job_item *items = dsa_xmalloc((2 * n + 1) * sizeof *items);
+    size_t ni = 0;
+    for (size_t k = 0; k < n; k++) {
+        items[ni++] = (struct job_item){&jobs[k], false};
+        if (jobs[k].split)
+            items[ni++] = (struct job_item){&jobs[k], true};
+    }
+    size_t *order = dsa_xmalloc((ni + 1) * sizeof *order);
+    order_by_cost(items, ni, order);
+    struct job_pool p = {items, order, ni, 0, PTHREAD_MUTEX_INITIALIZER};
     size_t extra = threads > 1 ? (size_t)threads - 1 : 0;
-    if (extra > n)
-        extra = n;
+    if (extra > ni)
+        extra = ni;
     pthread_t *tid = dsa_xcalloc(extra + 1, sizeof *tid);
     size_t started = 0;
     for (size_t t = 0; t < extra; t++)
@@ -625,8 +685,11 @@ static void jobs_run(struct bin_job *jobs, size_t n, int threads)
     job_worker(&p);
     for (size_t t = 0; t < started; t++)
         pthread_join(tid[t], NULL);
+    for (size_t k = 0; k < n; k++)
+        job_merge(&jobs[k]);
     free(tid);
     free(order);
+    free(items);
 }
 
 static void job_release(struct bin_job *j)

@@ -360,17 +360,38 @@ static void strata_release(struct strata *s)
     free(s->size);
 }
 
-/* draws n indices in stream order: stratum by stratum, j = 0..size-1 in each */
-static void draw_indices(gsl_rng *r, const struct strata *s, bool identity, size_t *out)
+void dsa_stats_draws_init(struct dsa_stats_draws *d, gsl_rng *r)
 {
-    size_t k = 0;
-    for (size_t j = 0; j < s->k; j++) {
-        size_t m = s->size[j];
-        for (size_t t = 0; t < m; t++) {
-            size_t u = gsl_rng_uniform_int(r, m);
-            out[k++] = identity ? u : s->idx[j][u];
-        }
+    memset(d, 0, sizeof *d);
+    d->r = r;
+    /* GSL's taus_state_t is three unsigned longs holding 32-bit words */
+    d->inline_taus = r->type == gsl_rng_taus2 && gsl_rng_size(r) == 3 * sizeof(unsigned long);
+    if (d->inline_taus) {
+        const unsigned long *st = gsl_rng_state(r);
+        d->s1 = (uint32_t)st[0];
+        d->s2 = (uint32_t)st[1];
+        d->s3 = (uint32_t)st[2];
     }
+}
+
+void dsa_stats_draws_release(struct dsa_stats_draws *d)
+{
+    if (d->inline_taus) {
+        unsigned long *st = gsl_rng_state(d->r);
+        st[0] = d->s1;
+        st[1] = d->s2;
+        st[2] = d->s3;
+    }
+    d->r = NULL;
+}
+
+/* the stratum sizes' draw scales, once per bootstrap */
+static uint64_t *strata_scales(const struct strata *s)
+{
+    uint64_t *sc = dsa_xmalloc(s->k * sizeof *sc);
+    for (size_t j = 0; j < s->k; j++)
+        sc[j] = s->size[j] ? dsa_stats_draw_scale((uint32_t)s->size[j]) : 1;
+    return sc;
 }
 
 static double mean_finite(const double *row, size_t n, size_t *count)
@@ -430,6 +451,41 @@ static double *arm_matrix(const double *m, size_t n, const size_t *runs, size_t 
     return y;
 }
 
+/* one arm's sum over drawn runs of sample k: 0 + y[ix_0][k] + y[ix_1][k] + ... in draw order */
+static double arm_sum(const double *y, size_t nk, const size_t *ix, size_t R, size_t k)
+{
+    double s = 0;
+    for (size_t q = 0; q < R; q++)
+        s += y[ix[q] * nk + k];
+    return s;
+}
+
+/*
+ * The two-level replicate's per-sample terms for every tuple of run draws, so that a
+ * replicate only looks them up: table[t * nk + k] = factor * arm_sum(y, nk, ix, R, k) with
+ * t = sum_q ix_q R^q (the same operations in the same order as forming them per draw). R^R
+ * tuples: NULL when that would not fit in 16 MB (many runs), and the caller forms them per draw.
+ */
+static double *run_sum_table(const double *y, size_t nk, size_t R, double factor)
+{
+    size_t tuples = 1;
+    for (size_t q = 0; q < R; q++) {
+        tuples *= R;
+        if (tuples > 4096 || tuples * nk > ((size_t)1 << 21))
+            return NULL;
+    }
+    double *t = dsa_xmalloc(tuples * nk * sizeof *t);
+    size_t *ix = dsa_xcalloc(R, sizeof *ix);
+    for (size_t tp = 0; tp < tuples; tp++) {
+        for (size_t q = 0, v = tp; q < R; q++, v /= R)
+            ix[q] = v % R;
+        for (size_t k = 0; k < nk; k++)
+            t[tp * nk + k] = factor * arm_sum(y, nk, ix, R, k);
+    }
+    free(ix);
+    return t;
+}
+
 static void two_level(const struct dsa_paired_input *in, const size_t *brun, size_t rb,
                       const size_t *crun, size_t rc, const struct dsa_boot_cfg *cfg, uint32_t seed,
                       struct dsa_paired_result *out)
@@ -466,29 +522,41 @@ static void two_level(const struct dsa_paired_input *in, const size_t *brun, siz
     size_t Bn = (size_t)cfg->resamples;
     double *reps = dsa_xmalloc(Bn * sizeof *reps);
     size_t *ib = dsa_xmalloc(rb * sizeof *ib), *ic = dsa_xmalloc(rc * sizeof *ic);
-    size_t *idx = dsa_xmalloc(nk * sizeof *idx);
-    double *w = dsa_xmalloc(nk * sizeof *w);
+    double *tb = run_sum_table(B, nk, rb, (double)rc), *tc = run_sum_table(C, nk, rc, (double)rb);
+    uint64_t *scale = strata_scales(&st);
     gsl_rng *r = dsa_stats_rng_new(cfg->rng, seed);
+    struct dsa_stats_draws dr;
+    dsa_stats_draws_init(&dr, r);
     for (size_t b = 0; b < Bn; b++) {
         /* draw order (spec): rb base-run indices, rc cand-run indices, then the samples */
-        for (size_t q = 0; q < rb; q++)
-            ib[q] = gsl_rng_uniform_int(r, rb);
-        for (size_t q = 0; q < rc; q++)
-            ic[q] = gsl_rng_uniform_int(r, rc);
-        for (size_t i = 0; i < nk; i++) {
-            double sc = 0, sb = 0;
-            for (size_t q = 0; q < rc; q++)
-                sc += C[ic[q] * nk + i];
-            for (size_t q = 0; q < rb; q++)
-                sb += B[ib[q] * nk + i];
-            w[i] = (double)rb * sc - (double)rc * sb;
+        size_t tib = 0, tic = 0;
+        for (size_t q = 0, f = 1; q < rb; q++, f *= rb) {
+            ib[q] = dsa_stats_draw(&dr, (uint32_t)rb, dsa_stats_draw_scale((uint32_t)rb));
+            tib += ib[q] * f;
         }
-        draw_indices(r, &st, !stratum, idx);
+        for (size_t q = 0, f = 1; q < rc; q++, f *= rc) {
+            ic[q] = dsa_stats_draw(&dr, (uint32_t)rc, dsa_stats_draw_scale((uint32_t)rc));
+            tic += ic[q] * f;
+        }
+        /* w_i = rb * sum_q C[ic_q][i] - rc * sum_q B[ib_q][i] of each drawn sample, summed in
+           draw order: from the tables when they fit, else formed per draw */
+        const double *wc = tc ? tc + tic * nk : NULL, *wb = tb ? tb + tib * nk : NULL;
         double s = 0;
-        for (size_t j = 0; j < nk; j++)
-            s += w[idx[j]];
+        struct dsa_stats_draws d = dr; /* in registers for the loop, not in dr's memory */
+        for (size_t j = 0; j < st.k; j++) {
+            uint32_t m = (uint32_t)st.size[j];
+            for (uint32_t t = 0; t < m; t++) {
+                uint32_t u = dsa_stats_draw(&d, m, scale[j]);
+                size_t k = stratum ? st.idx[j][u] : u;
+                double xc = wc ? wc[k] : (double)rb * arm_sum(C, nk, ic, rc, k);
+                double xb = wb ? wb[k] : (double)rc * arm_sum(B, nk, ib, rb, k);
+                s += xc - xb;
+            }
+        }
+        dr = d;
         reps[b] = s / ((double)nk * (double)rb * (double)rc);
     }
+    dsa_stats_draws_release(&dr);
     gsl_rng_free(r);
     gsl_sort(reps, 1, Bn);
     dsa_stats_ci_percentile(reps, Bn, cfg->confidence, &out->tl_lo, &out->tl_hi);
@@ -496,13 +564,129 @@ static void two_level(const struct dsa_paired_input *in, const size_t *brun, siz
     free(reps);
     free(ib);
     free(ic);
-    free(idx);
-    free(w);
+    free(tb);
+    free(tc);
+    free(scale);
     free(stratum);
     strata_release(&st);
     free(B);
     free(C);
     free(keep);
+}
+
+/* what the pooled replicate loop reads: the statistic's values v (scaled by div), the per-run
+   values sample-major (pvt, mask pmt, scales pdiv) */
+struct pooled_loop {
+    const struct strata *st;
+    bool identity; /* one stratum holding samples 0..n-1 */
+    const double *v;
+    double div;
+    const double *pvt;
+    const unsigned char *pmt;
+    bool full; /* every mask 1 */
+    size_t npairs;
+    const double *pdiv;
+    size_t n;
+};
+
+/* the per-run sums of one drawn sample k */
+static void pooled_add_runs(const struct pooled_loop *L, size_t k, double *psum, size_t *pcnt)
+{
+    const double *row = L->pvt + k * L->npairs;
+    if (L->full) {
+        for (size_t p = 0; p < L->npairs; p++)
+            psum[p] += row[p];
+        return;
+    }
+    const unsigned char *mrow = L->pmt + k * L->npairs;
+    for (size_t p = 0; p < L->npairs; p++)
+        if (mrow[p]) {
+            psum[p] += row[p];
+            pcnt[p]++;
+        }
+}
+
+/* one replicate of pooled_replicates() over rows padded to 4 runs: the pooled sum returned,
+   the per-run sums in psum[0..npairs-1], each in draw order */
+static double replicate_rows4(struct dsa_stats_draws *dr, const struct pooled_loop *L,
+                              const double *row4, const uint64_t *scale, double *psum)
+{
+    const struct strata *st = L->st;
+    struct dsa_stats_draws d = *dr; /* in registers for the loop */
+    double s = 0, a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    for (size_t j = 0; j < st->k; j++) {
+        uint32_t m = (uint32_t)st->size[j];
+        for (uint32_t t = 0; t < m; t++) {
+            uint32_t u = dsa_stats_draw(&d, m, scale[j]);
+            size_t k = L->identity ? u : st->idx[j][u];
+            const double *row = row4 + 4 * k;
+            s += L->v[k];
+            a0 += row[0];
+            a1 += row[1];
+            a2 += row[2];
+            a3 += row[3];
+        }
+    }
+    *dr = d;
+    double a[4] = {a0, a1, a2, a3};
+    memcpy(psum, a, L->npairs * sizeof *psum);
+    return s;
+}
+
+/*
+ * One index stream per bin: each replicate draws n indices (stratum by stratum, j = 0..size-1
+ * in each) once and feeds every statistic of the bin, the pooled D and each run's D_r, while
+ * the sample's row is in cache; every sum runs in draw order.
+ */
+static void pooled_replicates(const struct pooled_loop *L, const struct dsa_boot_cfg *cfg,
+                              uint32_t seed, size_t Bn, double *reps, double **preps, double *psum,
+                              size_t *pcnt)
+{
+    const struct strata *st = L->st;
+    uint64_t *scale = strata_scales(st);
+    gsl_rng *r = dsa_stats_rng_new(cfg->rng, seed);
+    struct dsa_stats_draws dr;
+    dsa_stats_draws_init(&dr, r);
+    /* every sample finished every run, at most 4 runs: rows padded to 4 so that the per-run
+       sums stay in registers (a sum through memory waits on its own store each draw) */
+    double *row4 = NULL;
+    if (L->full && L->npairs >= 1 && L->npairs <= 4) {
+        row4 = dsa_xcalloc(L->n * 4, sizeof *row4);
+        for (size_t k = 0; k < L->n; k++)
+            memcpy(row4 + 4 * k, L->pvt + k * L->npairs, L->npairs * sizeof *row4);
+    }
+    for (size_t b = 0; b < Bn; b++) {
+        double s;
+        if (row4) {
+            s = replicate_rows4(&dr, L, row4, scale, psum);
+        } else {
+            s = 0;
+            if (L->npairs) { /* psum and pcnt are NULL without per-run pairs */
+                memset(psum, 0, L->npairs * sizeof *psum);
+                memset(pcnt, 0, L->npairs * sizeof *pcnt);
+            }
+            for (size_t j = 0; j < st->k; j++) {
+                uint32_t m = (uint32_t)st->size[j];
+                for (uint32_t t = 0; t < m; t++) {
+                    uint32_t u = dsa_stats_draw(&dr, m, scale[j]);
+                    size_t k = L->identity ? u : st->idx[j][u];
+                    s += L->v[k];
+                    if (L->npairs)
+                        pooled_add_runs(L, k, psum, pcnt);
+                }
+            }
+        }
+        reps[b] = s / ((double)L->n * L->div);
+        for (size_t p = 0; p < L->npairs; p++) {
+            /* every sample finished every run: count = n */
+            size_t c = L->full ? L->n : pcnt[p];
+            preps[p][b] = c ? psum[p] / ((double)c * L->pdiv[p]) : NAN;
+        }
+    }
+    free(row4);
+    dsa_stats_draws_release(&dr);
+    gsl_rng_free(r);
+    free(scale);
 }
 
 static void run_tests(const struct dsa_paired_input *in, const size_t *runs, size_t nr,
@@ -531,6 +715,74 @@ static void run_tests(const struct dsa_paired_input *in, const size_t *runs, siz
     free(keep);
 }
 
+/* the active runs of an arm: those with at least one finished sample here (a rerun of one
+   bin only leaves the other bins' runs empty); returns their count */
+static size_t active_runs(const double *m, size_t n, size_t R, size_t *runs)
+{
+    size_t nr = 0;
+    for (size_t r = 0; r < R; r++) {
+        size_t c;
+        mean_finite(m + r * n, n, &c);
+        if (c)
+            runs[nr++] = r;
+    }
+    return nr;
+}
+
+/* the run-effect F-tests of both arms, runs_disagree and the run-level permutation test */
+static void run_level(const struct dsa_paired_input *in, const size_t *brun, size_t rb,
+                      const size_t *crun, size_t rc, struct dsa_paired_result *out)
+{
+    if (rb < 2 && rc < 2)
+        return;
+    double *sb = dsa_xmalloc((rb + 1) * sizeof *sb), *sc = dsa_xmalloc((rc + 1) * sizeof *sc);
+    run_tests(in, brun, rb, in->base, &out->f_base, &out->p_base, sb);
+    run_tests(in, crun, rc, in->cand, &out->f_cand, &out->p_cand, sc);
+    out->runs_disagree =
+        (!isnan(out->p_base) && out->p_base < 0.01) || (!isnan(out->p_cand) && out->p_cand < 0.01);
+    if (rb >= 2 && rc >= 2 && dsa_stats_perm_exact(sb, rb, sc, rc, &out->perm) == 0)
+        out->has_perm = true;
+    free(sb);
+    free(sc);
+}
+
+/* the part of dsa_stats_paired() that decides and computes the two-level CI, alone */
+static bool two_level_part(const struct dsa_paired_input *in, const struct dsa_boot_cfg *cfg,
+                           uint32_t seed, unsigned flags, bool compute,
+                           struct dsa_paired_result *out)
+{
+    size_t n = in->n;
+    if (in->rb < 1 || in->rc < 1 || n < 2 || (flags & DSA_PAIRED_NO_TWO_LEVEL))
+        return false;
+    size_t *brun = dsa_xmalloc(in->rb * sizeof *brun), *crun = dsa_xmalloc(in->rc * sizeof *crun);
+    size_t rb = active_runs(in->base, n, in->rb, brun), rc = active_runs(in->cand, n, in->rc, crun);
+    struct dsa_paired_result tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.p_base = tmp.p_cand = NAN;
+    run_level(in, brun, rb, crun, rc, &tmp);
+    bool want = tmp.runs_disagree || (flags & DSA_PAIRED_TWO_LEVEL_ALWAYS);
+    if (want && compute)
+        two_level(in, brun, rb, crun, rc, cfg, seed, out);
+    free(brun);
+    free(crun);
+    return want;
+}
+
+bool dsa_stats_paired_wants_two_level(const struct dsa_paired_input *in, unsigned flags)
+{
+    return two_level_part(in, NULL, 0, flags, false, NULL);
+}
+
+void dsa_stats_paired_two_level(const struct dsa_paired_input *in, const struct dsa_boot_cfg *cfg,
+                                uint32_t two_level_seed, unsigned flags,
+                                struct dsa_paired_result *out)
+{
+    out->has_two_level = false;
+    out->two_level_n = 0;
+    out->tl_lo = out->tl_hi = NAN;
+    two_level_part(in, cfg, two_level_seed, flags, true, out);
+}
+
 int dsa_stats_paired(const struct dsa_paired_input *in, const struct dsa_boot_cfg *cfg,
                      uint32_t seed, uint32_t two_level_seed, unsigned flags,
                      struct dsa_paired_result *out)
@@ -549,19 +801,7 @@ int dsa_stats_paired(const struct dsa_paired_input *in, const struct dsa_boot_cf
     /* active runs: those with at least one finished sample here (a rerun of one bin only
        leaves the other bins' runs empty) */
     size_t *brun = dsa_xmalloc(in->rb * sizeof *brun), *crun = dsa_xmalloc(in->rc * sizeof *crun);
-    size_t rb = 0, rc = 0;
-    for (size_t r = 0; r < in->rb; r++) {
-        size_t c;
-        mean_finite(in->base + r * n, n, &c);
-        if (c)
-            brun[rb++] = r;
-    }
-    for (size_t r = 0; r < in->rc; r++) {
-        size_t c;
-        mean_finite(in->cand + r * n, n, &c);
-        if (c)
-            crun[rc++] = r;
-    }
+    size_t rb = active_runs(in->base, n, in->rb, brun), rc = active_runs(in->cand, n, in->rc, crun);
     out->rb_used = rb;
     out->rc_used = rc;
 
@@ -660,7 +900,6 @@ int dsa_stats_paired(const struct dsa_paired_input *in, const struct dsa_boot_cf
             preps[p] = dsa_xmalloc(Bn * sizeof **preps);
         double *psum = npairs ? dsa_xcalloc(npairs, sizeof *psum) : NULL;
         size_t *pcnt = npairs ? dsa_xcalloc(npairs, sizeof *pcnt) : NULL;
-        size_t *idx = dsa_xmalloc(n * sizeof *idx);
         struct strata st;
         strata_init(&st, in);
         /* per-run values sample-major (one cache line per drawn sample), 0 where masked */
@@ -673,60 +912,8 @@ int dsa_stats_paired(const struct dsa_paired_input *in, const struct dsa_boot_cf
                 pvt[i * npairs + p] = pm[p][i] ? pv[p][i] : 0;
                 full = full && pm[p][i];
             }
-        gsl_rng *r = dsa_stats_rng_new(cfg->rng, seed);
-        /* one index stream per bin: each replicate draws n indices once and feeds every
-           statistic of the bin (pooled D and each run's D_r) */
-        for (size_t b = 0; b < Bn; b++) {
-            if (!in->stratum && full && npairs) {
-                /* the common case, fused: draw, then feed the pooled and per-run sums while
-                   the sample's row is in cache (same stream, same sums, same order) */
-                double s = 0;
-                memset(psum, 0, npairs * sizeof *psum);
-                for (size_t j = 0; j < n; j++) {
-                    size_t k = gsl_rng_uniform_int(r, n);
-                    s += v[k];
-                    const double *row = pvt + k * npairs;
-                    for (size_t p = 0; p < npairs; p++)
-                        psum[p] += row[p];
-                }
-                reps[b] = s / ((double)n * div);
-                for (size_t p = 0; p < npairs; p++)
-                    preps[p][b] = psum[p] / ((double)n * pdiv[p]);
-                continue;
-            }
-            draw_indices(r, &st, !in->stratum, idx);
-            double s = 0;
-            for (size_t j = 0; j < n; j++)
-                s += v[idx[j]];
-            reps[b] = s / ((double)n * div);
-            if (npairs) {
-                memset(psum, 0, npairs * sizeof *psum);
-                memset(pcnt, 0, npairs * sizeof *pcnt);
-                if (full) {
-                    /* every sample finished every run: no mask, count = n */
-                    for (size_t j = 0; j < n; j++) {
-                        const double *row = pvt + idx[j] * npairs;
-                        for (size_t p = 0; p < npairs; p++)
-                            psum[p] += row[p];
-                    }
-                    for (size_t p = 0; p < npairs; p++)
-                        pcnt[p] = n;
-                } else {
-                    for (size_t j = 0; j < n; j++) {
-                        const double *row = pvt + idx[j] * npairs;
-                        const unsigned char *mrow = pmt + idx[j] * npairs;
-                        for (size_t p = 0; p < npairs; p++)
-                            if (mrow[p]) {
-                                psum[p] += row[p];
-                                pcnt[p]++;
-                            }
-                    }
-                }
-                for (size_t p = 0; p < npairs; p++)
-                    preps[p][b] = pcnt[p] ? psum[p] / ((double)pcnt[p] * pdiv[p]) : NAN;
-            }
-        }
-        gsl_rng_free(r);
+        struct pooled_loop L = {&st, !in->stratum, v, div, pvt, pmt, full, npairs, pdiv, n};
+        pooled_replicates(&L, cfg, seed, Bn, reps, preps, psum, pcnt);
         free(pvt);
         free(pmt);
         out->boot_sd = gsl_stats_sd(reps, 1, Bn);
@@ -754,23 +941,12 @@ int dsa_stats_paired(const struct dsa_paired_input *in, const struct dsa_boot_cf
         free(preps);
         free(psum);
         free(pcnt);
-        free(idx);
         free(reps);
         strata_release(&st);
     }
 
     /* run-level diagnostics */
-    if (rb >= 2 || rc >= 2) {
-        double *sb = dsa_xmalloc(rb * sizeof *sb), *sc = dsa_xmalloc(rc * sizeof *sc);
-        run_tests(in, brun, rb, in->base, &out->f_base, &out->p_base, sb);
-        run_tests(in, crun, rc, in->cand, &out->f_cand, &out->p_cand, sc);
-        out->runs_disagree = (!isnan(out->p_base) && out->p_base < 0.01) ||
-                             (!isnan(out->p_cand) && out->p_cand < 0.01);
-        if (rb >= 2 && rc >= 2 && dsa_stats_perm_exact(sb, rb, sc, rc, &out->perm) == 0)
-            out->has_perm = true;
-        free(sb);
-        free(sc);
-    }
+    run_level(in, brun, rb, crun, rc, out);
     if (n >= 2 && !(flags & DSA_PAIRED_NO_TWO_LEVEL) &&
         (out->runs_disagree || (flags & DSA_PAIRED_TWO_LEVEL_ALWAYS)))
         two_level(in, brun, rb, crun, rc, cfg, two_level_seed, out);

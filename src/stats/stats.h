@@ -60,6 +60,53 @@ const char *dsa_stats_rng_name(enum dsa_rng_kind k);
 const char *dsa_stats_ci_name(enum dsa_ci_method m);
 /* A generator of the given kind seeded with gsl_rng_set(r, seed). Free with gsl_rng_free. */
 gsl_rng *dsa_stats_rng_new(enum dsa_rng_kind k, uint32_t seed);
+/*
+ * The index stream of every bootstrap here, draw by draw the integers gsl_rng_uniform_int(r, m)
+ * returns. For taus2 the generator is stepped inline on a copy of GSL's state with GSL's own
+ * recurrence and scaling (k = x / (0xffffffff / m), redrawn while k >= m): the same integers
+ * without an indirect call or a divide instruction per draw (tests/unit/test_stats.c pins them to
+ * GSL's); other generators go through gsl_rng_uniform_int. Plain struct: _init borrows r, _release
+ * writes the state back into r, so GSL's later draws continue the same stream.
+ */
+struct dsa_stats_draws {
+    gsl_rng *r;
+    bool inline_taus;
+    uint32_t s1, s2, s3;
+};
+void dsa_stats_draws_init(struct dsa_stats_draws *d, gsl_rng *r);
+void dsa_stats_draws_release(struct dsa_stats_draws *d);
+/* GSL's scale for range m (1 <= m <= 0xffffffff), d = 0xffffffff / m, as the multiplier of
+   Lemire, Kaser and Kurz's exact division ("Faster remainder by direct computation", 2019,
+   Theorem 1: floor(x c / 2^64) = floor(x / d) for every 32-bit x with c = ceil(2^64 / d)):
+   no divide instruction per draw. 0 stands for d = 1. */
+static inline uint64_t dsa_stats_draw_scale(uint32_t m)
+{
+    uint32_t d = 0xffffffffu / m;
+    return d == 1 ? 0 : UINT64_MAX / d + 1;
+}
+/* floor(x / d) from c = dsa_stats_draw_scale(): the high 64 bits of the 96-bit product */
+static inline uint32_t dsa_stats_draw_div(uint32_t x, uint64_t c)
+{
+    if (!c)
+        return x;
+    uint64_t hi = (c >> 32) * x, lo = (c & 0xffffffffu) * x;
+    return (uint32_t)((hi + (lo >> 32)) >> 32);
+}
+static inline uint32_t dsa_stats_draw(struct dsa_stats_draws *d, uint32_t m, uint64_t scale)
+{
+    if (!d->inline_taus)
+        return (uint32_t)gsl_rng_uniform_int(d->r, m);
+    for (;;) {
+        /* GSL's taus.c: TAUSWORTHE(s, a, b, c, d) on 32-bit words */
+        d->s1 = ((d->s1 & 4294967294u) << 12) ^ (((d->s1 << 13) ^ d->s1) >> 19);
+        d->s2 = ((d->s2 & 4294967288u) << 4) ^ (((d->s2 << 2) ^ d->s2) >> 25);
+        d->s3 = ((d->s3 & 4294967280u) << 17) ^ (((d->s3 << 3) ^ d->s3) >> 11);
+        uint32_t k = dsa_stats_draw_div(d->s1 ^ d->s2 ^ d->s3, scale);
+        if (k < m)
+            return k;
+    }
+}
+
 /* low32(splitmix64(S ^ fnv1a64(label))), 0 mapped to 1 (docs/compare.md "Seeds and random streams")
  */
 uint32_t dsa_stats_stream_seed(uint64_t S, const char *label);
@@ -186,6 +233,15 @@ int dsa_stats_paired(const struct dsa_paired_input *in, const struct dsa_boot_cf
                      uint32_t seed, uint32_t two_level_seed, unsigned flags,
                      struct dsa_paired_result *out);
 void dsa_paired_result_release(struct dsa_paired_result *r);
+/* The two-level CI on its own stream, so that a caller may run it on another thread beside
+   dsa_stats_paired(in, ..., flags | DSA_PAIRED_NO_TWO_LEVEL, ...): _wants_ says whether
+   dsa_stats_paired() would compute it (the F-tests only, cheap); _two_level fills only
+   has_two_level, two_level_n, tl_lo and tl_hi of *out, with exactly the numbers
+   dsa_stats_paired() gives for the same input, flags and two_level_seed. */
+bool dsa_stats_paired_wants_two_level(const struct dsa_paired_input *in, unsigned flags);
+void dsa_stats_paired_two_level(const struct dsa_paired_input *in, const struct dsa_boot_cfg *cfg,
+                                uint32_t two_level_seed, unsigned flags,
+                                struct dsa_paired_result *out);
 
 /* ---- latency ---------------------------------------------------------------------------- */
 

@@ -56,11 +56,15 @@ cmp -s "$TMP/a.json" "$TMP/b.json" && ok "byte-identical reruns" || not_ok "byte
 cmp -s "$TMP/a.json" "$TMP/c.json" && not_ok "--seed changes the CIs" || ok "--seed changes the CIs"
 
 # nor on the number of threads
-for t in 1 2 5; do
+for t in 1 2 5 8; do
     "$DSA_BIN" compare $D/main3 $D/pr3 --baseline-aa $D/main-again --json --threads $t >"$TMP/t$t.json"
 done
 cmp -s "$TMP/t1.json" "$TMP/t2.json" && cmp -s "$TMP/t1.json" "$TMP/t5.json" \
-    && ok "byte-identical with 1, 2 and 5 threads" || not_ok "byte-identical with 1, 2 and 5 threads"
+    && cmp -s "$TMP/t1.json" "$TMP/t8.json" \
+    && ok "byte-identical with 1, 2, 5 and 8 threads" || not_ok "byte-identical with 1, 2, 5 and 8 threads"
+# the rows whose runs disagree carry a two-level CI, computed beside the rest on its own stream
+grep -q '"two_level"' "$TMP/t1.json" && ok "the two-level CI is part of the compared output" \
+    || not_ok "the two-level CI is part of the compared output"
 
 # a bin's numbers do not depend on which other bins are present (one stream per bin)
 mkdir -p "$TMP/b16" "$TMP/c16"
@@ -99,6 +103,13 @@ expect_code 3 "score must be a number" "$DSA_BIN" compare "$TMP/bad.jsonl" $D/pl
 grep -q "line 2 of '$TMP/bad.jsonl': \"score\" must be a number" "$TMP/err" && ok "bad score message" || not_ok "bad score message"
 printf '{"id": "a", "bin": "8k", "score": 1}\n{"id": "a", "bin": "8k", "score": 0}\n' >"$TMP/dup.jsonl"
 expect_code 3 "duplicate id" "$DSA_BIN" compare "$TMP/dup.jsonl" $D/plain/cand.jsonl
+# the message names the first line, in file order, whose id was seen before
+printf '{"id": "b", "score": 1}\n{"id": "a", "score": 1}\n{"id": "c", "score": 1}\n{"id": "a", "score": 0}\n{"id": "b", "score": 0}\n{"id": "b", "score": 0}\n' >"$TMP/dup3.jsonl"
+expect_code 3 "duplicate ids" "$DSA_BIN" compare "$TMP/dup3.jsonl" $D/plain/cand.jsonl
+grep -qx "dsa-eval: line 4 of '$TMP/dup3.jsonl': duplicate id 'a'" "$TMP/err" && ok "first duplicate in file order" || not_ok "first duplicate in file order"
+printf '{"id": "a", "score": 1}\n{"id": "b", "score": "x"}\n{"id": "a", "score": 0}\n' >"$TMP/dup4.jsonl"
+expect_code 3 "an earlier bad line wins" "$DSA_BIN" compare "$TMP/dup4.jsonl" $D/plain/cand.jsonl
+grep -q "line 2 of '$TMP/dup4.jsonl': \"score\" must be a number" "$TMP/err" && ok "earlier error before the duplicate" || not_ok "earlier error before the duplicate"
 printf '{"id": "a", "bin": "8k", "score": 1}\n{"id": "b", "bin": "8k", "sc' >"$TMP/torn.jsonl"
 printf '{"id": "a", "bin": "8k", "score": 1}\n{"id": "b", "bin": "8k", "score": 0}\n' >"$TMP/ok.jsonl"
 expect_code 0 "torn last line is ignored" "$DSA_BIN" compare "$TMP/torn.jsonl" "$TMP/ok.jsonl"

@@ -81,6 +81,38 @@ static void test_rng_smoke(void **state)
     assert_int_equal(dsa_stats_stream_seed(42, "main..cand/<=8K"), 2280725362u);
 }
 
+/* the inline taus2 stream and its division by multiplication give GSL's integers, draw by
+   draw, for ranges that exercise every scale (d = 1 included), and hand the state back */
+static void test_draws_match_gsl(void **state)
+{
+    (void)state;
+    static const uint32_t ms[] = {1,    2,     3,          7,           800,         6400,
+                                  6401, 65537, 2147483647, 2147483649u, 4294967294u, 4294967295u};
+    for (int kind = 0; kind < 2; kind++)
+        for (size_t t = 0; t < sizeof ms / sizeof *ms; t++) {
+            enum dsa_rng_kind k = kind ? DSA_RNG_MT19937 : DSA_RNG_TAUS2;
+            gsl_rng *a = dsa_stats_rng_new(k, 1000u + (uint32_t)t);
+            gsl_rng *b = dsa_stats_rng_new(k, 1000u + (uint32_t)t);
+            struct dsa_stats_draws d;
+            dsa_stats_draws_init(&d, a);
+            assert_int_equal(d.inline_taus, kind == 0);
+            uint64_t sc = dsa_stats_draw_scale(ms[t]);
+            for (int i = 0; i < 20000; i++)
+                assert_int_equal(dsa_stats_draw(&d, ms[t], sc), gsl_rng_uniform_int(b, ms[t]));
+            dsa_stats_draws_release(&d);
+            assert_int_equal(gsl_rng_get(a), gsl_rng_get(b));
+            gsl_rng_free(a);
+            gsl_rng_free(b);
+        }
+    /* the division alone, at the edges of the 32-bit words: floor(x / d) */
+    static const uint32_t xs[] = {0, 1, 5368708, 5368709, 5368710, 4294967294u, 4294967295u};
+    for (size_t t = 0; t < sizeof ms / sizeof *ms; t++) {
+        uint32_t dv = 0xffffffffu / ms[t];
+        for (size_t i = 0; i < sizeof xs / sizeof *xs; i++)
+            assert_int_equal(dsa_stats_draw_div(xs[i], dsa_stats_draw_scale(ms[t])), xs[i] / dv);
+    }
+}
+
 static void test_tv1_deterministic(void **state)
 {
     (void)state;
@@ -514,19 +546,13 @@ static void test_coverage_reduced(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rng_smoke),
-        cmocka_unit_test(test_tv1_deterministic),
-        cmocka_unit_test(test_tv1_seeded),
-        cmocka_unit_test(test_tv1_seed_free),
-        cmocka_unit_test(test_tv2),
-        cmocka_unit_test(test_tv3_median_ratio),
-        cmocka_unit_test(test_tv4_permutation),
-        cmocka_unit_test(test_tv5_runs),
-        cmocka_unit_test(test_tv6_clustered),
-        cmocka_unit_test(test_tv7_power),
-        cmocka_unit_test(test_edge_cases),
-        cmocka_unit_test(test_reproducible),
-        cmocka_unit_test(test_scipy_parity),
+        cmocka_unit_test(test_rng_smoke),         cmocka_unit_test(test_draws_match_gsl),
+        cmocka_unit_test(test_tv1_deterministic), cmocka_unit_test(test_tv1_seeded),
+        cmocka_unit_test(test_tv1_seed_free),     cmocka_unit_test(test_tv2),
+        cmocka_unit_test(test_tv3_median_ratio),  cmocka_unit_test(test_tv4_permutation),
+        cmocka_unit_test(test_tv5_runs),          cmocka_unit_test(test_tv6_clustered),
+        cmocka_unit_test(test_tv7_power),         cmocka_unit_test(test_edge_cases),
+        cmocka_unit_test(test_reproducible),      cmocka_unit_test(test_scipy_parity),
         cmocka_unit_test(test_coverage_reduced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
