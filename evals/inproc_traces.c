@@ -367,6 +367,34 @@ static void add_to_bin(struct bin_sum *b, json_t *rec)
     }
 }
 
+/* makes one row's record: run_row (prefill) or mtp_row (MTP verify) */
+typedef json_t *(*row_fn)(dsa_inproc *ip, const struct dsa_inproc_opts *o, const struct trow *r,
+                          int *exit_code);
+
+/* The row's record (new reference): the run file's when an earlier attempt finished it
+   (*made = false), else made and appended (*made = true). NULL with *ret set when making or
+   appending it failed. */
+static json_t *row_record(dsa_run *run, row_fn make, dsa_inproc *ip,
+                          const struct dsa_inproc_opts *o, const struct trow *r, int *ret,
+                          bool *made)
+{
+    json_t *rec = dsa_run_get(run, r->id);
+    *made = !rec;
+    if (rec)
+        return json_incref(rec);
+    int rc;
+    if (!(rec = make(ip, o, r, &rc))) {
+        *ret = rc; /* only a failure's code: a made record leaves *ret alone */
+        return NULL;
+    }
+    if (dsa_run_append(run, rec)) {
+        json_decref(rec);
+        *ret = DSA_EXIT_IO;
+        return NULL;
+    }
+    return rec;
+}
+
 /*
  *   bin      rows     recall@k  model:stack  model:golden   needle  needle(golden)  needle(model)
  *   ≤8K         1       0.9960       0.9960        1.0000    0.317           0.317          0.317
@@ -473,24 +501,12 @@ int dsa_inproc_traces_run(const struct dsa_inproc_opts *o_in)
     for (size_t i = 0; i < m.n && ret == DSA_EXIT_OK; i++) {
         if (!sel[i])
             continue;
-        json_t *rec = dsa_run_get(run, m.v[i].id);
-        if (rec) {
-            json_incref(rec); /* finished in an earlier attempt */
-        } else {
-            int rc;
-            if (!(rec = run_row(ip, &o, &m.v[i], &rc))) {
-                ret = rc;
-                break;
-            }
-            if (dsa_run_append(run, rec)) {
-                json_decref(rec);
-                ret = DSA_EXIT_IO;
-                break;
-            }
-            if (pg)
-                dsa_progress_done(pg,
-                                  strcmp(json_string_value(json_object_get(rec, "status")), "ok"));
-        }
+        bool made;
+        json_t *rec = row_record(run, run_row, ip, &o, &m.v[i], &ret, &made);
+        if (!rec)
+            break;
+        if (made && pg)
+            dsa_progress_done(pg, strcmp(json_string_value(json_object_get(rec, "status")), "ok"));
         add_to_bin(&sums[m.v[i].bin], rec);
         dsa_inproc_stage_sum_add(&stages, rec);
         json_decref(rec);
@@ -652,21 +668,10 @@ int dsa_inproc_traces_mtp_run(const struct dsa_inproc_opts *o_in)
     fflush(stdout);
     ret = DSA_EXIT_OK;
     for (size_t i = 0; i < m.n && (!o.limit || (long)i < o.limit); i++) {
-        json_t *rec = dsa_run_get(run, m.v[i].id);
-        if (rec) {
-            json_incref(rec);
-        } else {
-            int rc;
-            if (!(rec = mtp_row(ip, &o, &m.v[i], &rc))) {
-                ret = rc;
-                break;
-            }
-            if (dsa_run_append(run, rec)) {
-                json_decref(rec);
-                ret = DSA_EXIT_IO;
-                break;
-            }
-        }
+        bool made;
+        json_t *rec = row_record(run, mtp_row, ip, &o, &m.v[i], &ret, &made);
+        if (!rec)
+            break;
         ndone++;
         nsame += json_is_true(json_object_get(rec, "identical"));
         nlogits += json_is_true(json_object_get(rec, "logits_identical"));
