@@ -55,21 +55,6 @@ static int sort_row(int32_t *row, int k)
     return n;
 }
 
-/* |a ∩ b| of two ascending lists */
-static int overlap(const int32_t *a, int na, const int32_t *b, int nb)
-{
-    int i = 0, j = 0, c = 0;
-    while (i < na && j < nb) {
-        if (a[i] == b[j])
-            c++, i++, j++;
-        else if (a[i] < b[j])
-            i++;
-        else
-            j++;
-    }
-    return c;
-}
-
 static int in_range_count(const int32_t *a, int n, long lo, long hi)
 {
     int c = 0;
@@ -182,7 +167,7 @@ static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, struct d
         for (long m = 0; m < M; m++) {
             int32_t *a = idx + (size_t)m * K, *g = gold + (size_t)m * K;
             int na = sort_row(a, K), ng = sort_row(g, K);
-            double r = ng ? (double)overlap(a, na, g, ng) / ng : 1.0;
+            double r = ng ? (double)dsa_inproc_overlap(a, na, g, ng) / ng : 1.0;
             recall_sum += r;
             if (m == M - 1) {
                 recall_last = r;

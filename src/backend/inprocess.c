@@ -933,13 +933,9 @@ double dsa_inproc_recall(int32_t *idx, int32_t *golden, int M, int K, double *pe
 }
 
 /* |a ∩ b| / |b| of two ascending, -1 padded rows of k */
-double dsa_inproc_agreement(const int32_t *a, const int32_t *b, int k)
+int dsa_inproc_overlap(const int32_t *a, int na, const int32_t *b, int nb)
 {
-    int na = 0, nb = 0, i = 0, j = 0, c = 0;
-    while (na < k && a[na] >= 0)
-        na++;
-    while (nb < k && b[nb] >= 0)
-        nb++;
+    int i = 0, j = 0, c = 0;
     while (i < na && j < nb) {
         if (a[i] == b[j])
             c++, i++, j++;
@@ -948,7 +944,17 @@ double dsa_inproc_agreement(const int32_t *a, const int32_t *b, int k)
         else
             j++;
     }
-    return nb ? (double)c / nb : 1.0;
+    return c;
+}
+
+double dsa_inproc_agreement(const int32_t *a, const int32_t *b, int k)
+{
+    int na = 0, nb = 0;
+    while (na < k && a[na] >= 0)
+        na++;
+    while (nb < k && b[nb] >= 0)
+        nb++;
+    return nb ? (double)dsa_inproc_overlap(a, na, b, nb) / nb : 1.0;
 }
 
 int dsa_inproc_check_model_rows(const char *path, const struct dsa_inproc_inputs *in,

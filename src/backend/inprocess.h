@@ -166,6 +166,8 @@ int dsa_inproc_trace_model_topk(const dsa_trace *tr, const char *prefix, int M, 
    (-1 last). Returns 0, or -1 with one line naming path and the row. */
 int dsa_inproc_check_model_rows(const char *path, const struct dsa_inproc_inputs *in,
                                 int32_t *model, int kc, int K);
+/* |a ∩ b| of two ascending lists of na and nb positions */
+int dsa_inproc_overlap(const int32_t *a, int na, const int32_t *b, int nb);
 /* |a ∩ b| / |b| of two ascending, -1 padded rows of k entries (1 when b is empty) */
 double dsa_inproc_agreement(const int32_t *a, const int32_t *b, int k);
 /* The layers of a trace: "__metadata__" "layers" ("0,3,10") when the file has per-layer
