@@ -142,9 +142,23 @@ def trim(messages, needle_msg, budget, tok):
 # ---------------------------------------------------------------- the model
 
 
+# the two DSA architectures transformers implements: config and model class names, the indexer's
+# RoPE pair layout and its head count (GLM-5.x: interleaved pairs, 32 heads)
+ARCHS = {
+    "deepseek_v32": ("DeepseekV32Config", "DeepseekV32ForCausalLM", "neox", 64),
+    "glm_moe_dsa": ("GlmMoeDsaConfig", "GlmMoeDsaForCausalLM", "interleaved", 32),
+}
+
+
+def model_rope(args, model=None):
+    """The indexer's RoPE layout: the architecture's, from the checkpoint's model_type if loaded."""
+    mt = getattr(getattr(model, "config", None), "model_type", None)
+    return ARCHS.get(mt, ARCHS[args.arch])[2]
+
+
 def tiny_config_kwargs(args):
     L = args.tiny_layers
-    return dict(vocab_size=args.vocab, hidden_size=256, intermediate_size=512,
+    kw = dict(vocab_size=args.vocab, hidden_size=256, intermediate_size=512,
                 moe_intermediate_size=128, num_hidden_layers=L, num_attention_heads=4,
                 num_key_value_heads=4, n_shared_experts=1, n_routed_experts=4,
                 num_experts_per_tok=2, n_group=1, topk_group=1, kv_lora_rank=64, q_lora_rank=128,
@@ -155,6 +169,11 @@ def tiny_config_kwargs(args):
                                  "original_max_position_embeddings": 4096, "beta_fast": 32.0,
                                  "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0},
                 tie_word_embeddings=False)
+    kw["index_n_heads"] = ARCHS[args.arch][3]
+    kw["index_topk"] = args.index_topk
+    if args.arch == "glm_moe_dsa":
+        kw["indexer_types"] = ["full"] * L  # every layer runs its own indexer
+    return kw
 
 
 def make_config(cls, kw):
@@ -185,8 +204,9 @@ def load_model(args):
             model = load(args.model, torch_dtype=dtype, attn_implementation="eager")
         tok, name = HFTokenizer(args.model), args.model
     else:
-        cfg_cls = getattr(transformers, "DeepseekV32Config", None)
-        model_cls = getattr(transformers, "DeepseekV32ForCausalLM", None)
+        cfg_name, model_name = ARCHS[args.arch][:2]
+        cfg_cls = getattr(transformers, cfg_name, None)
+        model_cls = getattr(transformers, model_name, None)
         if cfg_cls is None or model_cls is None:
             return None, WordTokenizer(args.vocab), "plain-torch", None
         kw = tiny_config_kwargs(args)
@@ -207,8 +227,9 @@ def load_model(args):
                     m.k_norm.weight.normal_(1.0, 0.1)
                     m.k_norm.bias.normal_(0.0, 0.02)
         tok = WordTokenizer(args.vocab)
-        name = "tiny-random DeepseekV32 (transformers %s, seed %d, %d layers, hidden 256)" % (
-            transformers.__version__, args.seed, args.tiny_layers)
+        name = "tiny-random %s (transformers %s, seed %d, %d layers, hidden 256)" % (
+            model_name.replace("ForCausalLM", ""), transformers.__version__, args.seed,
+            args.tiny_layers)
     model = model.to(args.device).eval()
     indexers = {}
     for mname, m in model.named_modules():
@@ -406,7 +427,7 @@ def capture(args):
             tensors[p + "topk"] = sel
         fname = rid.replace("/", "_") + ".safetensors"
         save(os.path.join(args.out, fname), tensors,
-             {"format": "dsa-eval-trace-2", "rope": "neox", "model": name,
+             {"format": "dsa-eval-trace-2", "rope": model_rope(args, model), "model": name,
               "tokenizer": tok.name, "row_id": rid, "layers": ",".join(map(str, layers)),
               "index_topk": getattr(model.config, "index_topk", 2048)})
         man.write(json.dumps({"id": rid, "bin": BIN_LABELS[b], "bin_tokens": 8192 << b,
@@ -493,8 +514,12 @@ def parity(args):
     os.makedirs(args.out, exist_ok=True)
     results = []
     g = torch.Generator().manual_seed(args.seed)
-    print("%8s %5s %10s %10s %12s %12s %10s" % ("T", "rows", "recall", "recall_il", "max|d|",
-                                                  "max_gap", "seconds"), flush=True)
+    own = model_rope(args, model)
+    other = "interleaved" if own == "neox" else "neox"
+    note("indexer RoPE layout %s, %d index heads" % (own, getattr(mod, "n_heads", 64)))
+    print("%8s %5s %10s %12s %12s %12s %12s %10s" % ("T", "rows", "recall", "recall_" + other[:4],
+                                                     "max|d|", "score_scale", "max_gap",
+                                                     "seconds"), flush=True)
     for T in [int(x) for x in args.contexts.split(",")]:
         t0 = time.time()
         ids = torch.randint(16, args.vocab, (1, T), generator=g).to(args.device)
@@ -535,8 +560,8 @@ def parity(args):
             cos, sin = rope_table(pe, T)
             full = spied.get("scores")
             full = full[0].float() if full is not None and full.shape[-1] == T else scores
-            rec = {"T": T, "rows": M, "key_max_diff": shim.max_diff}
-            for layout in ("neox", "interleaved"):
+            rec = {"T": T, "rows": M, "key_max_diff": shim.max_diff, "rope": own}
+            for layout in (own, other):
                 gold = golden64(k_raw, mod.k_norm.weight, mod.k_norm.bias, q_raw, w_raw, cos, sin,
                                 rows.tolist(), layout)
                 rs = [compare_row(sel[m], gold[m], mod.index_topk, int(rows[m]),
@@ -550,14 +575,14 @@ def parity(args):
               "ln_w": mod.k_norm.weight.float(), "ln_b": mod.k_norm.bias.float(), "cos": cos,
               "sin": sin, "q_pos": rows.cpu().to(torch.int64), "topk": sel,
               "tokens": ids[0].to(torch.int32)},
-             {"format": "dsa-eval-trace-2", "rope": "neox", "model": name, "layer": "0"})
+             {"format": "dsa-eval-trace-2", "rope": own, "model": name, "layer": "0"})
         rec["seconds"] = time.time() - t0
         results.append(rec)
-        n = rec["neox"]
-        print("%8d %5d %10.6f %10.6f %12s %12.3e %10.1f" % (
-            T, M, n["recall"], rec["interleaved"]["recall"],
-            "n/a" if n["max_score_diff"] is None else "%.3e" % n["max_score_diff"], n["max_gap"],
-            rec["seconds"]), flush=True)
+        n = rec[own]
+        print("%8d %5d %10.6f %12.6f %12s %12.3e %12.3e %10.1f" % (
+            T, M, n["recall"], rec[other]["recall"],
+            "n/a" if n["max_score_diff"] is None else "%.3e" % n["max_score_diff"],
+            n["score_scale"], n["max_gap"], rec["seconds"]), flush=True)
         del k_all, shim, out
         torch.cuda.empty_cache() if args.device.startswith("cuda") else None
     with open(os.path.join(args.out, "parity.json"), "w") as f:
@@ -576,8 +601,12 @@ def main():
         description="Capture DeepSeek-V3.2 indexer traces with transformers (docs/kernels.md)")
     ap.add_argument("mode", choices=["capture", "parity"])
     ap.add_argument("--model", help="a DeepSeek-V3.2-architecture checkpoint (directory or id)")
-    ap.add_argument("--tiny", action="store_true", help="a tiny random DeepseekV32 config instead")
+    ap.add_argument("--tiny", action="store_true", help="a tiny random config instead (see --arch)")
+    ap.add_argument("--arch", choices=sorted(ARCHS), default="deepseek_v32",
+                    help="--tiny: the architecture (GLM-5.x is glm_moe_dsa: 32 heads, interleaved RoPE)")
     ap.add_argument("--tiny-layers", type=int, default=2)
+    ap.add_argument("--index-topk", type=int, default=2048,
+                    help="--tiny: the indexer's k (a smaller k keeps a fixture's prompt short)")
     ap.add_argument("--vocab", type=int, default=4096, help="--tiny: vocabulary size")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--dataset", help="capture: an MRCR JSONL file")
