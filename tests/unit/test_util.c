@@ -496,8 +496,8 @@ static void test_json_pick(void **state)
         "{\"a\":\"\t\"}",
         "[1]",
         "[{\"role\":\"user\",\"content\":\"a\\\"b\\n\"},{\"k\":[1.5,-2,1e3,true,null]}]",
-        "{\"prompt\":\"[{\\\"role\\\":\\\"user\\\",\\\"content\\\":\\\"a\\\\n\\\\u00e9\\\"}]\","
-        "\"n\":1}",
+        ("{\"prompt\":\"[{\\\"role\\\":\\\"user\\\",\\\"content\\\":\\\"a\\\\n\\\\u00e9\\\"}]\","
+         "\"n\":1}"),
         "{\"prompt\":\"not json\",\"n\":1}",
         "{\"prompt\":\"[1,\\\"\\\\u0000\\\"]\"}",
         "{\"prompt\":[1,2]}",
