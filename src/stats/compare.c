@@ -157,15 +157,20 @@ static int load_run(struct dsa_cmp_side *side, const char *path)
     return dsa_cmp_side_add(side, path, header, records);
 }
 
-int dsa_cmp_side_load(struct dsa_cmp_side *side, const char *path)
+/* The run files of a side: `path` itself, or the *.jsonl files in it in name order
+   (run-001.jsonl, run-002.jsonl, ...; never readdir order). Returns 0, or -1 with one line. */
+static int side_files(const char *path, char ***files, size_t *n_files)
 {
-    memset(side, 0, sizeof *side);
-    side->path = dsa_xstrdup(path);
+    *files = NULL;
+    *n_files = 0;
     struct stat sb;
     if (stat(path, &sb) < 0)
         return dsa_errorf("cannot open '%s': %s", path, strerror(errno));
-    if (!S_ISDIR(sb.st_mode))
-        return load_run(side, path);
+    if (!S_ISDIR(sb.st_mode)) {
+        *files = dsa_xmalloc(sizeof **files);
+        (*files)[(*n_files)++] = dsa_xstrdup(path);
+        return 0;
+    }
     DIR *d = opendir(path);
     if (!d)
         return dsa_errorf("cannot open '%s': %s", path, strerror(errno));
@@ -176,25 +181,173 @@ int dsa_cmp_side_load(struct dsa_cmp_side *side, const char *path)
         size_t len = strlen(e->d_name);
         if (e->d_name[0] == '.' || len < 7 || strcmp(e->d_name + len - 6, ".jsonl"))
             continue;
+        struct dsa_buf p = DSA_BUF_INIT;
+        dsa_buf_addf(&p, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/", e->d_name);
         names = dsa_xrealloc(names, (n + 1) * sizeof *names);
-        names[n++] = dsa_xstrdup(e->d_name);
+        names[n++] = p.data;
     }
     closedir(d);
-    /* runs in name order (run-001.jsonl, run-002.jsonl, ...), never readdir order */
-    if (n)
-        qsort(names, n, sizeof *names, cmp_names);
-    int ret = n ? 0 : dsa_errorf("no run files (*.jsonl) in '%s'", path);
-    for (size_t k = 0; k < n; k++) {
-        if (!ret) {
-            struct dsa_buf p = DSA_BUF_INIT;
-            dsa_buf_addf(&p, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/", names[k]);
-            ret = load_run(side, p.data);
-            dsa_buf_release(&p);
-        }
-        free(names[k]);
-    }
-    free(names);
+    if (!n)
+        return dsa_errorf("no run files (*.jsonl) in '%s'", path);
+    qsort(names, n, sizeof *names, cmp_names);
+    *files = names;
+    *n_files = n;
+    return 0;
+}
+
+static void free_files(char **files, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        free(files[k]);
+    free(files);
+}
+
+int dsa_cmp_side_load(struct dsa_cmp_side *side, const char *path)
+{
+    memset(side, 0, sizeof *side);
+    side->path = dsa_xstrdup(path);
+    char **files;
+    size_t n;
+    int ret = side_files(path, &files, &n);
+    for (size_t k = 0; k < n && !ret; k++)
+        ret = load_run(side, files[k]);
+    free_files(files, n);
     return ret;
+}
+
+/* ---- reading the sides on several threads ---------------------------------------------- */
+
+/* One run file of a comparison, read by any thread; its messages are held back so that the
+   main thread prints them, and checks the records, in file order: whatever the thread count,
+   what is printed and which file stops the comparison are those of reading one by one. */
+struct pending_run {
+    const char *path;
+    json_t *header, *records;
+    int rc;
+    struct dsa_buf msgs;
+};
+
+/* Runs fn(ud, k) for k in [0, n) on up to `threads` threads, the calling one included; items
+   go out in order, each to the first free thread. */
+struct par_for {
+    void (*fn)(void *ud, size_t k);
+    void *ud;
+    size_t n, next;
+    pthread_mutex_t mu;
+};
+
+static void *par_for_worker(void *arg)
+{
+    struct par_for *pf = arg;
+    for (;;) {
+        pthread_mutex_lock(&pf->mu);
+        size_t k = pf->next++;
+        pthread_mutex_unlock(&pf->mu);
+        if (k >= pf->n)
+            return NULL;
+        pf->fn(pf->ud, k);
+    }
+}
+
+static void par_for(size_t n, int threads, void (*fn)(void *ud, size_t k), void *ud)
+{
+    struct par_for pf = {fn, ud, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    size_t extra = threads > 1 ? (size_t)threads - 1 : 0;
+    if (extra >= n)
+        extra = n ? n - 1 : 0;
+    pthread_t *t = dsa_xmalloc((extra ? extra : 1) * sizeof *t);
+    size_t started = 0;
+    while (started < extra && pthread_create(&t[started], NULL, par_for_worker, &pf) == 0)
+        started++;
+    par_for_worker(&pf);
+    for (size_t k = 0; k < started; k++)
+        pthread_join(t[k], NULL);
+    free(t);
+}
+
+static void prefetch_one(void *ud, size_t k)
+{
+    struct pending_run *r = (struct pending_run *)ud + k;
+    dsa_msg_capture(&r->msgs);
+    r->rc = dsa_run_load(r->path, &r->header, &r->records);
+    dsa_msg_capture(NULL);
+}
+
+/* Loads the `n` sides at `paths` (NULL: left empty) as dsa_cmp_side_load() would one after
+   the other, reading their files on `threads` threads. Returns 0, or -1 with its line printed. */
+static int sides_load(struct dsa_cmp_side *sides, const char *const *paths, int n, int threads)
+{
+    char **files[3] = {NULL, NULL, NULL};
+    size_t nf[3] = {0, 0, 0}, total = 0;
+    int list_rc[3] = {0, 0, 0};
+    struct dsa_buf list_msgs[3] = {DSA_BUF_INIT, DSA_BUF_INIT, DSA_BUF_INIT};
+    for (int s = 0; s < n && s < 3; s++) {
+        if (!paths[s])
+            continue;
+        dsa_msg_capture(&list_msgs[s]);
+        list_rc[s] = side_files(paths[s], &files[s], &nf[s]);
+        dsa_msg_capture(NULL);
+        total += nf[s];
+    }
+    struct pending_run *runs = dsa_xcalloc(total ? total : 1, sizeof *runs);
+    for (int s = 0, k = 0; s < n && s < 3; s++)
+        for (size_t j = 0; j < nf[s]; j++, k++) {
+            runs[k].path = files[s][j];
+            runs[k].msgs = (struct dsa_buf)DSA_BUF_INIT;
+        }
+    par_for(total, threads, prefetch_one, runs);
+    int ret = 0;
+    size_t k = 0;
+    for (int s = 0; s < n && s < 3; s++) {
+        if (!paths[s])
+            continue;
+        if (!ret) {
+            memset(&sides[s], 0, sizeof sides[s]);
+            sides[s].path = dsa_xstrdup(paths[s]);
+            dsa_msg_replay(list_msgs[s].data, list_msgs[s].len);
+            ret = list_rc[s];
+        }
+        for (size_t j = 0; j < nf[s]; j++, k++) {
+            struct pending_run *r = &runs[k];
+            if (!ret) {
+                dsa_msg_replay(r->msgs.data, r->msgs.len);
+                ret = r->rc < 0 ? -1 : dsa_cmp_side_add(&sides[s], r->path, r->header, r->records);
+            } else {
+                json_decref(r->header);
+                json_decref(r->records);
+            }
+            dsa_buf_release(&r->msgs);
+        }
+        dsa_buf_release(&list_msgs[s]);
+        free_files(files[s], nf[s]);
+    }
+    free(runs);
+    return ret;
+}
+
+static void release_one(void *ud, size_t k)
+{
+    struct dsa_cmp_run *r = ((struct dsa_cmp_run **)ud)[k];
+    json_decref(r->header);
+    json_decref(r->records);
+    r->header = r->records = NULL;
+}
+
+/* dsa_cmp_side_release() of each side, the runs' trees freed on `threads` threads (tens of
+   thousands of small objects: a sizeable share of a short comparison) */
+static void sides_release(struct dsa_cmp_side *sides, int n, int threads)
+{
+    size_t total = 0, k = 0;
+    for (int s = 0; s < n; s++)
+        total += sides[s].n_runs;
+    struct dsa_cmp_run **runs = dsa_xmalloc((total ? total : 1) * sizeof *runs);
+    for (int s = 0; s < n; s++)
+        for (size_t j = 0; j < sides[s].n_runs; j++)
+            runs[k++] = &sides[s].runs[j];
+    par_for(total, threads, release_one, runs);
+    free(runs);
+    for (int s = 0; s < n; s++)
+        dsa_cmp_side_release(&sides[s]);
 }
 
 void dsa_cmp_side_release(struct dsa_cmp_side *side)
@@ -1396,8 +1549,8 @@ int dsa_cmp_load_build(const char *base_path, const char *cand_path, const char 
     memset(s, 0, sizeof s);
     int ret = DSA_EXIT_DATA;
     *doc = NULL;
-    if (dsa_cmp_side_load(&s[0], base_path) < 0 || dsa_cmp_side_load(&s[1], cand_path) < 0 ||
-        (aa_path && dsa_cmp_side_load(&s[2], aa_path) < 0))
+    const char *paths[3] = {base_path, cand_path, aa_path};
+    if (sides_load(s, paths, 3, opts->threads) < 0)
         goto cleanup;
     *doc = dsa_cmp_build(&s[0], &s[1], aa_path ? &s[2] : NULL, opts);
     if (*doc) {
@@ -1415,8 +1568,7 @@ int dsa_cmp_load_build(const char *base_path, const char *cand_path, const char 
         ret = DSA_EXIT_OK;
     }
 cleanup:
-    for (int k = 0; k < 3; k++)
-        dsa_cmp_side_release(&s[k]);
+    sides_release(s, 3, opts->threads);
     return ret;
 }
 

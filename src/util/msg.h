@@ -9,6 +9,7 @@
 #define DSA_UTIL_MSG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "util/common.h"
 
@@ -18,6 +19,16 @@ int dsa_errorf(const char *fmt, ...) DSA_PRINTF(1, 2);
 void dsa_warnf(const char *fmt, ...) DSA_PRINTF(1, 2);
 /* "dsa-eval: <msg>", suppressed by dsa_msg_quiet */
 void dsa_notef(const char *fmt, ...) DSA_PRINTF(1, 2);
+
+/*
+ * Work done on several threads prints its messages later, in a fixed order: between
+ * dsa_msg_capture(buf) and dsa_msg_capture(NULL), this thread's messages are appended to `buf`
+ * (borrowed; one "dsa-eval: ...\n" line each) instead of being written; dsa_msg_replay() writes
+ * such lines to stderr as messages are written (under the lock, after the clear hook).
+ */
+struct dsa_buf;
+void dsa_msg_capture(struct dsa_buf *to);
+void dsa_msg_replay(const char *lines, size_t len);
 
 /* -q: silence notes and progress, never errors or warnings */
 extern bool dsa_msg_quiet;

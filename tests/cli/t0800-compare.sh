@@ -116,6 +116,21 @@ expect_code 0 "torn last line is ignored" "$DSA_BIN" compare "$TMP/torn.jsonl" "
 printf '{"id": "a", "bin": "8k", "score": 1}\n{"id": "a2", "bin": "16k", nope}\n{"id": "b", "bin": "8k", "score": 0}\n' >"$TMP/mid.jsonl"
 expect_code 3 "unparsable line" "$DSA_BIN" compare "$TMP/mid.jsonl" "$TMP/ok.jsonl"
 grep -q "cannot parse line 2 of '$TMP/mid.jsonl'" "$TMP/err" && ok "unparsable line message" || not_ok "unparsable line message"
+# the sides' files are read on --threads threads, but their messages come out in file order and
+# the first bad file ends the comparison, exactly as when they are read one after another
+mkdir -p "$TMP/par/base" "$TMP/par/cand"
+cp "$TMP/torn.jsonl" "$TMP/par/base/run-001.jsonl"
+cp "$TMP/mid.jsonl" "$TMP/par/base/run-002.jsonl"
+printf '{"id": "a", nope}\n' >"$TMP/par/base/run-003.jsonl"
+cp "$TMP/torn.jsonl" "$TMP/par/cand/run-001.jsonl"
+for t in 1 2 8; do
+    expect_code 3 "bad run files, --threads $t" "$DSA_BIN" compare "$TMP/par/base" "$TMP/par/cand" --threads $t
+    cp "$TMP/err" "$TMP/par/err$t"
+done
+expect_eq "messages: the torn line of run 1, then run 2's error, nothing after" "$(cat "$TMP/par/err1")" \
+"dsa-eval: warning: ignoring the torn last line 2 of '$TMP/par/base/run-001.jsonl' (interrupted write)
+$(grep "cannot parse line 2 of '$TMP/par/base/run-002.jsonl'" "$TMP/par/err1")"
+cmp -s "$TMP/par/err1" "$TMP/par/err2" && cmp -s "$TMP/par/err1" "$TMP/par/err8" && ok "the same messages with 1, 2 and 8 threads" || not_ok "the same messages with 1, 2 and 8 threads"
 printf '{"id": "a", "bin": "8k", "score": 1}\n' >"$TMP/b1.jsonl"
 printf '{"id": "a", "bin": "16k", "score": 1}\n' >"$TMP/c1.jsonl"
 expect_code 3 "sample in two bins" "$DSA_BIN" compare "$TMP/b1.jsonl" "$TMP/c1.jsonl"
