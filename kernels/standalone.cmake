@@ -2,8 +2,7 @@
 # dsa-eval, so a GPU machine without the curl/jansson/PCRE2/GSL/OpenSSL development headers
 # can build and check the kernels. Included from the top-level CMakeLists.txt.
 # SPDX-License-Identifier: GPL-3.0-or-later
-add_library(dsacore STATIC src/util/msg.c src/util/buf.c src/util/opt.c src/cmd_kernels.c
-  bench/kernels_only_shim.c)
+add_library(dsacore STATIC src/util/msg.c src/util/buf.c src/util/opt.c src/cmd_kernels.c)
 target_include_directories(dsacore PUBLIC ${CMAKE_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/src
   ${CMAKE_SOURCE_DIR}/kernels/include)
 target_compile_definitions(dsacore PUBLIC DSA_KERNELS_ONLY_BUILD=1)

@@ -3,6 +3,10 @@
 # a plugin build of the reference against the built-in one, and bad invocations.
 . "$(dirname "$0")/lib.sh"
 
+# kernels/ builds alone (docs/design.md): no header of src/ is included from it
+bad=$(grep -rlE '#include "(util|backend|store|stats|evals|datasets|reports|commands)[/.]' "$DSA_SRC/kernels" || true)
+expect_eq "kernels/ includes nothing from src/" "$bad" ""
+
 expect_success "kernels check --device cpu --quick" "$DSA_BIN" kernels check --device cpu --quick
 grep -q '^kernels check: cpu-reference on cpu vs the fp64 golden model' "$TMP/out" && ok "header line" || not_ok "header line"
 grep -q ' 0 failed, 0 skipped$' "$TMP/out" && ok "no failure" || not_ok "no failure"
