@@ -24,12 +24,18 @@ const struct dsa_kernels_api *dsa_kernels_cuda(void)
 }
 
 #ifndef DSA_HAVE_CUDA
-double dsa_cuda_time_ms(int (*fn)(void *ctx), void *ctx, int iters)
+int dsa_cuda_time_calls(int (*fn)(void *ctx), void *ctx, int n, float *ms)
 {
     (void)fn;
     (void)ctx;
-    (void)iters;
-    return -1.0;
+    (void)n;
+    (void)ms;
+    return -1;
+}
+
+size_t dsa_cuda_l2_bytes(void)
+{
+    return 0;
 }
 #endif
 
