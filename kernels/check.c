@@ -716,11 +716,18 @@ static int selection_keys(const int32_t *idx, int k, long len, const void *l, in
     return ok && n == (len < k ? len : k);
 }
 
-static void check_topk(struct ck *c, int k, const char *data, const struct dsa_k_flags *f)
+/* rows of the lengths below, or (wide_rows > 0) wide_rows rows of wide_len: the shapes where
+   the CUDA kernel splits a row over many CTAs or overflows its per-slice candidate rows */
+static void check_topk(struct ck *c, int k, const char *data, const struct dsa_k_flags *f,
+                       int wide_rows, long wide_len)
 {
     char name[128], det[16] = "-", topk[8] = "-";
-    snprintf(name, sizeof name, "k=%d data=%s logits=%s%s", k, data, f->logits ? "bf16" : "f32",
-             c->o->quick ? "" : " (incl. 64K+-1)");
+    if (wide_rows > 0)
+        snprintf(name, sizeof name, "k=%d data=%s logits=%s rows=%d len=%ld", k, data,
+                 f->logits ? "bf16" : "f32", wide_rows, wide_len);
+    else
+        snprintf(name, sizeof name, "k=%d data=%s logits=%s%s", k, data, f->logits ? "bf16" : "f32",
+                 c->o->quick ? "" : " (incl. 64K+-1)");
     if (!selected(c, "topk", name))
         return;
     if (!supported(c, f, DSA_K_STAGE_TOPK, 0, k)) {
@@ -728,14 +735,14 @@ static void check_topk(struct ck *c, int k, const char *data, const struct dsa_k
         return;
     }
     long lens[] = {0, 1, k - 1, k, k + 1, 8192, 65535, 65537};
-    int rows = c->o->quick ? 6 : 8;
-    long stride = (c->o->quick ? 8192 : 65537) + 16;
+    int rows = wide_rows > 0 ? wide_rows : (c->o->quick ? 6 : 8);
+    long stride = (wide_rows > 0 ? wide_len : (c->o->quick ? 8192 : 65537)) + 16;
     size_t lb = f->logits == DSA_K_BF16 ? 2 : 4, lbytes = (size_t)rows * stride * lb;
     void *l = dsa_kutil_malloc(lbytes);
     int32_t *st = dsa_kutil_malloc((size_t)rows * 4), *en = dsa_kutil_malloc((size_t)rows * 4);
     for (int r = 0; r < rows; r++) {
         st[r] = (int32_t)(rnd(c) % 16);
-        en[r] = (int32_t)(st[r] + lens[r]);
+        en[r] = (int32_t)(st[r] + (wide_rows > 0 ? wide_len : lens[r]));
         for (long s = 0; s < stride; s++) {
             float v;
             if (s < st[r] || s >= en[r])
@@ -886,12 +893,18 @@ int dsa_kcheck_run(const struct dsa_kcheck_opts *o, FILE *out, struct dsa_kcheck
     for (size_t i = 0; i < 3 && !c.device_error; i++)
         for (size_t j = 0; j < 5; j++) {
             dsa_k_flags_default(&f);
-            check_topk(&c, Ks[i], datas[j], &f);
+            check_topk(&c, Ks[i], datas[j], &f, 0, 0);
         }
     dsa_k_flags_default(&f);
+    if (!o->quick) {
+        check_topk(&c, 2048, "random", &f, 1, 200003);
+        check_topk(&c, 2048, "random", &f, 64, 70001);
+        check_topk(&c, 2048, "constant", &f, 64, 70001);
+        check_topk(&c, 512, "ascending", &f, 3, 100000);
+    }
     f.logits = DSA_K_BF16;
-    check_topk(&c, 2048, "random", &f);
-    check_topk(&c, 2048, "ties", &f);
+    check_topk(&c, 2048, "random", &f, 0, 0);
+    check_topk(&c, 2048, "ties", &f, 0, 0);
 
     free(c.cos);
     free(c.sin);
