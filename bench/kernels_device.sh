@@ -20,6 +20,12 @@ D=/tmp/kb/dsa-eval
 S=compute-sanitizer
 $D kernels check >"$OUT/check.txt" 2>&1; echo "check rc=$?"; tail -1 "$OUT/check.txt"
 grep -E 'FAIL|SKIP' "$OUT/check.txt" | head
+# the logits' tiles per block follow the work; the check's shapes are small (1-2 tiles), so
+# the larger tile counts of the benchmark shapes are checked by forcing them
+for t in 4 16; do
+    DSA_CUDA_MMA_TILES=$t $D kernels check -k logits --reruns 2 >"$OUT/check-tiles$t.txt" 2>&1
+    echo "check -k logits tiles=$t rc=$?"; tail -1 "$OUT/check-tiles$t.txt"
+done
 for k in topk logits_decode logits_prefill/M=17; do
     $S --tool memcheck $D kernels check --quick --reruns 1 -k "$k" >"$OUT/memcheck.txt" 2>&1
     echo "memcheck -k $k rc=$?"; grep -E 'ERROR SUMMARY|passed' "$OUT/memcheck.txt"
