@@ -21,7 +21,7 @@ S=compute-sanitizer
 $D kernels check >"$OUT/check.txt" 2>&1; echo "check rc=$?"; tail -1 "$OUT/check.txt"
 grep -E 'FAIL|SKIP' "$OUT/check.txt" | head
 # the logits' tiles per block follow the work; the check's shapes are small (1-2 tiles), so
-# the larger tile counts of the benchmark shapes are checked by forcing them (default kernel)
+# the larger tile counts of the benchmark shapes are checked by forcing them
 for t in 4 16; do
     DSA_CUDA_MMA_TILES=$t $D kernels check -k logits --reruns 2 >"$OUT/check-tiles$t.txt" 2>&1
     echo "check -k logits tiles=$t rc=$?"; tail -1 "$OUT/check-tiles$t.txt"
@@ -41,15 +41,12 @@ awk '/Function :/ { f = $3 } f ~ /logits_mma/ && /\/\*[0-9a-f]+\*\// {
         n[f]++; if (/HMMA/) h[f]++; if (/LDSM/) l[f]++; if (/F2FP|I2F|F2F/) c[f]++ }
      END { for (f in n) printf "%s: %d instructions, HMMA %d, LDSM %d, F2FP/I2F/F2F %d\n", f, n[f], h[f], l[f], c[f] }' \
     "$OUT/sass.txt" | sort
-DSA_CUDA_LOGITS=mma8 $D kernels check --quick -k logits --reruns 2 >"$OUT/check-mma8.txt" 2>&1
-echo "check mma8 rc=$?"; tail -1 "$OUT/check-mma8.txt"
 $D kernels bench >"$OUT/bench.txt" 2>&1; echo "bench rc=$?"
-DSA_CUDA_LOGITS=mma8 $D kernels bench -k S3 >"$OUT/bench-mma8.txt" 2>&1; echo "bench mma8 rc=$?"
 $D kernels bench --json -k S4 >"$OUT/bench-s4.json" 2>&1
 python3 bench/topk_peer.py >"$OUT/peer.txt" 2>&1; echo "peer rc=$?"
 if [ $# -ge 1 ]; then
     /tmp/kbase/dsa-eval kernels bench -k S4 >"$OUT/bench-base.txt" 2>&1; echo "base bench rc=$?"
 fi
-cat "$OUT/bench.txt" "$OUT/peer.txt" "$OUT/bench-mma8.txt"
+cat "$OUT/bench.txt" "$OUT/peer.txt"
 [ $# -ge 1 ] && cat "$OUT/bench-base.txt"
 exit 0

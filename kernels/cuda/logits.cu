@@ -123,12 +123,10 @@ template <bool PAGED> __global__ static void logits_kernel(const logits_params p
 /*
  * The tensor-core path: a block owns p.tiles (mma_tiles()) consecutive 64-key tiles (K pages on the
  * decode path) of one row group, loading the group's q and w once; per tile, each of its 4 warps
- * computes S[h, key] = q[r,h,:] . k[key,:] for all heads and 16 keys with mma.sync into fp32,
- * then relu(S)*w summed over heads in a fixed order (in-thread over m-tiles, then xor-shuffles
- * over the 8 head lanes) and * k_scale. By default (H16) q and K are widened to fp16 as they
- * are written to shared memory and fed to m16n8k16 f16 MMAs by ldmatrix; with
- * DSA_CUDA_LOGITS=mma8 they stay e4m3 (rows padded to 144 bytes, 32-bit fragment loads) and
- * feed m16n8k32 e4m3 MMAs. Products of e4m3 values are exact in either.
+ * computes S[h, key] = q[r,h,:] . k[key,:] for all heads and 16 keys with FP8 mma.sync (m16n8k32,
+ * e4m3 x e4m3 -> fp32), then relu(S)*w summed over heads in a fixed order (in-thread over m-tiles,
+ * then xor-shuffles over the 8 head lanes) and * k_scale. q and the K tile sit in shared memory
+ * with rows padded to 144 bytes, so the 32-bit fragment loads of a warp hit 32 distinct banks.
  */
 #define MMA_KEYS  64
 #define QSTRIDE   144
@@ -143,70 +141,23 @@ __device__ __forceinline__ void mma_e4m3(float (&d)[4], const uint32_t (&a)[4], 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/* fp16 path (the default): q and K are widened to fp16 once, when they are written to shared
-   memory (e4m3 values are exact in fp16), and the warps feed m16n8k16 f16 MMAs with ldmatrix,
-   instead of the e4m3 m16n8k32 MMA, which sm_90 runs as the same HMMA.16816 but after
-   converting both fragments for every MMA. Rows of 128 halves padded to 272 bytes: the eight
-   16-byte row segments of one ldmatrix matrix land on 32 distinct banks. */
-#define HSTRIDE 272
-
-__device__ __forceinline__ uint32_t e4m3x2_to_h2(uint32_t x)
-{
-    __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)x, __NV_E4M3);
-    return (uint32_t)h.x | ((uint32_t)h.y << 16);
-}
-
-/* 16 e4m3 values -> 16 halves at dst (32 bytes, 16-byte aligned), in order */
-__device__ __forceinline__ void store_h16(unsigned char *dst, uint4 v)
-{
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-    uint32_t o[8];
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        o[2 * i] = e4m3x2_to_h2(w[i] & 0xffffu);
-        o[2 * i + 1] = e4m3x2_to_h2(w[i] >> 16);
-    }
-    *(uint4 *)dst = make_uint4(o[0], o[1], o[2], o[3]);
-    *(uint4 *)(dst + 16) = make_uint4(o[4], o[5], o[6], o[7]);
-}
-
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void *p)
-{
-    const uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
-}
-
-__device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                        uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-template <bool PAGED, int MT, bool H16>
+template <bool PAGED, int MT>
 __global__ static void __launch_bounds__(128) logits_mma_kernel(const logits_params p)
 {
     extern __shared__ __align__(16) unsigned char smem[];
-    constexpr int H = MT * 16, QS = H16 ? HSTRIDE : QSTRIDE;
+    constexpr int H = MT * 16;
     const int R = p.R, g = blockIdx.y, tid = threadIdx.x;
     const int warp = tid >> 5, lane = tid & 31, grp = lane >> 2, tig = lane & 3;
     const int row0 = g * R, nr = min(R, p.nrows - row0);
-    uint8_t *sq = smem;                        /* [R][H][QS] */
-    uint8_t *sk = sq + (size_t)R * H * QS;     /* [64][QS] */
-    float *sw = (float *)(sk + MMA_KEYS * QS); /* [R][H] */
-    float *sks = sw + R * H;                   /* [64] */
+    uint8_t *sq = smem;                             /* [R][H][QSTRIDE] */
+    uint8_t *sk = sq + (size_t)R * H * QSTRIDE;     /* [64][QSTRIDE] */
+    float *sw = (float *)(sk + MMA_KEYS * QSTRIDE); /* [R][H] */
+    float *sks = sw + R * H;                        /* [64] */
     int *slo = (int *)(sks + MMA_KEYS), *shi = slo + R;
     for (int i = tid; i < nr * H * 8; i += blockDim.x) {
         int v = i >> 3, c = i & 7;
-        const uint4 x = *(const uint4 *)(p.q8 + ((size_t)row0 * H + v) * 128 + c * 16);
-        if (H16)
-            store_h16(sq + (size_t)v * QS + c * 32, x);
-        else
-            *(uint4 *)(sq + (size_t)v * QS + c * 16) = x;
+        *(uint4 *)(sq + (size_t)v * QSTRIDE + c * 16) =
+            *(const uint4 *)(p.q8 + ((size_t)row0 * H + v) * 128 + c * 16);
     }
     for (int i = tid; i < nr * H; i += blockDim.x) {
         size_t wi = (size_t)row0 * H + i;
@@ -241,10 +192,7 @@ __global__ static void __launch_bounds__(128) logits_mma_kernel(const logits_par
             if (any_key && s >= kmin && s < kmax)
                 v = PAGED ? *(const uint4 *)(page + key * 128 + c * 16)
                           : *(const uint4 *)(p.kv + (size_t)s * 128 + c * 16);
-            if (H16)
-                store_h16(sk + key * QS + c * 32, v);
-            else
-                *(uint4 *)(sk + key * QS + c * 16) = v;
+            *(uint4 *)(sk + key * QSTRIDE + c * 16) = v;
         }
         for (int key = tid; key < MMA_KEYS; key += blockDim.x) {
             long s = t0 + key;
@@ -263,43 +211,25 @@ __global__ static void __launch_bounds__(128) logits_mma_kernel(const logits_par
 #pragma unroll
                     for (int e = 0; e < 4; e++)
                         acc[mt][nt][e] = 0.0f;
-            if (any_key && H16) {
-                /* ldmatrix addresses: A rows mt*16 + (lane & 15), k + (lane >> 4) * 8; B (K
-                   stored [key][d]) keys (lane & 7) + (lane >> 4) * 8, k + ((lane >> 3) & 1) * 8 */
-                const unsigned char *qa =
-                    sq + ((size_t)r * H + (lane & 15)) * QS + (lane >> 4) * 16;
-                const unsigned char *kb =
-                    sk + (warp * 16 + (lane & 7) + (lane >> 4) * 8) * QS + ((lane >> 3) & 1) * 16;
-#pragma unroll
-                for (int ks = 0; ks < 8; ks++) {
-                    uint32_t b[4];
-                    ldsm_x4(b, kb + ks * 32);
-#pragma unroll
-                    for (int mt = 0; mt < MT; mt++) {
-                        uint32_t a[4];
-                        ldsm_x4(a, qa + (size_t)mt * 16 * QS + ks * 32);
-                        mma_f16(acc[mt][0], a, b[0], b[1]);
-                        mma_f16(acc[mt][1], a, b[2], b[3]);
-                    }
-                }
-            } else if (any_key) {
+            if (any_key) {
 #pragma unroll
                 for (int kk = 0; kk < 4; kk++) {
                     uint32_t b[2][2];
 #pragma unroll
                     for (int nt = 0; nt < 2; nt++) {
                         const uint8_t *kb =
-                            sk + (warp * 16 + nt * 8 + grp) * QS + kk * 32 + tig * 4;
+                            sk + (warp * 16 + nt * 8 + grp) * QSTRIDE + kk * 32 + tig * 4;
                         b[nt][0] = *(const uint32_t *)kb;
                         b[nt][1] = *(const uint32_t *)(kb + 16);
                     }
 #pragma unroll
                     for (int mt = 0; mt < MT; mt++) {
                         const uint8_t *qa =
-                            sq + ((size_t)r * H + mt * 16 + grp) * QS + kk * 32 + tig * 4;
-                        uint32_t a[4] = {*(const uint32_t *)qa, *(const uint32_t *)(qa + 8 * QS),
+                            sq + ((size_t)r * H + mt * 16 + grp) * QSTRIDE + kk * 32 + tig * 4;
+                        uint32_t a[4] = {*(const uint32_t *)qa,
+                                         *(const uint32_t *)(qa + 8 * QSTRIDE),
                                          *(const uint32_t *)(qa + 16),
-                                         *(const uint32_t *)(qa + 8 * QS + 16)};
+                                         *(const uint32_t *)(qa + 8 * QSTRIDE + 16)};
 #pragma unroll
                         for (int nt = 0; nt < 2; nt++)
                             mma_e4m3(acc[mt][nt], a, b[nt][0], b[nt][1]);
@@ -345,19 +275,13 @@ __global__ static void __launch_bounds__(128) logits_mma_kernel(const logits_par
     }
 }
 
-/* DSA_CUDA_LOGITS=simt selects the CUDA-core kernel above, =mma8 the tensor-core kernel with
-   e4m3 fragments (m16n8k32); the default is the fp16-fragment one (A/B comparisons) */
-enum { LOGITS_MMA16, LOGITS_MMA8, LOGITS_SIMT };
-
-static int logits_mode(void)
+/* DSA_CUDA_LOGITS=simt selects the CUDA-core kernel above (for A/B comparisons) */
+static bool use_simt(void)
 {
     static int v = -1;
     if (v < 0) {
         const char *e = getenv("DSA_CUDA_LOGITS");
-        v = !e                   ? LOGITS_MMA16
-            : !strcmp(e, "simt") ? LOGITS_SIMT
-            : !strcmp(e, "mma8") ? LOGITS_MMA8
-                                 : LOGITS_MMA16;
+        v = e && !strcmp(e, "simt");
     }
     return v;
 }
@@ -384,15 +308,14 @@ static int mma_tiles(long work)
     return t;
 }
 
-template <bool PAGED, int MT, bool H16>
+template <bool PAGED, int MT>
 static int launch_mma(const logits_params &p, long cols, int groups, cudaStream_t st)
 {
-    const size_t qs = H16 ? HSTRIDE : QSTRIDE;
-    size_t smem = (size_t)p.R * p.H * qs + MMA_KEYS * qs + (size_t)p.R * p.H * 4 + MMA_KEYS * 4 +
-                  (size_t)p.R * 8;
+    size_t smem = (size_t)p.R * p.H * QSTRIDE + MMA_KEYS * QSTRIDE + (size_t)p.R * p.H * 4 +
+                  MMA_KEYS * 4 + (size_t)p.R * 8;
     static bool raised;
     if (!raised) {
-        CUDA_CHECK(cudaFuncSetAttribute(logits_mma_kernel<PAGED, MT, H16>,
+        CUDA_CHECK(cudaFuncSetAttribute(logits_mma_kernel<PAGED, MT>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, 160 * 1024));
         raised = true;
     }
@@ -402,20 +325,16 @@ static int launch_mma(const logits_params &p, long cols, int groups, cudaStream_
     q.tiles = mma_tiles((cols + MMA_KEYS - 1) / MMA_KEYS * groups);
     const long per_block = (long)MMA_KEYS * q.tiles;
     dim3 grid((unsigned)((cols + per_block - 1) / per_block), (unsigned)groups);
-    logits_mma_kernel<PAGED, MT, H16><<<grid, 128, smem, st>>>(q);
+    logits_mma_kernel<PAGED, MT><<<grid, 128, smem, st>>>(q);
     return DSA_K_OK;
 }
 
 template <bool PAGED>
 static int launch(const logits_params &p, long cols, int groups, cudaStream_t st)
 {
-    const int mode = logits_mode();
-    if (mode == LOGITS_MMA16)
-        return p.H == 64 ? launch_mma<PAGED, 4, true>(p, cols, groups, st)
-                         : launch_mma<PAGED, 2, true>(p, cols, groups, st);
-    if (mode == LOGITS_MMA8)
-        return p.H == 64 ? launch_mma<PAGED, 4, false>(p, cols, groups, st)
-                         : launch_mma<PAGED, 2, false>(p, cols, groups, st);
+    if (!use_simt())
+        return p.H == 64 ? launch_mma<PAGED, 4>(p, cols, groups, st)
+                         : launch_mma<PAGED, 2>(p, cols, groups, st);
     size_t smem = (size_t)p.R * p.H * 128 * 2 + (size_t)p.R * p.H * 4 + (size_t)p.R * 8;
     static bool raised[2];
     if (!raised[PAGED]) {
