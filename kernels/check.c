@@ -10,6 +10,7 @@
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,9 +18,7 @@
 #include "kernels/check.h"
 #include "kernels/golden.h"
 #include "kernels/proxy.h"
-#include "util/buf.h"
-#include "util/hash.h"
-#include "util/msg.h"
+#include "kernels/kutil.h"
 
 #define MAX_POS 8192
 
@@ -38,7 +37,7 @@ struct ck {
 static uint64_t rnd(struct ck *c)
 {
     c->rng += 0x9e3779b97f4a7c15ull;
-    return dsa_splitmix64(c->rng);
+    return dsa_kutil_splitmix64(c->rng);
 }
 
 static double unif(struct ck *c)
@@ -173,7 +172,7 @@ static int status_ok(struct ck *c, int st, const char *stage)
     if (st == DSA_K_EDEVICE)
         c->device_error = 1;
     else
-        dsa_warnf("%s returned %d", stage, st);
+        dsa_kutil_warnf("%s returned %d", stage, st);
     return 0;
 }
 
@@ -256,9 +255,10 @@ static void check_k_prep(struct ck *c, int T, const struct dsa_k_flags *f)
     }
     long npages = T / DSA_K_PAGE + 2, nslots = npages * DSA_K_PAGE;
     size_t cbytes = (size_t)npages * DSA_K_PAGE_BYTES;
-    uint16_t *k_raw = dsa_xmalloc((size_t)T * 128 * 2 + 2);
+    uint16_t *k_raw = dsa_kutil_malloc((size_t)T * 128 * 2 + 2);
     float ln_w[128], ln_b[128];
-    int64_t *pos = dsa_xmalloc((size_t)T * 8 + 8), *slots = dsa_xmalloc((size_t)nslots * 8);
+    int64_t *pos = dsa_kutil_malloc((size_t)T * 8 + 8),
+            *slots = dsa_kutil_malloc((size_t)nslots * 8);
     fill_bf16(c, k_raw, (size_t)T * 128, 128);
     dsa_proxy_ln(c->rng, ln_w, ln_b);
     for (long i = 0; i < nslots; i++)
@@ -269,7 +269,8 @@ static void check_k_prep(struct ck *c, int T, const struct dsa_k_flags *f)
         if (rnd(c) % 20 == 0)
             slots[t] = -1; /* skipped token: its slot stays untouched */
     }
-    uint8_t *ref = dsa_xmalloc(cbytes), *got = dsa_xmalloc(cbytes), *again = dsa_xmalloc(cbytes);
+    uint8_t *ref = dsa_kutil_malloc(cbytes), *got = dsa_kutil_malloc(cbytes),
+            *again = dsa_kutil_malloc(cbytes);
     memset(ref, 0x5a, cbytes);
     struct dsa_k_prep_args a = {T, MAX_POS, k_raw, ln_w, ln_b, pos, c->cos, c->sin, slots, ref};
     int pass = status_ok(c, dsa_cpu_k_prep(f, &a), "k_prep");
@@ -344,15 +345,15 @@ static void check_q_prep(struct ck *c, int T, const struct dsa_k_flags *f)
     }
     int H = f->heads, K = 2048;
     size_t nq = (size_t)T * H * 128, nw = (size_t)T * H, wb = f->weights == DSA_K_BF16 ? 2 : 4;
-    uint16_t *q_raw = dsa_xmalloc(nq * 2 + 2), *w_raw = dsa_xmalloc(nw * 2 + 2);
-    int64_t *pos = dsa_xmalloc((size_t)T * 8 + 8);
+    uint16_t *q_raw = dsa_kutil_malloc(nq * 2 + 2), *w_raw = dsa_kutil_malloc(nw * 2 + 2);
+    int64_t *pos = dsa_kutil_malloc((size_t)T * 8 + 8);
     fill_bf16(c, q_raw, nq, 128);
     fill_bf16(c, w_raw, nw, nw ? nw : 1);
     for (int t = 0; t < T; t++)
         pos[t] = (int64_t)(rnd(c) % MAX_POS);
     size_t out_bytes = nq + nw * 4 + nw * wb + (size_t)T * K * 4;
-    uint8_t *ref = dsa_xmalloc(out_bytes + 1), *got = dsa_xmalloc(out_bytes + 1),
-            *again = dsa_xmalloc(out_bytes + 1);
+    uint8_t *ref = dsa_kutil_malloc(out_bytes + 1), *got = dsa_kutil_malloc(out_bytes + 1),
+            *again = dsa_kutil_malloc(out_bytes + 1);
     /* outputs laid out back to back in one host buffer: q8 | qs | w | topk_fill */
     uint8_t *rq8 = ref;
     float *rqs = (float *)(ref + nq);
@@ -458,7 +459,7 @@ static int compare_logits(struct ck *c, const struct dsa_k_flags *f, const void 
                           size_t errn, char *diff, size_t diffn, char *mask)
 {
     size_t n = (size_t)rows * width;
-    double *g = dsa_xmalloc(n * sizeof *g + 8);
+    double *g = dsa_kutil_malloc(n * sizeof *g + 8);
     double maxabs = 0.0, maxref = 0.0;
     for (long r = 0; r < rows; r++)
         for (long s = 0; s < width; s++) {
@@ -504,10 +505,11 @@ static void check_decode(struct ck *c, int B, int N, long L, const struct dsa_k_
         stride = 256;
     size_t cbytes = (size_t)npages * DSA_K_PAGE_BYTES, lb = f->logits == DSA_K_BF16 ? 2 : 4;
     size_t wb = f->weights == DSA_K_BF16 ? 2 : 4, lbytes = (size_t)rows * stride * lb;
-    uint8_t *cache = dsa_xmalloc(cbytes), *q8 = dsa_xmalloc((size_t)rows * H * 128);
-    void *w = dsa_xmalloc((size_t)rows * H * wb);
-    int32_t *bt = dsa_xmalloc((size_t)B * maxblk * 4), *ctx = dsa_xmalloc((size_t)rows * 4);
-    int64_t *perm = dsa_xmalloc((size_t)npages * 8);
+    uint8_t *cache = dsa_kutil_malloc(cbytes), *q8 = dsa_kutil_malloc((size_t)rows * H * 128);
+    void *w = dsa_kutil_malloc((size_t)rows * H * wb);
+    int32_t *bt = dsa_kutil_malloc((size_t)B * maxblk * 4),
+            *ctx = dsa_kutil_malloc((size_t)rows * 4);
+    int64_t *perm = dsa_kutil_malloc((size_t)npages * 8);
     for (long p = 0; p < npages; p++) {
         fill_fp8(c, cache + p * DSA_K_PAGE_BYTES, DSA_K_SCALE_OFF);
         for (int o = 0; o < 64; o++) {
@@ -528,7 +530,8 @@ static void check_decode(struct ck *c, int B, int N, long L, const struct dsa_k_
             ctx[b * N + j] = (int32_t)(v < 0 ? 0 : v);
         }
     }
-    void *ref = dsa_xmalloc(lbytes), *got = dsa_xmalloc(lbytes), *again = dsa_xmalloc(lbytes);
+    void *ref = dsa_kutil_malloc(lbytes), *got = dsa_kutil_malloc(lbytes),
+         *again = dsa_kutil_malloc(lbytes);
     memset(ref, 0x5a, lbytes);
     struct dsa_logits_decode_args a = {B, N, q8, w, cache, bt, (int)maxblk, ctx, ref, stride, 1};
     int pass = status_ok(c, dsa_cpu_logits_decode(f, &a), "logits_decode");
@@ -547,11 +550,11 @@ static void check_decode(struct ck *c, int B, int N, long L, const struct dsa_k_
         c->device_error |= d.failed;
     }
     if (pass) {
-        double *want = dsa_xmalloc((size_t)rows * stride * sizeof(double));
+        double *want = dsa_kutil_malloc((size_t)rows * stride * sizeof(double));
         if (c->o->vs_golden) {
             /* gather each sequence's K flat through the block table, then the golden model */
-            uint8_t *k8 = dsa_xmalloc((size_t)maxblk * 64 * 128);
-            float *ks = dsa_xmalloc((size_t)maxblk * 64 * 4);
+            uint8_t *k8 = dsa_kutil_malloc((size_t)maxblk * 64 * 128);
+            float *ks = dsa_kutil_malloc((size_t)maxblk * 64 * 4);
             for (int b = 0; b < B; b++) {
                 for (long s = 0; s < maxblk * 64; s++) {
                     const uint8_t *pg = cache + (size_t)bt[b * maxblk + s / 64] * DSA_K_PAGE_BYTES;
@@ -559,7 +562,7 @@ static void check_decode(struct ck *c, int B, int N, long L, const struct dsa_k_
                     memcpy(ks + s, pg + DSA_K_SCALE_OFF + (s % 64) * 4, 4);
                 }
                 int32_t st[4] = {0, 0, 0, 0};
-                double *gl = dsa_xmalloc((size_t)N * stride * sizeof(double));
+                double *gl = dsa_kutil_malloc((size_t)N * stride * sizeof(double));
                 dsa_golden_logits_q8(N, H, stride > maxblk * 64 ? maxblk * 64 : stride,
                                      q8 + (size_t)b * N * H * 128,
                                      (const uint8_t *)w + (size_t)b * N * H * wb, f->weights, k8,
@@ -613,10 +616,11 @@ static void check_prefill(struct ck *c, int M, long NK, const struct dsa_k_flags
     long stride = NK + 3; /* a stride that is not the width */
     size_t lb = f->logits == DSA_K_BF16 ? 2 : 4, wb = f->weights == DSA_K_BF16 ? 2 : 4;
     size_t lbytes = (size_t)M * stride * lb;
-    uint8_t *q8 = dsa_xmalloc((size_t)M * H * 128 + 1), *k8 = dsa_xmalloc((size_t)NK * 128 + 1);
-    float *ks = dsa_xmalloc((size_t)NK * 4 + 4);
-    void *w = dsa_xmalloc((size_t)M * H * wb + 4);
-    int32_t *st = dsa_xmalloc((size_t)M * 4 + 4), *en = dsa_xmalloc((size_t)M * 4 + 4);
+    uint8_t *q8 = dsa_kutil_malloc((size_t)M * H * 128 + 1),
+            *k8 = dsa_kutil_malloc((size_t)NK * 128 + 1);
+    float *ks = dsa_kutil_malloc((size_t)NK * 4 + 4);
+    void *w = dsa_kutil_malloc((size_t)M * H * wb + 4);
+    int32_t *st = dsa_kutil_malloc((size_t)M * 4 + 4), *en = dsa_kutil_malloc((size_t)M * 4 + 4);
     fill_fp8(c, q8, (size_t)M * H * 128);
     fill_fp8(c, k8, (size_t)NK * 128);
     for (long s = 0; s < NK; s++)
@@ -628,8 +632,8 @@ static void check_prefill(struct ck *c, int M, long NK, const struct dsa_k_flags
         st[m] = (int32_t)lo;
         en[m] = (int32_t)(hi > lo ? lo + 1 + (long)(rnd(c) % (uint64_t)(hi - lo)) : lo);
     }
-    void *ref = dsa_xmalloc(lbytes + 1), *got = dsa_xmalloc(lbytes + 1),
-         *again = dsa_xmalloc(lbytes + 1);
+    void *ref = dsa_kutil_malloc(lbytes + 1), *got = dsa_kutil_malloc(lbytes + 1),
+         *again = dsa_kutil_malloc(lbytes + 1);
     memset(ref, 0x5a, lbytes);
     struct dsa_logits_prefill_args a = {M, NK, q8, w, k8, ks, st, en, ref, stride, 1};
     int pass = status_ok(c, dsa_cpu_logits_prefill(f, &a), "logits_prefill");
@@ -649,9 +653,9 @@ static void check_prefill(struct ck *c, int M, long NK, const struct dsa_k_flags
         c->device_error |= d.failed;
     }
     if (pass) {
-        double *want = dsa_xmalloc((size_t)M * stride * sizeof(double) + 8);
+        double *want = dsa_kutil_malloc((size_t)M * stride * sizeof(double) + 8);
         if (c->o->vs_golden) {
-            double *gl = dsa_xmalloc((size_t)M * NK * sizeof(double) + 8);
+            double *gl = dsa_kutil_malloc((size_t)M * NK * sizeof(double) + 8);
             dsa_golden_logits_q8(M, H, NK, q8, w, f->weights, k8, ks, st, en, gl);
             for (int m = 0; m < M; m++)
                 for (long s = 0; s < stride; s++)
@@ -712,11 +716,18 @@ static int selection_keys(const int32_t *idx, int k, long len, const void *l, in
     return ok && n == (len < k ? len : k);
 }
 
-static void check_topk(struct ck *c, int k, const char *data, const struct dsa_k_flags *f)
+/* rows of the lengths below, or (wide_rows > 0) wide_rows rows of wide_len: the shapes where
+   the CUDA kernel splits a row over many CTAs or overflows its per-slice candidate rows */
+static void check_topk(struct ck *c, int k, const char *data, const struct dsa_k_flags *f,
+                       int wide_rows, long wide_len)
 {
     char name[128], det[16] = "-", topk[8] = "-";
-    snprintf(name, sizeof name, "k=%d data=%s logits=%s%s", k, data, f->logits ? "bf16" : "f32",
-             c->o->quick ? "" : " (incl. 64K+-1)");
+    if (wide_rows > 0)
+        snprintf(name, sizeof name, "k=%d data=%s logits=%s rows=%d len=%ld", k, data,
+                 f->logits ? "bf16" : "f32", wide_rows, wide_len);
+    else
+        snprintf(name, sizeof name, "k=%d data=%s logits=%s%s", k, data, f->logits ? "bf16" : "f32",
+                 c->o->quick ? "" : " (incl. 64K+-1)");
     if (!selected(c, "topk", name))
         return;
     if (!supported(c, f, DSA_K_STAGE_TOPK, 0, k)) {
@@ -724,14 +735,14 @@ static void check_topk(struct ck *c, int k, const char *data, const struct dsa_k
         return;
     }
     long lens[] = {0, 1, k - 1, k, k + 1, 8192, 65535, 65537};
-    int rows = c->o->quick ? 6 : 8;
-    long stride = (c->o->quick ? 8192 : 65537) + 16;
+    int rows = wide_rows > 0 ? wide_rows : (c->o->quick ? 6 : 8);
+    long stride = (wide_rows > 0 ? wide_len : (c->o->quick ? 8192 : 65537)) + 16;
     size_t lb = f->logits == DSA_K_BF16 ? 2 : 4, lbytes = (size_t)rows * stride * lb;
-    void *l = dsa_xmalloc(lbytes);
-    int32_t *st = dsa_xmalloc((size_t)rows * 4), *en = dsa_xmalloc((size_t)rows * 4);
+    void *l = dsa_kutil_malloc(lbytes);
+    int32_t *st = dsa_kutil_malloc((size_t)rows * 4), *en = dsa_kutil_malloc((size_t)rows * 4);
     for (int r = 0; r < rows; r++) {
         st[r] = (int32_t)(rnd(c) % 16);
-        en[r] = (int32_t)(st[r] + lens[r]);
+        en[r] = (int32_t)(st[r] + (wide_rows > 0 ? wide_len : lens[r]));
         for (long s = 0; s < stride; s++) {
             float v;
             if (s < st[r] || s >= en[r])
@@ -753,7 +764,7 @@ static void check_topk(struct ck *c, int k, const char *data, const struct dsa_k
         }
     }
     size_t ib = (size_t)rows * k * 4;
-    int32_t *ref = dsa_xmalloc(ib), *got = dsa_xmalloc(ib), *again = dsa_xmalloc(ib);
+    int32_t *ref = dsa_kutil_malloc(ib), *got = dsa_kutil_malloc(ib), *again = dsa_kutil_malloc(ib);
     struct dsa_topk_args a = {rows, l, stride, st, en, k, ref};
     int pass = status_ok(c, dsa_cpu_topk(f, &a), "topk");
     struct dev d = {.api = c->impl};
@@ -766,9 +777,9 @@ static void check_topk(struct ck *c, int k, const char *data, const struct dsa_k
         pass = 0;
         c->device_error |= d.failed;
     }
-    uint32_t *ka = dsa_xmalloc((size_t)k * 4), *kb = dsa_xmalloc((size_t)k * 4);
-    double *v = dsa_xmalloc((size_t)stride * sizeof(double));
-    int32_t *gold = dsa_xmalloc((size_t)k * 4);
+    uint32_t *ka = dsa_kutil_malloc((size_t)k * 4), *kb = dsa_kutil_malloc((size_t)k * 4);
+    double *v = dsa_kutil_malloc((size_t)stride * sizeof(double));
+    int32_t *gold = dsa_kutil_malloc((size_t)k * 4);
     for (int r = 0; pass && r < rows; r++) {
         long len = en[r] - st[r];
         size_t base = (size_t)r * stride + st[r];
@@ -805,8 +816,8 @@ int dsa_kcheck_run(const struct dsa_kcheck_opts *o, FILE *out, struct dsa_kcheck
 {
     struct ck c = {o, o->impl, dsa_kernels_cpu(), out, res, o->seed, 0, NULL, NULL};
     memset(res, 0, sizeof *res);
-    c.cos = dsa_xmalloc((size_t)MAX_POS * 32 * 4);
-    c.sin = dsa_xmalloc((size_t)MAX_POS * 32 * 4);
+    c.cos = dsa_kutil_malloc((size_t)MAX_POS * 32 * 4);
+    c.sin = dsa_kutil_malloc((size_t)MAX_POS * 32 * 4);
     dsa_proxy_rope_table(MAX_POS, c.cos, c.sin);
     fprintf(out, "%-15s %-40s %-6s %-11s %-10s %-4s %-4s %s\n", "stage", "case", "result",
             "max_err", "calc_diff", "mask", "topk", "det");
@@ -882,17 +893,23 @@ int dsa_kcheck_run(const struct dsa_kcheck_opts *o, FILE *out, struct dsa_kcheck
     for (size_t i = 0; i < 3 && !c.device_error; i++)
         for (size_t j = 0; j < 5; j++) {
             dsa_k_flags_default(&f);
-            check_topk(&c, Ks[i], datas[j], &f);
+            check_topk(&c, Ks[i], datas[j], &f, 0, 0);
         }
     dsa_k_flags_default(&f);
+    if (!o->quick) {
+        check_topk(&c, 2048, "random", &f, 1, 200003);
+        check_topk(&c, 2048, "random", &f, 64, 70001);
+        check_topk(&c, 2048, "constant", &f, 64, 70001);
+        check_topk(&c, 512, "ascending", &f, 3, 100000);
+    }
     f.logits = DSA_K_BF16;
-    check_topk(&c, 2048, "random", &f);
-    check_topk(&c, 2048, "ties", &f);
+    check_topk(&c, 2048, "random", &f, 0, 0);
+    check_topk(&c, 2048, "ties", &f, 0, 0);
 
     free(c.cos);
     free(c.sin);
     if (c.device_error) {
-        dsa_errorf("device error while checking '%s'", o->impl->name);
+        dsa_kutil_errorf("device error while checking '%s'", o->impl->name);
         return -1;
     }
     return 0;

@@ -6,17 +6,17 @@
 #include <stddef.h>
 
 #include "dsa_numeric.h"
+#include "kernels/kutil.h"
 #include "kernels/proxy.h"
-#include "util/hash.h"
 
 enum { TAG_E = 1, TAG_A, TAG_K, TAG_B, TAG_C, TAG_Q, TAG_W, TAG_LNW, TAG_LNB, TAG_U };
 
 double dsa_proxy_normal(uint64_t seed, uint64_t tag, uint64_t a, uint64_t b)
 {
-    uint64_t h = dsa_splitmix64(seed ^ (tag << 56));
-    h = dsa_splitmix64(h ^ a);
-    h = dsa_splitmix64(h ^ b);
-    uint64_t h2 = dsa_splitmix64(h ^ 0x9e3779b97f4a7c15ull);
+    uint64_t h = dsa_kutil_splitmix64(seed ^ (tag << 56));
+    h = dsa_kutil_splitmix64(h ^ a);
+    h = dsa_kutil_splitmix64(h ^ b);
+    uint64_t h2 = dsa_kutil_splitmix64(h ^ 0x9e3779b97f4a7c15ull);
     /* two uniforms in (0, 1] and [0, 1) from the top 53 bits */
     double u1 = ((double)(h >> 11) + 1.0) * 0x1p-53, u2 = (double)(h2 >> 11) * 0x1p-53;
     return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);

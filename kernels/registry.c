@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "kernels/plugin.h"
-#include "util/msg.h"
+#include "kernels/kutil.h"
 
 #ifdef DSA_HAVE_CUDA
 /* kernels/cuda/api.cu: the CUDA vtable, or NULL when no device is usable */
@@ -24,12 +24,18 @@ const struct dsa_kernels_api *dsa_kernels_cuda(void)
 }
 
 #ifndef DSA_HAVE_CUDA
-double dsa_cuda_time_ms(int (*fn)(void *ctx), void *ctx, int iters)
+int dsa_cuda_time_calls(int (*fn)(void *ctx), void *ctx, int n, float *ms)
 {
     (void)fn;
     (void)ctx;
-    (void)iters;
-    return -1.0;
+    (void)n;
+    (void)ms;
+    return -1;
+}
+
+size_t dsa_cuda_l2_bytes(void)
+{
+    return 0;
 }
 #endif
 
@@ -50,14 +56,14 @@ const struct dsa_kernels_api *dsa_kernels_pick(const char *device)
         const struct dsa_kernels_api *c = dsa_kernels_cuda();
         if (!c) {
 #ifdef DSA_HAVE_CUDA
-            dsa_errorf("no usable CUDA device for '--device cuda'");
+            dsa_kutil_errorf("no usable CUDA device for '--device cuda'");
 #else
-            dsa_errorf("this build has no CUDA kernels ('--device cuda'); rebuild with nvcc");
+            dsa_kutil_errorf("this build has no CUDA kernels ('--device cuda'); rebuild with nvcc");
 #endif
         }
         return c;
     }
-    dsa_errorf("unknown device '%s' (use cuda or cpu)", device);
+    dsa_kutil_errorf("unknown device '%s' (use cuda or cpu)", device);
     return NULL;
 }
 
@@ -67,7 +73,7 @@ static int nhandles;
 const struct dsa_kernels_api *dsa_kernels_load(const char *path)
 {
     if (nhandles == (int)(sizeof handles / sizeof handles[0])) {
-        dsa_errorf("too many kernel libraries loaded ('%s')", path);
+        dsa_kutil_errorf("too many kernel libraries loaded ('%s')", path);
         return NULL;
     }
     /* RTLD_LOCAL: the plugin's own symbols (it may carry its own copy of dsa_cpu_*) never
@@ -75,7 +81,7 @@ const struct dsa_kernels_api *dsa_kernels_load(const char *path)
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *e = dlerror();
-        dsa_errorf("cannot load kernels '%s': %s", path, e ? e : "unknown error");
+        dsa_kutil_errorf("cannot load kernels '%s': %s", path, e ? e : "unknown error");
         return NULL;
     }
     dsa_kernels_get_api_fn get;
@@ -98,7 +104,7 @@ const struct dsa_kernels_api *dsa_kernels_load(const char *path)
     else if (api->init && api->init() != 0)
         why = "its init() failed";
     if (why) {
-        dsa_errorf("cannot use kernels '%s': %s", path, why);
+        dsa_kutil_errorf("cannot use kernels '%s': %s", path, why);
         dlclose(h);
         return NULL;
     }

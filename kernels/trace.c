@@ -15,8 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "util/buf.h"
-#include "util/msg.h"
+#include "kernels/kutil.h"
 
 #define MAX_HEADER (100u << 20) /* safetensors' own limit on the JSON header */
 
@@ -37,7 +36,7 @@ static const struct {
     {"I32", DSA_TR_I32, 4},   {"I64", DSA_TR_I64, 8}, {"U8", DSA_TR_U8, 1},
 };
 
-static int errf(char *err, size_t n, const char *fmt, ...) DSA_PRINTF(3, 4);
+static int errf(char *err, size_t n, const char *fmt, ...) DSA_KUTIL_PRINTF(3, 4);
 static int errf(char *err, size_t n, const char *fmt, ...)
 {
     va_list ap;
@@ -154,7 +153,7 @@ static int validate(struct dsa_trace *t, char *err, size_t errlen)
                         "scores means anything",
                         t->t[i].name, (long long)at);
     }
-    const struct dsa_trace_tensor **by = dsa_xcalloc(t->n + 1, sizeof *by);
+    const struct dsa_trace_tensor **by = dsa_kutil_calloc(t->n + 1, sizeof *by);
     for (size_t i = 0; i < t->n; i++)
         by[i] = &t->t[i];
     qsort(by, t->n, sizeof *by, cmp_tensor_offset);
@@ -185,8 +184,8 @@ int dsa_trace_parse(const uint8_t *buf, size_t len, dsa_trace **out, char *err, 
         json_decref(h);
         return errf(err, errlen, "header is not a JSON object: %s", h ? "other value" : je.text);
     }
-    struct dsa_trace *t = dsa_xcalloc(1, sizeof *t);
-    t->t = dsa_xcalloc(json_object_size(h) + 1, sizeof *t->t);
+    struct dsa_trace *t = dsa_kutil_calloc(1, sizeof *t);
+    t->t = dsa_kutil_calloc(json_object_size(h) + 1, sizeof *t->t);
     const uint8_t *data = buf + 8 + hlen;
     size_t dlen = len - 8 - (size_t)hlen;
     const char *key;
@@ -215,7 +214,7 @@ int dsa_trace_parse(const uint8_t *buf, size_t len, dsa_trace **out, char *err, 
         }
         if ((rc = parse_entry(key, v, data, dlen, &t->t[t->n], err, errlen)))
             break;
-        t->t[t->n++].name = dsa_xstrdup(key);
+        t->t[t->n++].name = dsa_kutil_strdup(key);
     }
     json_decref(h);
     if (!rc)
@@ -234,25 +233,25 @@ int dsa_trace_open(const char *path, dsa_trace **out)
     *out = NULL;
     int fd = open(path, O_RDONLY);
     if (fd < 0)
-        return dsa_errorf("cannot read trace '%s': %s", path, strerror(errno));
+        return dsa_kutil_errorf("cannot read trace '%s': %s", path, strerror(errno));
     struct stat st;
     void *map = MAP_FAILED;
     if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) { /* mmap of a directory: "No such device" */
         close(fd);
-        return dsa_errorf("cannot read trace '%s': %s", path,
-                          S_ISDIR(st.st_mode) ? strerror(EISDIR) : "not a regular file");
+        return dsa_kutil_errorf("cannot read trace '%s': %s", path,
+                                S_ISDIR(st.st_mode) ? strerror(EISDIR) : "not a regular file");
     }
     if (fstat(fd, &st) == 0 && st.st_size > 0)
         map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;
     close(fd);
     if (map == MAP_FAILED)
-        return dsa_errorf("cannot read trace '%s': %s", path,
-                          st.st_size == 0 ? "empty file" : strerror(e));
+        return dsa_kutil_errorf("cannot read trace '%s': %s", path,
+                                st.st_size == 0 ? "empty file" : strerror(e));
     char err[256];
     if (dsa_trace_parse(map, (size_t)st.st_size, out, err, sizeof err)) {
         munmap(map, (size_t)st.st_size);
-        return dsa_errorf("cannot read trace '%s': %s", path, err);
+        return dsa_kutil_errorf("cannot read trace '%s': %s", path, err);
     }
     (*out)->map = map;
     (*out)->map_len = (size_t)st.st_size;

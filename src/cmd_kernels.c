@@ -1,12 +1,14 @@
 /*
  * dsa-eval kernels check: the DSA indexer kernels against the C reference, and the C
- * reference against its fp64 golden model (kernels/check.h).
+ * reference against its fp64 golden model (kernels/check.h); kernels bench: the CUDA kernels
+ * timed next to their floors (kernels/bench.h); kernels trace: the stack on captured traces.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "commands.h"
+#include "kernels/bench.h"
 #include "kernels/check.h"
 #include "util/buf.h"
 #ifndef DSA_KERNELS_ONLY_BUILD /* kernels-only builds have no jansson: no trace files */
@@ -34,6 +36,13 @@ static const char *const usage[] = {
     "prints recall@k of each query row against the fp64 golden selection, per layer, and",
     "the share of the model's own selection that the stack and the golden model select",
     "when the trace holds it (scripts/capture_traces.py writes such traces).",
+    "",
+    "dsa-eval kernels bench [--json] [-k FILTER] [--iters N] [--seed N]",
+    "",
+    "Times the CUDA kernels (S3a decode logits, S3b prefill logits, S4 top-k) at the shapes",
+    "of docs/kernels.md \"Benchmarks\": the median of N (>= 20) calls after warm-up, inputs",
+    "rotated beyond the L2, GB/s or TFLOP/s, the floor and the ratio to it, and a check",
+    "against the C reference. Needs a CUDA GPU (exit status 4 without one).",
     NULL};
 
 #ifndef DSA_KERNELS_ONLY_BUILD
@@ -136,11 +145,41 @@ static int run_trace(const char *path, const struct dsa_inproc_opts *base, bool 
 
 #endif
 
+/* kernels bench: one table (or one JSON document) on stdout; exit 4 without a GPU */
+static int run_bench(const char *filter, bool json, int iters, long seed)
+{
+    if (iters < DSA_KBENCH_MIN_ITERS) {
+        dsa_errorf("--iters must be >= %d, not %d", DSA_KBENCH_MIN_ITERS, iters);
+        return DSA_EXIT_USAGE;
+    }
+    const struct dsa_kernels_api *impl = dsa_kernels_cuda();
+    if (!impl) {
+#ifdef DSA_HAVE_CUDA
+        dsa_errorf("'kernels bench' times the CUDA kernels, and no CUDA GPU is usable here");
+#else
+        dsa_errorf("'kernels bench' times the CUDA kernels, and this build has none (rebuild "
+                   "with nvcc)");
+#endif
+        return DSA_EXIT_BACKEND;
+    }
+    struct dsa_kbench_opts o = {impl, filter, iters, json, (uint64_t)seed};
+    struct dsa_kbench_result res;
+    if (dsa_kbench_run(&o, stdout, &res) < 0)
+        return DSA_EXIT_BACKEND;
+    if (!res.cases) {
+        dsa_errorf("no shape matches -k '%s'", filter ? filter : "");
+        return DSA_EXIT_USAGE;
+    }
+    if (!json)
+        printf("%d timed, %d failed their check\n", res.cases, res.failed);
+    return res.failed ? DSA_EXIT_FAIL : DSA_EXIT_OK;
+}
+
 int cmd_kernels(int argc, char **argv)
 {
     const char *device = NULL, *filter = NULL, *plugin = NULL;
-    bool quick = false;
-    int reruns = -1, topk = 2048;
+    bool quick = false, json = false;
+    int reruns = -1, topk = 2048, iters = DSA_KBENCH_MIN_ITERS;
     struct dsa_strlist variants = {0};
     long seed = 1;
     struct dsa_option opts[] = {
@@ -154,6 +193,8 @@ int cmd_kernels(int argc, char **argv)
         DSA_OPT_BOOL(0, "quick", &quick, "skip the largest shapes (T=4096, 64K rows)"),
         DSA_OPT_STRLIST(0, "variant", &variants, "K=V", "trace: a variant flag; repeatable"),
         DSA_OPT_INT(0, "topk", &topk, "K", "trace: top-k (512|1024|2048, default 2048)"),
+        DSA_OPT_BOOL(0, "json", &json, "bench: one JSON document instead of the table"),
+        DSA_OPT_INT(0, "iters", &iters, "N", "bench: timed calls per shape (default 20)"),
         DSA_OPT_END(),
     };
     int n = dsa_opt_parse(&argc, argv, opts, usage);
@@ -191,8 +232,10 @@ int cmd_kernels(int argc, char **argv)
     }
 #endif
     dsa_strlist_release(&variants);
+    if (n == 1 && !strcmp(argv[0], "bench"))
+        return run_bench(filter, json, iters, seed);
     if (n != 1 || strcmp(argv[0], "check")) {
-        dsa_errorf("expected 'dsa-eval kernels check' (see 'dsa-eval kernels --help')");
+        dsa_errorf("expected 'dsa-eval kernels check|bench|trace' (see 'dsa-eval kernels --help')");
         return DSA_EXIT_USAGE;
     }
     if (reruns < -1) { /* -1: the option was not given */

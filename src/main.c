@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "kernels/kutil.h"
 #include "util/exitcode.h"
 #include "util/fs.h"
 #include "util/msg.h"
@@ -50,6 +51,16 @@ static void quiet_pipe_exit(void)
     signal(SIGPIPE, SIG_DFL);
     raise(SIGPIPE);
     _exit(128 + SIGPIPE); /* not reached unless SIGPIPE is blocked */
+}
+
+/* kernels/ builds alone and prints its few messages through this sink, so that they share
+   src/util/msg.c's path (one lock, the progress meter cleared first) */
+static void kernel_msg(int level, const char *msg)
+{
+    if (level == DSA_KUTIL_WARNING)
+        dsa_warnf("%s", msg);
+    else
+        dsa_errorf("%s", msg);
 }
 
 static void print_help(FILE *out)
@@ -102,6 +113,7 @@ static int run_command(const struct dsa_command *c, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    dsa_kutil_set_sink(kernel_msg);
     if (argc < 2) {
         print_help(stderr);
         return DSA_EXIT_USAGE;

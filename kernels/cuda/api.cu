@@ -5,6 +5,7 @@
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common.cuh"
@@ -178,18 +179,33 @@ extern "C" const dsa_kernels_api *dsa_cuda_api(void)
     return state > 0 ? &cuda_vtable : NULL;
 }
 
-extern "C" double dsa_cuda_time_ms(int (*fn)(void *ctx), void *ctx, int iters)
+extern "C" int dsa_cuda_time_calls(int (*fn)(void *ctx), void *ctx, int n, float *ms)
 {
-    cudaEvent_t a, b;
-    float ms = 0.0f;
-    if (cudaEventCreate(&a) != cudaSuccess || cudaEventCreate(&b) != cudaSuccess)
-        return -1.0;
-    int bad = cudaEventRecord(a, 0) != cudaSuccess;
-    for (int i = 0; i < iters && !bad; i++)
-        bad = fn(ctx) != DSA_K_OK;
-    bad = bad || cudaEventRecord(b, 0) != cudaSuccess || cudaEventSynchronize(b) != cudaSuccess ||
-          cudaEventElapsedTime(&ms, a, b) != cudaSuccess;
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return bad ? -1.0 : (double)ms / iters;
+    /* one event between consecutive calls: call i is the time from event i to event i + 1 */
+    cudaEvent_t *ev = (cudaEvent_t *)calloc((size_t)n + 1, sizeof *ev);
+    int made = 0, bad = ev == NULL;
+    while (!bad && made <= n && cudaEventCreate(&ev[made]) == cudaSuccess)
+        made++;
+    bad = bad || made <= n || cudaEventRecord(ev[0], 0) != cudaSuccess;
+    for (int i = 0; i < n && !bad; i++)
+        bad = fn(ctx) != DSA_K_OK || cudaEventRecord(ev[i + 1], 0) != cudaSuccess;
+    bad = bad || cudaEventSynchronize(ev[n]) != cudaSuccess;
+    for (int i = 0; i < n && !bad; i++)
+        bad = cudaEventElapsedTime(&ms[i], ev[i], ev[i + 1]) != cudaSuccess;
+    for (int i = 0; i < made; i++)
+        cudaEventDestroy(ev[i]);
+    free(ev);
+    if (bad)
+        fprintf(stderr, "dsa-eval: CUDA error while timing: %s\n",
+                cudaGetErrorString(cudaGetLastError()));
+    return bad ? -1 : 0;
+}
+
+extern "C" size_t dsa_cuda_l2_bytes(void)
+{
+    int dev = 0, l2 = 0;
+    if (!dsa_cuda_api() || cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess)
+        return 0;
+    return (size_t)l2;
 }

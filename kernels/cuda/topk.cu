@@ -1,11 +1,29 @@
 /*
- * S4 top-k on CUDA: one block per row, a radix select over the 32-bit order keys (4 passes
- * of 8 bits, shared-memory histograms, cub::BlockScan to find the digit), then a
- * deterministic compaction: the row is walked in tiles of 4 keys per thread in index order,
- * cub::BlockScan gives each thread its output positions, so the output follows the index
- * order. The result is the golden set: every key above the k-th largest, then the ties at it
- * in index order. Output order: the keys above the threshold in index order, then the ties.
- * Loads are 16-byte vectors (after an unaligned head), several in flight per thread.
+ * S4 top-k on CUDA: three launches per call, several CTAs per row, one full read of the
+ * logits.
+ *
+ *   1. sample  (one CTA per row): the order keys of 4096 evenly spaced values of the row (all
+ *              of them when the row is shorter) and, by a radix select in shared memory, the
+ *              m-th largest of them, m = 1.5·k·4096/len + 16 (k when the sample is the
+ *              whole row): a threshold t that about 1.5k + 16·len/4096 values of the row
+ *              reach, and at least k of them with overwhelming probability for any row whose
+ *              values are not arranged against the sample's stride;
+ *   2. gather  (slices x rows CTAs): each CTA reads its slice once, 4096 values an
+ *              iteration (four 16-byte loads a thread in flight), and writes, in index order,
+ *              the (index, fp32 order key) of every value whose key is >= t into its own
+ *              staging row (one block scan an iteration gives the positions);
+ *   3. final   (one CTA per row): loads the candidates of all slices into shared memory in
+ *              slice order (= index order), selects the k largest by a radix select on their
+ *              keys (11 + 11 + 10 bits), and writes those above the k-th key in index order,
+ *              then its ties in index order.
+ * Every value >= t is a candidate, so when at least k are, the k largest of the row are among
+ * them: the output is the golden set (value desc, index asc), at fixed positions, and reruns
+ * are bitwise identical. A row with fewer than k candidates, or more than fit in shared memory
+ * (near-constant rows, rows with few distinct values), falls back to a full-row radix select
+ * inside `final` (4 passes of 8 bits over the row, the earlier kernel): slower, same result.
+ *
+ * Scratch: the thresholds and the staging rows live in a device buffer of this file, grown on
+ * demand; the kernels API runs on one stream from one thread.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include <cub/block/block_scan.cuh>
@@ -13,119 +31,449 @@
 #include "common.cuh"
 #include "dsa_cuda.h"
 
-#define TOPK_THREADS 1024
+#define BINS        2048  /* radix digits of the in-shared-memory selects */
+#define SAMPLE      4096  /* sampled values per row */
+#define SAMPLE_T    512   /* threads of sample */
+#define PASS_T      256   /* threads of gather */
+#define FINAL_T     1024  /* threads of final */
+#define CAND_CAP    12288 /* candidates final keeps in shared memory (96 KB) */
+#define MAX_SLICES  1024
+#define SLICE_ALIGN 2048
+#define CTAS_PER_SM 4 /* gather: 4 CTAs of 256 threads (64 registers) fit an SM */
 
-/* the order keys of 4 consecutive elements i..i+3 (i a multiple of 4 from the row start);
-   elements past len get key 0, which is below every real key */
-__device__ __forceinline__ void keys4(const void *l, int lbf16, size_t base, long i, long len,
-                                      uint32_t k[4])
+/* ---- loads ---- */
+
+/* the values of elements i..i+3 of a row starting at base; n = how many are inside [.., end) */
+__device__ __forceinline__ int load4(const void *l, int lbf16, size_t base, long i, long end,
+                                     float v[4])
 {
-    if (lbf16) {
-        const uint16_t *row = (const uint16_t *)l + base;
+    int n = end - i >= 4 ? 4 : (int)(end - i);
+    if (!lbf16) {
+        const float *row = (const float *)l + base;
+        if (n == 4 && (((uintptr_t)(row + i)) & 15) == 0) {
+            float4 q = __ldg((const float4 *)(row + i));
+            v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+            return 4;
+        }
         for (int j = 0; j < 4; j++)
-            k[j] = i + j < len ? d_order_key(d_bf16_to_f32(row[i + j])) : 0u;
-        return;
+            v[j] = j < n ? row[i + j] : 0.0f;
+        return n;
     }
-    const float *row = (const float *)l + base;
-    if (i + 3 < len && (((uintptr_t)(row + i)) & 15) == 0) {
-        float4 v = *(const float4 *)(row + i);
-        k[0] = d_order_key(v.x), k[1] = d_order_key(v.y), k[2] = d_order_key(v.z),
-        k[3] = d_order_key(v.w);
-        return;
-    }
+    const uint16_t *row = (const uint16_t *)l + base;
     for (int j = 0; j < 4; j++)
-        k[j] = i + j < len ? d_order_key(row[i + j]) : 0u;
+        v[j] = j < n ? d_bf16_to_f32(row[i + j]) : 0.0f;
+    return n;
 }
 
-__global__ static void __launch_bounds__(TOPK_THREADS)
-    topk_kernel(const void *logits, int lbf16, long stride, const int32_t *start,
-                const int32_t *end, int k, int32_t *idx)
+/* ---- selection in shared memory ---- */
+
+/* The need-th largest key among keys[0..n) (shared memory) and how many of its ties are taken
+   (*s_need): a radix select in 3 passes (11, 11, 10 bits) with the histogram h, by T threads.
+   Ends with a barrier. */
+template <int T>
+__device__ void select_in_smem(const uint32_t *keys, int n, int need, int *h,
+                               typename cub::BlockScan<int, T>::TempStorage &tmp, uint32_t *s_key,
+                               int *s_need)
 {
-    typedef cub::BlockScan<int, TOPK_THREADS> scan_t;
-    __shared__ typename scan_t::TempStorage tmp;
-    __shared__ int hist[256];
-    __shared__ uint32_t s_prefix;
+    constexpr int per = BINS / T;
+    const int tid = threadIdx.x;
+    uint32_t prefix = 0, mask = 0;
+#pragma unroll
+    for (int p = 0; p < 3; p++) {
+        const int sh = p == 0 ? 21 : (p == 1 ? 10 : 0), nb = p == 2 ? 1024 : 2048;
+        for (int b = tid; b < BINS; b += T)
+            h[b] = 0;
+        __syncthreads();
+        for (int i = tid; i < n; i += T)
+            if ((keys[i] & mask) == prefix)
+                atomicAdd(&h[(keys[i] >> sh) & (nb - 1)], 1);
+        __syncthreads();
+        /* digits from the top, `per` a thread */
+        int c = 0, incl, top = nb - 1 - per * tid;
+        for (int j = 0; j < per; j++)
+            c += top - j >= 0 ? h[top - j] : 0;
+        cub::BlockScan<int, T>(tmp).InclusiveSum(c, incl);
+        int acc = incl - c;
+        if (acc < need && incl >= need)
+            for (int j = 0; j < per && top - j >= 0; j++) {
+                int cnt = h[top - j];
+                if (acc + cnt >= need) {
+                    *s_key = prefix | ((uint32_t)(top - j) << sh);
+                    *s_need = need - acc;
+                    break;
+                }
+                acc += cnt;
+            }
+        __syncthreads();
+        prefix = *s_key;
+        need = *s_need;
+        mask |= (uint32_t)(nb - 1) << sh;
+        __syncthreads();
+    }
+}
+
+/* ---- 1: the sampled threshold ---- */
+
+__global__ static void __launch_bounds__(SAMPLE_T)
+    sample_kernel(const void *logits, int lbf16, long stride, const int32_t *start,
+                  const int32_t *end, int k, uint32_t *thr)
+{
+    __shared__ uint32_t keys[SAMPLE];
+    __shared__ int h[BINS];
+    __shared__ cub::BlockScan<int, SAMPLE_T>::TempStorage tmp;
+    __shared__ uint32_t s_key;
     __shared__ int s_need;
+    const int r = blockIdx.x;
+    const long st = start[r], len = end[r] - st;
+    if (len <= k)
+        return;
+    const int n = len < SAMPLE ? (int)len : SAMPLE;
+    const size_t base = (size_t)r * stride + st;
+    /* SAMPLE / SAMPLE_T loads per thread, all in flight before the first store */
+    float v[SAMPLE / SAMPLE_T];
+#pragma unroll
+    for (int u = 0; u < SAMPLE / SAMPLE_T; u++) {
+        const int i = (int)threadIdx.x + u * SAMPLE_T;
+        const size_t at = base + (size_t)((long long)i * len / n);
+        v[u] = i >= n  ? 0.0f
+               : lbf16 ? d_bf16_to_f32(((const uint16_t *)logits)[at])
+                       : ((const float *)logits)[at];
+    }
+#pragma unroll
+    for (int u = 0; u < SAMPLE / SAMPLE_T; u++)
+        if ((int)threadIdx.x + u * SAMPLE_T < n)
+            keys[threadIdx.x + u * SAMPLE_T] = d_order_key(v[u]);
+    __syncthreads();
+    long m = n == len ? k : (3L * k * n + 2 * len - 1) / (2 * len) + 16;
+    if (m > n)
+        m = n;
+    select_in_smem<SAMPLE_T>(keys, n, (int)m, h, tmp, &s_key, &s_need);
+    if (threadIdx.x == 0)
+        thr[r] = s_key;
+}
+
+/* ---- 2: the candidates ---- */
+
+struct staging {
+    int slices;
+    long cap;      /* candidates per slice */
+    uint32_t *thr; /* [rows] */
+    int *cnt;      /* [rows, slices] candidates found (may exceed cap) */
+    int32_t *idx;  /* [rows, slices, cap] */
+    uint32_t *key; /* [rows, slices, cap] fp32 order keys */
+};
+
+__global__ static void __launch_bounds__(PASS_T)
+    gather_kernel(const void *logits, int lbf16, long stride, const int32_t *start,
+                  const int32_t *end, int k, long slice, staging sg)
+{
+    typedef cub::BlockScan<long long, PASS_T> scan_t;
+    __shared__ typename scan_t::TempStorage tmp;
+    const int r = blockIdx.y, s = blockIdx.x, tid = threadIdx.x;
+    const long st = start[r], len = end[r] - st, lo = s * slice;
+    const size_t slot = (size_t)r * sg.slices + s;
+    if (len <= k)
+        return;
+    if (lo >= len) {
+        if (tid == 0)
+            sg.cnt[slot] = 0;
+        return;
+    }
+    const long hi = lo + slice < len ? lo + slice : len, sub = 4L * PASS_T;
+    const size_t base = (size_t)r * stride + st;
+    const uint32_t t = sg.thr[r];
+    int32_t *oi = sg.idx + slot * sg.cap;
+    uint32_t *ok = sg.key + slot * sg.cap;
+    int off = 0;
+    /* per iteration 4 sub-tiles of 4 values a thread (16-byte loads, all four in flight); one
+       scan of the four counts packed in 16-bit fields gives index-order positions */
+    for (long i0 = lo; i0 < hi; i0 += 4 * sub) {
+        float v[4][4];
+        int n[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const long i = i0 + u * sub + 4L * tid;
+            n[u] = i < hi ? load4(logits, lbf16, base, i, hi, v[u]) : 0;
+        }
+        long long c = 0;
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            int cu = 0;
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                cu += j < n[u] && d_order_key(v[u][j]) >= t;
+            c |= (long long)cu << (16 * u);
+        }
+        long long pre, tot;
+        scan_t(tmp).ExclusiveSum(c, pre, tot);
+        __syncthreads();
+        int p = off;
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            int q = p + (int)((pre >> (16 * u)) & 0xffff);
+            const long i = i0 + u * sub + 4L * tid;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                uint32_t kk = d_order_key(v[u][j]);
+                if (j < n[u] && kk >= t) {
+                    if (q < sg.cap) {
+                        oi[q] = (int32_t)(i + j);
+                        ok[q] = kk;
+                    }
+                    q++;
+                }
+            }
+            p += (int)((tot >> (16 * u)) & 0xffff);
+        }
+        off = p;
+    }
+    if (tid == 0)
+        sg.cnt[slot] = off;
+}
+
+/* ---- 3: the selection ---- */
+
+union final_tmp {
+    cub::BlockScan<int, FINAL_T>::TempStorage i;
+    cub::BlockScan<long long, FINAL_T>::TempStorage ll;
+};
+
+/* the earlier full-row select: 4 passes of 8 bits over the row, then a compaction in index
+   order; for rows whose candidates do not fit in shared memory, or too few were taken */
+__device__ __noinline__ void full_row_select(const void *logits, int lbf16, size_t base, long len,
+                                             int k, int32_t *out, int *h, union final_tmp &t,
+                                             uint32_t *s_key, int *s_need)
+{
+    const int tid = threadIdx.x;
+    uint32_t prefix = 0, mask = 0;
+    int need = k;
+    for (int sh = 24; sh >= 0; sh -= 8) {
+        for (int b = tid; b < 256; b += FINAL_T)
+            h[b] = 0;
+        __syncthreads();
+        for (long i = 4L * tid; i < len; i += 4L * FINAL_T) {
+            float v[4];
+            int n = load4(logits, lbf16, base, i, len, v);
+            for (int j = 0; j < n; j++) {
+                uint32_t key = d_order_key(v[j]);
+                if ((key & mask) == prefix)
+                    atomicAdd(&h[(key >> sh) & 255], 1);
+            }
+        }
+        __syncthreads();
+        int c = tid < 256 ? h[255 - tid] : 0, incl;
+        cub::BlockScan<int, FINAL_T>(t.i).InclusiveSum(c, incl);
+        if (tid < 256 && incl >= need && incl - c < need) {
+            *s_key = prefix | ((uint32_t)(255 - tid) << sh);
+            *s_need = need - (incl - c);
+        }
+        __syncthreads();
+        prefix = *s_key;
+        need = *s_need;
+        mask |= 255u << sh;
+        __syncthreads();
+    }
+    int off_gt = 0, off_eq = 0;
+    for (long i0 = 0; i0 < len; i0 += 4L * FINAL_T) {
+        const long i = i0 + 4L * tid;
+        float v[4];
+        int n = i < len ? load4(logits, lbf16, base, i, len, v) : 0, ngt = 0, neq = 0;
+        uint32_t key[4];
+        for (int j = 0; j < n; j++) {
+            key[j] = d_order_key(v[j]);
+            ngt += key[j] > prefix;
+            neq += key[j] == prefix;
+        }
+        long long pre, tot;
+        cub::BlockScan<long long, FINAL_T>(t.ll).ExclusiveSum(((long long)ngt << 32) | neq, pre,
+                                                              tot);
+        __syncthreads();
+        int pg = off_gt + (int)(pre >> 32), pe = off_eq + (int)(pre & 0xffffffff);
+        for (int j = 0; j < n; j++) {
+            if (key[j] > prefix) {
+                out[pg++] = (int32_t)(i + j);
+            } else if (key[j] == prefix) {
+                if (pe < need)
+                    out[(k - need) + pe] = (int32_t)(i + j);
+                pe++;
+            }
+        }
+        off_gt += (int)(tot >> 32);
+        off_eq += (int)(tot & 0xffffffff);
+    }
+}
+
+/* writes the candidates taken: the n_gt keys above `thr` in index order, then `take` ties at
+   thr in index order */
+__device__ void take_candidates(const uint32_t *ck, const int32_t *ci, int n, uint32_t thr,
+                                int n_gt, int take, int32_t *out, union final_tmp &t)
+{
+    const int tid = threadIdx.x;
+    int off_gt = 0, off_eq = 0;
+    for (int i0 = 0; i0 < n; i0 += FINAL_T) {
+        const int i = i0 + tid;
+        int gt = i < n && ck[i] > thr, eq = i < n && ck[i] == thr, pre, tot;
+        cub::BlockScan<int, FINAL_T>(t.i).ExclusiveSum((gt << 16) | eq, pre, tot);
+        __syncthreads();
+        if (gt)
+            out[off_gt + (pre >> 16)] = ci[i];
+        else if (eq && off_eq + (pre & 0xffff) < take)
+            out[n_gt + off_eq + (pre & 0xffff)] = ci[i];
+        off_gt += tot >> 16;
+        off_eq += tot & 0xffff;
+    }
+}
+
+/* the slice holding element j of the concatenation: the last s with off[s] <= j */
+__device__ __forceinline__ int slice_of(const int *off, int slices, int j)
+{
+    int lo = 0, hi = slices; /* off[lo] <= j < off[hi] (off[slices] = the total) */
+    while (hi - lo > 1) {
+        int mid = (lo + hi) / 2;
+        if (off[mid] <= j)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* the candidates (key, index) into shared memory, in slice order (= index order) */
+__device__ void copy_candidates(const staging &sg, size_t slot0, const int *off, int n,
+                                uint32_t *ck, int32_t *ci)
+{
+    for (int j0 = 0; j0 < n; j0 += 4 * FINAL_T) {
+        uint32_t kk[4];
+        int32_t ii[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            int j = j0 + u * FINAL_T + (int)threadIdx.x,
+                s = j < n ? slice_of(off, sg.slices, j) : 0;
+            size_t at = (slot0 + s) * sg.cap + (j - off[s]);
+            kk[u] = j < n ? sg.key[at] : 0;
+            ii[u] = j < n ? sg.idx[at] : 0;
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            int j = j0 + u * FINAL_T + (int)threadIdx.x;
+            if (j < n) {
+                ck[j] = kk[u];
+                ci[j] = ii[u];
+            }
+        }
+    }
+}
+
+__global__ static void __launch_bounds__(FINAL_T)
+    final_kernel(const void *logits, int lbf16, long stride, const int32_t *start,
+                 const int32_t *end, int k, staging sg, int32_t *idx)
+{
+    extern __shared__ uint32_t cand[]; /* keys [CAND_CAP], then indices [CAND_CAP] */
+    __shared__ union final_tmp t;
+    __shared__ int h[BINS], s_off[MAX_SLICES + 1];
+    __shared__ int s_need;
+    __shared__ uint32_t s_key;
     const int r = blockIdx.x, tid = threadIdx.x;
     const long st = start[r], len = end[r] - st;
     const size_t base = (size_t)r * stride + st;
     int32_t *out = idx + (size_t)r * k;
     if (len <= k) {
-        for (long i = tid; i < k; i += TOPK_THREADS)
+        for (long i = tid; i < k; i += FINAL_T)
             out[i] = i < len ? (int32_t)i : -1;
         return;
     }
-    uint32_t prefix = 0, mask = 0;
-    int need = k;
-    const long step = 4L * TOPK_THREADS;
-    for (int shift = 24; shift >= 0; shift -= 8) {
-        if (tid < 256)
-            hist[tid] = 0;
-        __syncthreads();
-        for (long i0 = 0; i0 < len; i0 += 2 * step) {
-            /* two 16-byte loads in flight per thread */
-            uint32_t a[4], b[4];
-            keys4(logits, lbf16, base, i0 + 4L * tid, len, a);
-            keys4(logits, lbf16, base, i0 + step + 4L * tid, len, b);
-            for (int j = 0; j < 4; j++) {
-                if (a[j] && (a[j] & mask) == prefix)
-                    atomicAdd(&hist[(a[j] >> shift) & 255], 1);
-                if (b[j] && (b[j] & mask) == prefix)
-                    atomicAdd(&hist[(b[j] >> shift) & 255], 1);
-            }
-        }
-        __syncthreads();
-        /* suffix sums from digit 255 down: thread t holds digit 255 - t */
-        int c = tid < 256 ? hist[255 - tid] : 0, incl;
-        scan_t(tmp).InclusiveSum(c, incl);
-        if (tid < 256 && incl >= need && incl - c < need) {
-            s_prefix = prefix | ((uint32_t)(255 - tid) << shift);
-            s_need = need - (incl - c);
-        }
-        __syncthreads();
-        prefix = s_prefix;
-        need = s_need;
-        mask |= 255u << shift;
-        __syncthreads();
+    /* offsets of each slice's candidates, in slice order */
+    const size_t slot0 = (size_t)r * sg.slices;
+    long long c = tid < sg.slices ? sg.cnt[slot0 + tid] : 0, pre, tot;
+    const int overflow = __syncthreads_or(c > sg.cap);
+    cub::BlockScan<long long, FINAL_T>(t.ll).ExclusiveSum(c, pre, tot);
+    if (tid < sg.slices)
+        s_off[tid] = (int)(pre < CAND_CAP ? pre : CAND_CAP);
+    if (tid == 0)
+        s_off[sg.slices] = (int)(tot < CAND_CAP ? tot : CAND_CAP);
+    __syncthreads();
+    if (overflow || tot > CAND_CAP || tot < k) {
+        full_row_select(logits, lbf16, base, len, k, out, h, t, &s_key, &s_need);
+        return;
     }
-    /* prefix = the k-th largest key; need = how many ties at it are taken. Compaction in
-       tiles of 4 keys per thread, in index order. */
-    int off_gt = 0, off_eq = 0;
-    for (long i0 = 0; i0 < len; i0 += step) {
-        uint32_t a[4];
-        const long i = i0 + 4L * tid;
-        keys4(logits, lbf16, base, i, len, a);
-        int ngt = 0, neq = 0;
-        for (int j = 0; j < 4; j++) {
-            ngt += a[j] > prefix;
-            neq += a[j] == prefix;
-        }
-        int pgt, peq, tgt, teq;
-        scan_t(tmp).ExclusiveSum(ngt, pgt, tgt);
-        __syncthreads();
-        scan_t(tmp).ExclusiveSum(neq, peq, teq);
-        __syncthreads();
-        pgt += off_gt;
-        peq += off_eq;
-        for (int j = 0; j < 4; j++) {
-            if (a[j] > prefix)
-                out[pgt++] = (int32_t)(i + j);
-            else if (a[j] == prefix) {
-                if (peq < need)
-                    out[(k - need) + peq] = (int32_t)(i + j);
-                peq++;
-            }
-        }
-        off_gt += tgt;
-        off_eq += teq;
-    }
+    const int E = (int)tot;
+    uint32_t *ck = cand;
+    int32_t *ci = (int32_t *)(cand + CAND_CAP);
+    copy_candidates(sg, slot0, s_off, E, ck, ci);
+    __syncthreads();
+    select_in_smem<FINAL_T>(ck, E, k, h, t.i, &s_key, &s_need);
+    take_candidates(ck, ci, E, s_key, k - s_need, s_need, out, t);
+}
+
+/* ---- host side ---- */
+
+static void *g_stage; /* thresholds and staging rows */
+static size_t g_stage_bytes;
+
+static int grow(size_t bytes)
+{
+    if (bytes <= g_stage_bytes)
+        return DSA_K_OK;
+    cudaFree(g_stage);
+    g_stage = NULL;
+    g_stage_bytes = 0;
+    CUDA_CHECK(cudaMalloc(&g_stage, bytes));
+    g_stage_bytes = bytes;
+    return DSA_K_OK;
+}
+
+static int sm_count(void)
+{
+    static int n = -1;
+    int dev = 0;
+    if (n < 0 && (cudaGetDevice(&dev) != cudaSuccess ||
+                  cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess))
+        n = 132;
+    return n;
 }
 
 int dsa_cuda_topk_launch(const dsa_k_flags *f, const dsa_topk_args *a, cudaStream_t st)
 {
+    static int attr_set;
     if (a->rows <= 0)
         return DSA_K_OK;
-    topk_kernel<<<a->rows, TOPK_THREADS, 0, st>>>(a->logits, f->logits == DSA_K_BF16, a->stride,
-                                                  a->start, a->end, a->k, a->idx);
+    if (!attr_set) {
+        CUDA_CHECK(cudaFuncSetAttribute(final_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        CAND_CAP * 8));
+        attr_set = 1;
+    }
+    /* slices: at most CTAS_PER_SM gather CTAs per SM in all (one wave), at least SLICE_ALIGN
+       values each */
+    long per_row = (long)CTAS_PER_SM * sm_count() / a->rows,
+         max_sl = (a->stride + SLICE_ALIGN - 1) / SLICE_ALIGN;
+    long n = per_row < max_sl ? per_row : max_sl;
+    if (n < 1)
+        n = 1;
+    long slice = ((a->stride + n - 1) / n + SLICE_ALIGN - 1) / SLICE_ALIGN * SLICE_ALIGN;
+    if ((a->stride + slice - 1) / slice > MAX_SLICES)
+        slice = (a->stride + MAX_SLICES - 1) / MAX_SLICES;
+    staging sg;
+    sg.slices = (int)((a->stride + slice - 1) / slice);
+    sg.cap = slice < CAND_CAP ? slice : CAND_CAP;
+    const size_t slots = (size_t)a->rows * sg.slices;
+    int rc = grow((size_t)a->rows * 4 + slots * 4 + slots * 8 * (size_t)sg.cap);
+    if (rc != DSA_K_OK)
+        return rc;
+    char *p = (char *)g_stage;
+    sg.thr = (uint32_t *)p;
+    p += (size_t)a->rows * 4;
+    sg.cnt = (int *)p;
+    p += slots * 4;
+    sg.idx = (int32_t *)p;
+    p += slots * 4 * (size_t)sg.cap;
+    sg.key = (uint32_t *)p;
+    const int lbf16 = f->logits == DSA_K_BF16;
+    sample_kernel<<<a->rows, SAMPLE_T, 0, st>>>(a->logits, lbf16, a->stride, a->start, a->end, a->k,
+                                                sg.thr);
+    dim3 grid((unsigned)sg.slices, (unsigned)a->rows);
+    gather_kernel<<<grid, PASS_T, 0, st>>>(a->logits, lbf16, a->stride, a->start, a->end, a->k,
+                                           slice, sg);
+    final_kernel<<<a->rows, FINAL_T, CAND_CAP * 8, st>>>(a->logits, lbf16, a->stride, a->start,
+                                                         a->end, a->k, sg, a->idx);
     return DSA_K_OK;
 }

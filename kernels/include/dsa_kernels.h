@@ -266,9 +266,12 @@ typedef const struct dsa_kernels_api *(*dsa_kernels_get_api_fn)(void);
 const struct dsa_kernels_api *dsa_kernels_cpu(void);
 const struct dsa_kernels_api *dsa_kernels_cuda(void);
 
-/* CUDA builds only (bench/): mean milliseconds per call of fn(ctx) over iters calls, timed
-   with CUDA events on the default stream around the whole loop; -1 on a device error. */
-double dsa_cuda_time_ms(int (*fn)(void *ctx), void *ctx, int iters);
+/* For `kernels bench` (kernels/bench.h). Times n calls of fn(ctx), each between two CUDA
+   events recorded on the default stream, into ms[0..n); returns 0, or -1 on a device error or
+   in a build without CUDA. */
+int dsa_cuda_time_calls(int (*fn)(void *ctx), void *ctx, int n, float *ms);
+/* the L2 size of the CUDA device in bytes; 0 in a build without CUDA or without a GPU */
+size_t dsa_cuda_l2_bytes(void);
 
 #ifdef __cplusplus
 }

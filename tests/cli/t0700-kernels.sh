@@ -3,6 +3,10 @@
 # a plugin build of the reference against the built-in one, and bad invocations.
 . "$(dirname "$0")/lib.sh"
 
+# kernels/ builds alone (docs/design.md): no header of src/ is included from it
+bad=$(grep -rlE '#include "(util|backend|store|stats|evals|datasets|reports|commands)[/.]' "$DSA_SRC/kernels" || true)
+expect_eq "kernels/ includes nothing from src/" "$bad" ""
+
 expect_success "kernels check --device cpu --quick" "$DSA_BIN" kernels check --device cpu --quick
 grep -q '^kernels check: cpu-reference on cpu vs the fp64 golden model' "$TMP/out" && ok "header line" || not_ok "header line"
 grep -q ' 0 failed, 0 skipped$' "$TMP/out" && ok "no failure" || not_ok "no failure"
@@ -50,6 +54,19 @@ if command -v "$PY" >/dev/null 2>&1; then
 fi
 expect_code 4 "missing plugin" "$DSA_BIN" kernels check --kernels /nonexistent/libk.so
 grep -q "^dsa-eval: cannot load kernels '/nonexistent/libk.so'" "$TMP/err" && ok "missing plugin message" || not_ok "missing plugin message"
+# kernels bench times the CUDA kernels: without a GPU (CI) one line and exit 4
+expect_code 2 "kernels bench --iters below 20" "$DSA_BIN" kernels bench --iters 5
+grep -q "^dsa-eval: --iters must be >= 20, not 5$" "$TMP/err" && ok "--iters message" || not_ok "--iters message"
+"$DSA_BIN" kernels check --device cuda -k no-such-case >/dev/null 2>&1
+if [ $? -eq 4 ]; then
+    expect_code 4 "kernels bench without a GPU" "$DSA_BIN" kernels bench
+    expect_eq "one line on stderr" "$(wc -l < "$TMP/err")" "1"
+    grep -q "^dsa-eval: 'kernels bench' times the CUDA kernels, and " "$TMP/err" && ok "no-GPU message" || not_ok "no-GPU message"
+    expect_eq "nothing on stdout" "$(wc -c < "$TMP/out")" "0"
+    expect_code 4 "kernels bench --json without a GPU" "$DSA_BIN" kernels bench --json -k S4
+else
+    expect_code 2 "kernels bench -k matching no shape" "$DSA_BIN" kernels bench -k no-such-shape
+fi
 expect_code 2 "unknown device" "$DSA_BIN" kernels check --device tpu
 expect_code 2 "no subcommand" "$DSA_BIN" kernels
 expect_code 2 "unknown subcommand" "$DSA_BIN" kernels frob

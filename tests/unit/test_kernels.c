@@ -3,7 +3,7 @@
  * bf16 rounding of folded weights against an independent round-to-nearest-even, hand-computed
  * small cases of every stage, top-k adversarial rows against the golden sort, the reference
  * against the fp64 golden on random shapes, every stage bit-identical on 1, 2 and 3 threads,
- * and the plugin ABI.
+ * the plugin ABI, and kernels/kutil (message sink, splitmix64 parity with src/util/hash.c).
  * SPDX-License-Identifier: GPL-3.0-or-later */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +19,7 @@
 #include "e4m3_table.h"
 #include "kernels/check.h"
 #include "kernels/golden.h"
+#include "kernels/kutil.h"
 #include "kernels/plugin.h"
 #include "util/hash.h"
 
@@ -456,6 +457,36 @@ static void test_plugin_abi(void **state)
     dsa_kernels_unload();
 }
 
+/* kernels/kutil: the sink gets each message once, without the prefix, at its level; the
+   mixer is src/util/hash.c's splitmix64 (the published first output for state 0) */
+static int sunk_level = -1;
+static char sunk[64];
+
+static void sink(int level, const char *msg)
+{
+    sunk_level = level;
+    snprintf(sunk, sizeof sunk, "%s", msg);
+}
+
+static void test_kutil(void **state)
+{
+    (void)state;
+    dsa_kutil_set_sink(sink);
+    assert_int_equal(dsa_kutil_errorf("cannot load '%s': %d", "x.so", 3), -1);
+    assert_int_equal(sunk_level, DSA_KUTIL_ERROR);
+    assert_string_equal(sunk, "cannot load 'x.so': 3");
+    dsa_kutil_warnf("topk returned %d", -2);
+    assert_int_equal(sunk_level, DSA_KUTIL_WARNING);
+    assert_string_equal(sunk, "topk returned -2");
+    dsa_kutil_set_sink(NULL);
+    char *d = dsa_kutil_strdup("abc");
+    assert_string_equal(d, "abc");
+    free(d);
+    assert_true(dsa_kutil_splitmix64(0) == 0xe220a8397b1dcdafull);
+    for (uint64_t x = 1; x < 1000000; x = x * 3 + 1)
+        assert_true(dsa_kutil_splitmix64(x) == dsa_splitmix64(x));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -464,7 +495,7 @@ int main(void)
         cmocka_unit_test(test_q_prep_hand),      cmocka_unit_test(test_logits_hand),
         cmocka_unit_test(test_topk_adversarial), cmocka_unit_test(test_reference_vs_golden),
         cmocka_unit_test(test_threads_bitwise),  cmocka_unit_test(test_flags),
-        cmocka_unit_test(test_plugin_abi),
+        cmocka_unit_test(test_plugin_abi),       cmocka_unit_test(test_kutil),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

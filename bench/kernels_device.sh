@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One device call for the indexer kernels (bench/RESULTS.md "Indexer kernels (H200)"): builds
+# the kernels-only tool from this tree (and, when given, a baseline tree for a same-call
+# comparison), runs `kernels check`, compute-sanitizer memcheck and racecheck on small top-k and
+# logits cases, `kernels bench` (table and JSON) and the torch.topk peer. Logs go to $OUT.
+#   bench/kernels_device.sh [BASELINE_TREE]
+# SPDX-License-Identifier: GPL-3.0-or-later
+set -u
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+NVCC=/usr/local/cuda/bin/nvcc
+build() { # tree dir
+    cmake -S "$1" -B "$2" -DDSA_KERNELS_ONLY=ON -DCMAKE_CUDA_COMPILER=$NVCC >/dev/null &&
+        cmake --build "$2" -j16 2>&1 | grep -E 'warning|error|Built target dsa-eval'
+}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
+build . /tmp/kb || exit 1
+[ $# -ge 1 ] && { build "$1" /tmp/kbase || exit 1; }
+D=/tmp/kb/dsa-eval
+S=compute-sanitizer
+$D kernels check >"$OUT/check.txt" 2>&1; echo "check rc=$?"; tail -1 "$OUT/check.txt"
+grep -E 'FAIL|SKIP' "$OUT/check.txt" | head
+# the logits' tiles per block follow the work; the check's shapes are small (1-2 tiles), so
+# the larger tile counts of the benchmark shapes are checked by forcing them
+for t in 4 16; do
+    DSA_CUDA_MMA_TILES=$t $D kernels check -k logits --reruns 2 >"$OUT/check-tiles$t.txt" 2>&1
+    echo "check -k logits tiles=$t rc=$?"; tail -1 "$OUT/check-tiles$t.txt"
+done
+for k in topk logits_decode logits_prefill/M=17; do
+    $S --tool memcheck $D kernels check --quick --reruns 1 -k "$k" >"$OUT/memcheck.txt" 2>&1
+    echo "memcheck -k $k rc=$?"; grep -E 'ERROR SUMMARY|passed' "$OUT/memcheck.txt"
+done
+for k in topk/k=2048 "logits_decode/B=3 N=4"; do
+    $S --tool racecheck $D kernels check --quick --reruns 0 -k "$k" >"$OUT/racecheck.txt" 2>&1
+    echo "racecheck -k $k rc=$?"; grep -E 'RACECHECK SUMMARY|passed' "$OUT/racecheck.txt"
+done
+# the SASS instruction mix of the tensor-core logits kernels: HMMA, ldmatrix, fp8 conversions
+LIB=$(find /tmp/kb -name 'libdsacuda.a' | head -1)
+cuobjdump -sass "$LIB" >"$OUT/sass.txt" 2>&1
+awk '/Function :/ { f = $3 } f ~ /logits_mma/ && /\/\*[0-9a-f]+\*\// {
+        n[f]++; if (/HMMA/) h[f]++; if (/LDSM/) l[f]++; if (/F2FP|I2F|F2F/) c[f]++ }
+     END { for (f in n) printf "%s: %d instructions, HMMA %d, LDSM %d, F2FP/I2F/F2F %d\n", f, n[f], h[f], l[f], c[f] }' \
+    "$OUT/sass.txt" | sort
+$D kernels bench >"$OUT/bench.txt" 2>&1; echo "bench rc=$?"
+$D kernels bench --json -k S4 >"$OUT/bench-s4.json" 2>&1
+python3 bench/topk_peer.py >"$OUT/peer.txt" 2>&1; echo "peer rc=$?"
+if [ $# -ge 1 ]; then
+    /tmp/kbase/dsa-eval kernels bench -k S4 >"$OUT/bench-base.txt" 2>&1; echo "base bench rc=$?"
+fi
+cat "$OUT/bench.txt" "$OUT/peer.txt"
+[ $# -ge 1 ] && cat "$OUT/bench-base.txt"
+exit 0
