@@ -79,6 +79,9 @@ enum dsa_mrcr_bins_source dsa_mrcr_bins_source(const dsa_mrcr_reader *rd);
 long dsa_mrcr_nrows(const dsa_mrcr_reader *rd, int n_needles, int bin);
 /* Rows that pass the filter (the limit included): what dsa_mrcr_next() will return. */
 long dsa_mrcr_nselected(const dsa_mrcr_reader *rd);
+/* How many of those rows have an id that pred accepts (--shard: the rows of one shard). */
+long dsa_mrcr_nselected_if(const dsa_mrcr_reader *rd, bool (*pred)(void *ud, const char *id),
+                           void *ud);
 /* "--max-bin 256k": mask of the bins whose upper edge is at most K; -1 on a bad value. */
 int dsa_mrcr_parse_max_bin(const char *edge, unsigned *mask);
 /* The official bin of row r of a needle count (the block map of docs/mrcr.md "Bins"):

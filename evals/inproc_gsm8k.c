@@ -11,11 +11,24 @@
 #include "datasets/tokenize.h"
 #include "evals/inproc_header.h"
 #include "kernels/plugin.h"
+#include "run/loop.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
 #include "util/hash.h"
 #include "util/msg.h"
+
+struct id {
+    char s[32];
+};
+
+/* "q0007": the test index, as the endpoint records it */
+static struct id item_id(const struct dsa_inproc_gsm8k_item *it)
+{
+    struct id id;
+    snprintf(id.s, sizeof id.s, "q%04zu", it->index);
+    return id;
+}
 
 static json_t *run_item(dsa_inproc *ip, const struct dsa_inproc_opts *o,
                         const struct dsa_inproc_gsm8k_item *it)
@@ -32,8 +45,7 @@ static json_t *run_item(dsa_inproc *ip, const struct dsa_inproc_opts *o,
                   *lsame = dsa_xcalloc((size_t)maxsteps, 1);
     int32_t *sel = dsa_xmalloc((size_t)maxsteps * n * K * 4);
     long steps = 0;
-    char id[32];
-    snprintf(id, sizeof id, "q%04zu", it->index);
+    struct id id = item_id(it);
     json_t *rec = NULL;
     if (dsa_inproc_mtp(ip, tok, T, P, n, &steps, same, lsame, sel) == 0) {
         long first = -1;
@@ -57,7 +69,7 @@ static json_t *run_item(dsa_inproc *ip, const struct dsa_inproc_opts *o,
         dsa_sha256_free(&h);
         rec = json_pack("{s:s, s:s, s:s, s:f, s:n, s:b, s:b, s:o, s:I, s:I, s:I, s:I, s:i, s:i, "
                         "s:s}",
-                        "id", id, "bin", "all", "status", "ok", "score", first < 0 ? 1.0 : 0.0,
+                        "id", id.s, "bin", "all", "status", "ok", "score", first < 0 ? 1.0 : 0.0,
                         "error", "identical", first < 0, "logits_identical", all_logits,
                         "first_diff_step", first < 0 ? json_null() : json_integer(first), "steps",
                         (json_int_t)steps, "rows", (json_int_t)(steps * n), "prompt_tokens",
@@ -94,16 +106,14 @@ int dsa_inproc_gsm8k_run(const struct dsa_inproc_opts *o, const char *mode,
     json_object_set_new(match, "prompt", json_string(mode));
     json_object_set_new(match, "mtp", json_integer(o->mtp));
     json_object_set_new(match, "limit", json_integer((json_int_t)n));
+    dsa_shard_match(&o->shard, match);
     path = dsa_run_file_name(o->out_dir, 1);
-    int orc = dsa_run_open(&run, path, header, o->force_new ? DSA_RUN_FORCE_NEW : 0);
-    if (orc < 0) {
-        ret = orc == -2 ? DSA_EXIT_MISMATCH : orc == -3 ? DSA_EXIT_DATA : DSA_EXIT_IO;
+    if ((ret = dsa_loop_open(&run, path, header, o->force_new ? DSA_RUN_FORCE_NEW : 0)))
         goto cleanup;
-    }
-    size_t resumed = dsa_run_count(run);
-    if (resumed)
-        dsa_notef("resuming: %zu of %zu samples already done in '%s'%s", resumed < n ? resumed : n,
-                  n, path, resumed >= n ? ": nothing left to do" : "");
+    size_t in_shard = 0;
+    for (size_t i = 0; i < n; i++)
+        in_shard += dsa_shard_keep(&o->shard, item_id(&items[i]).s);
+    dsa_loop_note_resume(dsa_run_count(run), in_shard, path);
     if (!o->json)
         printf("gsm8k in-process: MTP verify next_n=%d vs one row at a time, %s on %s, %s, top-%d "
                "-> %s\n",
@@ -113,9 +123,9 @@ int dsa_inproc_gsm8k_run(const struct dsa_inproc_opts *o, const char *mode,
                o->topk, path);
     fflush(stdout);
     for (size_t i = 0; i < n; i++) {
-        char id[32];
-        snprintf(id, sizeof id, "q%04zu", items[i].index);
-        json_t *rec = dsa_run_get(run, id);
+        if (!dsa_shard_keep(&o->shard, item_id(&items[i]).s))
+            continue;
+        json_t *rec = dsa_run_get(run, item_id(&items[i]).s);
         if (rec) {
             json_incref(rec);
         } else {

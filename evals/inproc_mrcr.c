@@ -13,6 +13,7 @@
 #include "datasets/mrcr.h"
 #include "datasets/tokenize.h"
 #include "kernels/plugin.h"
+#include "run/loop.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -220,6 +221,8 @@ static int run_file(dsa_inproc *ip, const struct dsa_inproc_opts *o, dsa_mrcr_re
     struct dsa_mrcr_row row = {0};
     int ret = DSA_EXIT_OK, r;
     while ((r = dsa_mrcr_next(rd, &row)) == 1) {
+        if (!dsa_shard_keep(&o->shard, row.id))
+            continue;
         json_t *rec = dsa_run_get(run, row.id);
         if (rec) {
             json_incref(rec); /* finished in an earlier attempt */
@@ -261,6 +264,11 @@ static int run_file(dsa_inproc *ip, const struct dsa_inproc_opts *o, dsa_mrcr_re
     return ret;
 }
 
+static bool shard_keep(void *ud, const char *id)
+{
+    return dsa_shard_keep(ud, id);
+}
+
 int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
 {
     int ret = DSA_EXIT_OK;
@@ -273,20 +281,21 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
     struct dsa_mrcr_filter filt = {o->needles_mask, o->bins_mask, o->limit};
 
     /* every file is checked (and hashed) before any work */
-    long selected = 0;
+    long selected = 0, selected_all = 0; /* this shard's rows, and every shard's */
     for (size_t i = 0; i < o->ndatasets; i++) {
         dsa_mrcr_reader *rd = dsa_mrcr_open(o->datasets[i], &filt);
         if (!rd) {
             ret = DSA_EXIT_DATA;
             goto cleanup;
         }
-        selected += (long)dsa_mrcr_nselected(rd);
+        selected_all += (long)dsa_mrcr_nselected(rd);
+        selected += dsa_mrcr_nselected_if(rd, shard_keep, (void *)&o->shard);
         json_array_append_new(
             files, json_pack("{s:s, s:s}", "path", o->datasets[i], "sha256", dsa_mrcr_sha256(rd)));
         json_array_append_new(shas, json_string(dsa_mrcr_sha256(rd)));
         dsa_mrcr_free(&rd);
     }
-    if (!selected) { /* as the endpoint run: an empty table with exit 0 would read as a pass */
+    if (!selected_all) { /* as the endpoint run: an empty table with exit 0 would read as a pass */
         dsa_errorf("no rows of '%s' pass the filters (--needles, --bins)", o->dataset_name);
         ret = DSA_EXIT_DATA;
         goto cleanup;
@@ -306,22 +315,18 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
     json_object_set_new(match, "limit", json_integer(o->limit));
     json_object_set_new(match, "bins_mask", json_integer(o->bins_mask));
     json_object_set_new(match, "needles_mask", json_integer(o->needles_mask));
+    dsa_shard_match(&o->shard, match);
     json_t *ds = json_object_get(header, "dataset");
     json_object_set_new(ds, "name",
                         json_string(o->dataset_name ? o->dataset_name : o->datasets[0]));
     json_object_set(ds, "files", files);
     path = dsa_run_file_name(o->out_dir, 1);
-    int orc = dsa_run_open(&run, path, header, o->force_new ? DSA_RUN_FORCE_NEW : 0);
-    if (orc < 0) {
-        ret = orc == -2 ? DSA_EXIT_MISMATCH : orc == -3 ? DSA_EXIT_DATA : DSA_EXIT_IO;
+    if ((ret = dsa_loop_open(&run, path, header, o->force_new ? DSA_RUN_FORCE_NEW : 0)))
         goto cleanup;
-    }
     /* a rerun says what it found, as the endpoint run does */
     size_t resumed = dsa_run_count(run);
     size_t done = resumed < (size_t)selected ? resumed : (size_t)selected;
-    if (resumed)
-        dsa_notef("resuming: %zu of %ld samples already done in '%s'%s", done, selected, path,
-                  done == (size_t)selected ? ": nothing left to do" : "");
+    dsa_loop_note_resume(resumed, (size_t)selected, path);
     dsa_progress *pg =
         o->quiet ? NULL : dsa_progress_new("mrcr in-process", (size_t)selected, done);
     if (!o->json)

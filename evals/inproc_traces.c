@@ -12,6 +12,7 @@
 #include "datasets/mrcr.h"
 #include "evals/inproc_header.h"
 #include "kernels/plugin.h"
+#include "run/loop.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -469,23 +470,19 @@ int dsa_inproc_traces_run(const struct dsa_inproc_opts *o_in)
     if (!(ip = dsa_inproc_new(&o)))
         goto cleanup;
     header = traces_header(ip, "mrcr", &o, &m, mpath);
+    dsa_shard_match(&o.shard, json_object_get(header, "match"));
     path = dsa_run_file_name(o.out_dir, 1);
-    int orc = dsa_run_open(&run, path, header, o.force_new ? DSA_RUN_FORCE_NEW : 0);
-    if (orc < 0) {
-        ret = orc == -2 ? DSA_EXIT_MISMATCH : orc == -3 ? DSA_EXIT_DATA : DSA_EXIT_IO;
+    if ((ret = dsa_loop_open(&run, path, header, o.force_new ? DSA_RUN_FORCE_NEW : 0)))
         goto cleanup;
-    }
     /* a rerun says what it found, and rows (seconds each on the CPU) drive the meter, as the
        proxy run does */
     size_t selected = 0, resumed = 0;
     for (size_t i = 0; i < m.n; i++)
-        if (sel[i]) {
+        if ((sel[i] = sel[i] && dsa_shard_keep(&o.shard, m.v[i].id))) {
             selected++;
             resumed += dsa_run_get(run, m.v[i].id) != NULL;
         }
-    if (resumed)
-        dsa_notef("resuming: %zu of %zu samples already done in '%s'%s", resumed, selected, path,
-                  resumed == selected ? ": nothing left to do" : "");
+    dsa_loop_note_resume(resumed, selected, path);
     pg = o.quiet ? NULL : dsa_progress_new("mrcr in-process", selected, resumed);
     if (!o.json)
         printf(
@@ -653,12 +650,10 @@ int dsa_inproc_traces_mtp_run(const struct dsa_inproc_opts *o_in)
         goto cleanup;
     header = traces_header(ip, "gsm8k", &o, &m, mpath);
     json_object_set_new(json_object_get(header, "match"), "mtp", json_integer(o.mtp));
+    dsa_shard_match(&o.shard, json_object_get(header, "match"));
     path = dsa_run_file_name(o.out_dir, 1);
-    int orc = dsa_run_open(&run, path, header, o.force_new ? DSA_RUN_FORCE_NEW : 0);
-    if (orc < 0) {
-        ret = orc == -2 ? DSA_EXIT_MISMATCH : orc == -3 ? DSA_EXIT_DATA : DSA_EXIT_IO;
+    if ((ret = dsa_loop_open(&run, path, header, o.force_new ? DSA_RUN_FORCE_NEW : 0)))
         goto cleanup;
-    }
     printf("gsm8k in-process on traces '%s' (model: %s): MTP verify next_n=%d vs one row at a "
            "time, %s on %s, top-%d -> %s\n",
            o.traces_dir, m.model ? m.model : "unnamed", o.mtp + 1,
@@ -668,6 +663,8 @@ int dsa_inproc_traces_mtp_run(const struct dsa_inproc_opts *o_in)
     fflush(stdout);
     ret = DSA_EXIT_OK;
     for (size_t i = 0; i < m.n && (!o.limit || (long)i < o.limit); i++) {
+        if (!dsa_shard_keep(&o.shard, m.v[i].id))
+            continue;
         bool made;
         json_t *rec = row_record(run, mtp_row, ip, &o, &m.v[i], &ret, &made);
         if (!rec)

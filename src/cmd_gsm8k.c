@@ -33,6 +33,7 @@
 #include "evals/inproc_traces.h"
 #include "evals/mtp.h"
 #include "evals/summary.h"
+#include "run/loop.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -64,7 +65,8 @@ static const char *const usage[] = {
 struct opts {
     struct dsa_strlist endpoints;
     const char *backend, *model, *dialect, *api_key_file, *extra_body, *data, *out, *prompt,
-        *extract, *cacert, *max_memory_text;
+        *extract, *cacert, *max_memory_text, *shard_text;
+    struct dsa_shard shard;
     long long max_memory;
     int limit, concurrency, retries, max_tokens;
     long seed;
@@ -98,6 +100,8 @@ struct run {
     dsa_progress *progress;
     struct item *items;
     size_t n, next, sent, n_failed;
+    size_t n_limit;           /* questions of --limit in every shard (n: this shard's) */
+    struct dsa_buf *scratch;  /* the prompt being built */
     double completion_tokens; /* of the requests sent in this process */
     struct dsa_mtp_perreq perreq;
     int write_error;
@@ -291,15 +295,18 @@ static void on_done(const struct dsa_result *res)
                           res->status != DSA_RES_OK && res->status != DSA_RES_OVER_CONTEXT);
 }
 
-static int submit_next(struct run *r, struct dsa_buf *prompt)
+/* the run loop's submit_next: 1 sent, 0 none left, -DSA_EXIT_INTERNAL */
+static int submit_next(void *ud, dsa_backend *b)
 {
+    struct run *r = ud;
+    struct dsa_buf *prompt = r->scratch;
     while (r->next < r->n && r->items[r->next].record)
         r->next++; /* finished in an earlier attempt */
     if (r->next >= r->n)
         return 0;
     struct item *it = &r->items[r->next++];
     if (build_prompt(r, (size_t)(it - r->items), prompt))
-        return -1;
+        return -DSA_EXIT_INTERNAL;
     json_t *body = request_body(r, prompt->data, prompt->len);
     struct dsa_request req = {
         .api = r->api,
@@ -309,11 +316,36 @@ static int submit_next(struct run *r, struct dsa_buf *prompt)
         .done = on_done,
         .ud = it,
     };
-    int rc = dsa_backend_submit(r->b, &req);
+    int rc = dsa_backend_submit(b, &req);
     json_decref(body);
-    if (!rc)
-        r->sent++;
-    return rc;
+    if (rc)
+        return -DSA_EXIT_INTERNAL;
+    r->sent++;
+    return 1;
+}
+
+static bool must_stop(void *ud)
+{
+    return ((struct run *)ud)->write_error;
+}
+
+static void tick(void *ud, dsa_backend *b)
+{
+    (void)b;
+    dsa_progress_poll(((struct run *)ud)->progress);
+}
+
+/* this shard's questions (all when unsharded), in index order */
+static void keep_shard(struct run *r)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "q%04zu", r->items[i].idx);
+        if (dsa_shard_keep(&r->o->shard, id))
+            r->items[k++] = r->items[i];
+    }
+    r->n = k;
 }
 
 /* ---- /metrics ---- */
@@ -425,23 +457,21 @@ static json_t *match_json(const struct run *r, const char *model, json_t *extra)
 static int open_store(struct run *r, int argc, char **argv, json_t *extra, char **run_path)
 {
     const char *model = dsa_endpoint_model(r->b);
-    json_t *params =
-        json_pack("{s:i,s:i,s:b,s:b,s:i}", "limit", (int)r->n, "concurrency", r->o->concurrency,
-                  "mtp", r->o->mtp, "stream", r->o->stream, "timeout_s", (int)r->o->timeout_s);
+    json_t *params = json_pack("{s:i,s:i,s:b,s:b,s:i}", "limit", (int)r->n_limit, "concurrency",
+                               r->o->concurrency, "mtp", r->o->mtp, "stream", r->o->stream,
+                               "timeout_s", (int)r->o->timeout_s);
     json_t *header = dsa_run_header_new("gsm8k", 1, argc, argv);
-    json_object_set_new(header, "match", match_json(r, model, extra));
+    json_t *match = match_json(r, model, extra);
+    dsa_shard_match(&r->o->shard, match);
+    json_object_set_new(header, "match", match);
     json_object_set_new(header, "dataset", dataset_json(r));
     json_object_set_new(header, "backend", dsa_backend_describe(r->b));
     json_object_set_new(header, "params", params);
     *run_path = dsa_run_file_name(r->o->out, 1);
-    int rc = dsa_run_open(&r->store, *run_path, header, r->o->force_new ? DSA_RUN_FORCE_NEW : 0);
+    int rc = dsa_loop_open(&r->store, *run_path, header, r->o->force_new ? DSA_RUN_FORCE_NEW : 0);
     json_decref(header);
-    if (rc == -2)
-        return DSA_EXIT_MISMATCH;
-    if (rc == -3)
-        return DSA_EXIT_DATA;
     if (rc)
-        return DSA_EXIT_IO;
+        return rc;
     /* resume: take the records of this run's questions that an earlier attempt finished */
     for (size_t i = 0; i < r->n; i++) {
         char id[32];
@@ -551,6 +581,7 @@ static int run_inprocess(struct run *r, int argc0, char **argv0)
     io.force_new = o->force_new;
     io.json = o->as_json;
     io.interrupted = &dsa_interrupted;
+    io.shard = o->shard;
     io.command = dsa_run_command_json(argc0, argv0);
     if (o->traces) { /* real activations: the traces' query rows are the decode rows */
         io.traces_dir = o->traces;
@@ -607,6 +638,8 @@ static int check_opts(struct opts *o)
         return usage_error("--timeout must be > 0");
     if (o->expect_mtp)
         o->mtp = true;
+    if (dsa_shard_parse(o->shard_text, &o->shard) < 0)
+        return DSA_EXIT_USAGE;
     return 0;
 }
 
@@ -672,6 +705,8 @@ int cmd_gsm8k(int argc, char **argv)
                      "write each prompt and one NUL byte to stdout, send nothing"),
         DSA_OPT_BOOL(0, "force-new", &o.force_new,
                      "start the run file anew when it was made by another command"),
+        DSA_OPT_STRING(0, "shard", &o.shard_text, "I/N",
+                       "run shard I of N (questions split by id; join with dsa-eval merge)"),
         DSA_OPT_BOOL(0, "insecure", &o.insecure, "skip TLS certificate verification"),
         DSA_OPT_STRING(0, "cacert", &o.cacert, "FILE",
                        "CA bundle (PEM) for https:// (default: $CURL_CA_BUNDLE, $SSL_CERT_FILE)"),
@@ -777,6 +812,8 @@ int cmd_gsm8k(int argc, char **argv)
         ret = run_inprocess(&r, argc0, argv0);
         goto cleanup;
     }
+    r.n_limit = r.n;
+    keep_shard(&r);
     if ((ret = open_backend(&r, extra)))
         goto cleanup;
     r.x = dsa_gsm8k_extractor_new();
@@ -796,46 +833,21 @@ int cmd_gsm8k(int argc, char **argv)
     size_t resumed = 0;
     for (size_t i = 0; i < r.n; i++)
         resumed += r.items[i].record != NULL;
-    if (resumed)
-        dsa_notef("resuming: %zu of %zu samples already done in '%s'%s", resumed, r.n, run_path,
-                  resumed == r.n ? ": nothing left to do" : "");
+    dsa_loop_note_resume(resumed, r.n, run_path);
     r.progress = dsa_progress_new("gsm8k", r.n, resumed);
     double t0 = now_s();
 
-    ret = DSA_EXIT_OK;
-    for (;;) {
-        while (!dsa_interrupted && !r.write_error && dsa_backend_idle_slots(r.b) > 0) {
-            size_t before_next = r.next;
-            if (submit_next(&r, &prompt)) {
-                ret = DSA_EXIT_INTERNAL;
-                break;
-            }
-            if (r.next == before_next || r.next >= r.n)
-                break;
-        }
-        if (ret)
-            break;
-        if (dsa_interrupted || r.write_error) {
-            dsa_backend_cancel(r.b);
-            break;
-        }
-        /* a short wait: at --concurrency 1 each request waits for the loop to notice its
-           answer, and 200 ms measured 8 requests/s against an instant server */
-        int pending = dsa_backend_poll(r.b, 20);
-        if (pending < 0) {
-            ret = DSA_EXIT_BACKEND;
-            dsa_backend_cancel(r.b);
-            break;
-        }
-        dsa_progress_poll(r.progress);
-        if (pending == 0 && r.next >= r.n)
-            break;
-    }
+    /* a short wait: at --concurrency 1 each request waits for the loop to notice its answer,
+       and 200 ms measured 8 requests/s against an instant server */
+    static const struct dsa_loop_hooks hooks = {submit_next, must_stop, tick};
+    struct dsa_loop_opts lo = {&dsa_interrupted, 20};
+    r.scratch = &prompt;
+    ret = dsa_loop_drive(r.b, &hooks, &r, &lo);
     dsa_progress_finish(r.progress);
     double wall = now_s() - t0;
-    if (!ret && r.write_error)
+    if ((ret == DSA_EXIT_OK || ret == DSA_EXIT_INTERRUPTED) && r.write_error)
         ret = DSA_EXIT_IO;
-    if (!ret && dsa_interrupted) {
+    if ((ret == DSA_EXIT_OK || ret == DSA_EXIT_INTERRUPTED) && dsa_interrupted) {
         size_t done = 0;
         for (size_t i = 0; i < r.n; i++)
             done += r.items[i].record != NULL;

@@ -20,6 +20,7 @@
 #include "datasets/mrcr.h"
 #include "evals/mrcr_eval.h"
 #include "evals/summary.h"
+#include "run/loop.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -84,6 +85,11 @@ static void free_paths(struct dsa_strlist *paths)
     dsa_strlist_release(paths);
 }
 
+static bool shard_keep(void *ud, const char *id)
+{
+    return dsa_shard_keep(ud, id);
+}
+
 struct progress_ctx {
     dsa_progress *p;
     long seen_done, seen_retries, seen_failed;
@@ -130,7 +136,7 @@ static int run_inprocess(const char *dataset, const char *out, const struct dsa_
                          const char *device, const char *kernels_so,
                          const struct dsa_strlist *variants, int topk, int max_query, uint64_t seed,
                          bool force_new, const char *traces, bool as_json, bool quiet,
-                         json_t *command)
+                         json_t *command, const struct dsa_shard *shard)
 {
     struct dsa_inproc_opts o;
     dsa_inproc_opts_init(&o);
@@ -166,6 +172,7 @@ static int run_inprocess(const char *dataset, const char *out, const struct dsa_
     o.quiet = quiet;
     o.command = command;
     o.interrupted = &dsa_interrupted;
+    o.shard = *shard;
     if (traces) { /* the model's activations instead of the proxy model: no dataset */
         o.traces_dir = traces;
         return print_json_summary(as_json, out, dsa_inproc_traces_run(&o));
@@ -209,7 +216,7 @@ int cmd_mrcr(int argc, char **argv)
     double temperature = 0.0, timeout_s = 1800;
     bool quiet = false, as_json = false, force_new = false, stream = false, insecure = false;
     bool strip_think = false, no_count = false, retry_failed = false;
-    const char *seed_text = NULL;
+    const char *seed_text = NULL, *shard_text = NULL;
     struct dsa_option opts[] = {
         DSA_OPT_STRLIST(0, "endpoint", &endpoints, "URL",
                         "server base URL; repeat for data-parallel replicas"),
@@ -225,6 +232,8 @@ int cmd_mrcr(int argc, char **argv)
                      "start over when the run files were made by another command"),
         DSA_OPT_BOOL(0, "retry-failed", &retry_failed,
                      "send the rows recorded as failed in the run files again"),
+        DSA_OPT_STRING(0, "shard", &shard_text, "I/N",
+                       "run shard I of N (rows split by id; join with dsa-eval merge)"),
         DSA_OPT_STRING(0, "backend", &backend_kind, "KIND", "endpoint (default) or inprocess"),
         DSA_OPT_STRING(0, "device", &device, "cuda|cpu",
                        "inprocess: where the indexer stack runs (default: cuda if present)"),
@@ -302,6 +311,9 @@ int cmd_mrcr(int argc, char **argv)
             goto cleanup;
         }
     }
+    if (dsa_shard_parse(shard_text, &eo.shard) < 0)
+        goto cleanup;
+    eo.interrupted = &dsa_interrupted;
     if (dsa_mrcr_parse_needles(needles, &eo.filter.needles_mask) < 0)
         goto cleanup;
     if (bins && dsa_mrcr_parse_bins(bins, &eo.filter.bins_mask) < 0)
@@ -344,7 +356,7 @@ int cmd_mrcr(int argc, char **argv)
         }
         ret = run_inprocess(dataset ? dataset : DSA_SAMPLE_MRCR_DEFAULT, out, &eo.filter, device,
                             kernels_so, &variants, topk, max_query, seed_text ? (uint64_t)seed : 1,
-                            force_new, traces, as_json, quiet, command);
+                            force_new, traces, as_json, quiet, command, &eo.shard);
         goto cleanup;
     }
     if (!dataset)
@@ -367,7 +379,7 @@ int cmd_mrcr(int argc, char **argv)
     }
 
     /* the dataset first: a bad file is reported before any network traffic */
-    long total = 0;
+    long total = 0, total_all = 0; /* this shard's rows, and every shard's */
     json_t *dataset_id =
         json_pack("{s:s, s:[], s:o}", "name", dataset, "files", "revision", json_null());
     json_t *shas = json_array();
@@ -380,7 +392,8 @@ int cmd_mrcr(int argc, char **argv)
             ret = DSA_EXIT_DATA;
             goto cleanup;
         }
-        total += dsa_mrcr_nselected(rd);
+        total_all += dsa_mrcr_nselected(rd);
+        total += dsa_mrcr_nselected_if(rd, shard_keep, &eo.shard);
         json_array_append_new(
             json_object_get(dataset_id, "files"),
             json_pack("{s:s, s:s}", "path", dataset_paths.v[i], "sha256", dsa_mrcr_sha256(rd)));
@@ -395,7 +408,7 @@ int cmd_mrcr(int argc, char **argv)
         dsa_mrcr_free(&rd);
     }
     json_object_set_new(dataset_id, "bins", json_string(bins_src));
-    if (total == 0) {
+    if (total_all == 0) { /* an empty shard of rows that exist is a run of nothing */
         dsa_errorf("no rows of '%s' pass the filters (--needles %s%s%s)", dataset, needles,
                    bins ? " --bins " : "", bins ? bins : "");
         json_decref(dataset_id);
@@ -450,6 +463,7 @@ int cmd_mrcr(int argc, char **argv)
                   shas, "dataset_revision", json_incref(json_object_get(dataset_id, "revision")),
                   "backend", "endpoint", "model", dsa_endpoint_model(b), "params", params,
                   "filters", filters, "strip_think", strip_think);
+    dsa_shard_match(&eo.shard, match);
     json_t *run_params = json_deep_copy(params);
     json_object_set_new(run_params, "stream", json_boolean(stream));
     json_object_set_new(run_params, "concurrency", json_integer(concurrency));
@@ -471,21 +485,16 @@ int cmd_mrcr(int argc, char **argv)
         dsa_run *run = NULL;
         unsigned flags =
             (force_new ? DSA_RUN_FORCE_NEW : 0) | (retry_failed ? DSA_RUN_RETRY_FAILED : 0);
-        int orc = dsa_run_open(&run, path, header, flags);
+        ret = dsa_loop_open(&run, path, header, flags);
         json_decref(header);
-        if (orc < 0) {
-            ret = orc == -2 ? DSA_EXIT_MISMATCH : orc == -3 ? DSA_EXIT_DATA : DSA_EXIT_IO;
+        if (ret != DSA_EXIT_OK) {
             free(path);
             break;
         }
         char label[48];
         snprintf(label, sizeof label, "mrcr run %d/%d", ri, runs);
         size_t resumed = dsa_run_count(run);
-        size_t done = resumed < (size_t)total ? resumed : (size_t)total;
-        /* a rerun says what it found (README: "Run it again and it resumes") */
-        if (resumed)
-            dsa_notef("resuming: %zu of %zu samples already done in '%s'%s", done, (size_t)total,
-                      path, done == (size_t)total ? ": nothing left to do" : "");
+        dsa_loop_note_resume(resumed, (size_t)total, path);
         struct progress_ctx pc = {NULL, 0, 0, 0};
         if (!quiet)
             pc.p = dsa_progress_new(label, (size_t)total,

@@ -26,6 +26,7 @@
 
 #include "dsa_kernels.h"
 #include "kernels/trace.h"
+#include "run/loop.h"
 
 /* Options of an in-process run (`--backend inprocess` of mrcr and gsm8k). */
 struct dsa_inproc_opts {
@@ -52,6 +53,7 @@ struct dsa_inproc_opts {
     json_t *command;           /* the command line as dsa_run_command_json() made it (borrowed), for
                                   the run header; NULL = none */
     volatile int *interrupted; /* set by SIGINT/SIGTERM (commands.h), or NULL */
+    struct dsa_shard shard;    /* --shard i/n (src/run/loop.h); n = 0: every sample */
 };
 
 /* Defaults: flags per dsa_k_flags_default, topk 2048, seed 1, max_query 32, mtp 3. */
