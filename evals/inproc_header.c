@@ -5,13 +5,11 @@
 
 #include "store/store.h"
 
-json_t *dsa_inproc_header_new(const dsa_inproc *ip, const char *eval,
-                              const struct dsa_inproc_opts *o)
+json_t *dsa_inproc_header_new(json_t *backend, const char *eval, const struct dsa_inproc_opts *o)
 {
     json_t *header = dsa_run_header_new(eval, 1, 0, NULL);
     if (o->command)
         json_object_set(header, "command", o->command);
-    json_t *backend = dsa_inproc_describe(ip);
     json_t *match = json_object_get(header, "match");
     json_object_set_new(match, "eval", json_string(eval));
     json_object_set_new(match, "backend", json_string("inprocess"));

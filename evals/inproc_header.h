@@ -10,11 +10,10 @@
 #include "backend/inprocess.h"
 
 /* A new run header (new reference) for run 1 of `eval`: o->command as the command line, the
-   stack's identity under "backend", and in "match" what a resume must agree on — eval,
-   backend, device, kernels, variant, top-k, proxy and its seed. Callers add their eval's own
-   match keys. */
-json_t *dsa_inproc_header_new(const dsa_inproc *ip, const char *eval,
-                              const struct dsa_inproc_opts *o);
+   stack's identity (`backend`, what dsa_backend_describe gave: stolen) under "backend", and in
+   "match" what a resume must agree on — eval, backend, device, kernels, variant, top-k, proxy
+   and its seed. Callers add their eval's own match keys. */
+json_t *dsa_inproc_header_new(json_t *backend, const char *eval, const struct dsa_inproc_opts *o);
 
 /* The records' time per stage ("stage_us_per_token") summed over rows for the text summary:
    Σ µs·context_tokens per stage and Σ context_tokens, so the line shows total time over total

@@ -319,7 +319,7 @@ cleanup:
 static json_t *traces_header(dsa_inproc *ip, const char *eval, const struct dsa_inproc_opts *o,
                              const struct manifest *m, const char *mpath)
 {
-    json_t *header = dsa_inproc_header_new(ip, eval, o);
+    json_t *header = dsa_inproc_header_new(dsa_inproc_describe(ip), eval, o);
     json_t *match = json_object_get(header, "match"), *be = json_object_get(header, "backend");
     json_t *tr = json_pack("{s:s, s:s, s:s?}", "dir", o->traces_dir, "manifest_sha256", m->sha256,
                            "model", m->model);

@@ -33,6 +33,7 @@
 #include "evals/inproc_traces.h"
 #include "evals/mtp.h"
 #include "evals/summary.h"
+#include "run/endpoint_cli.h"
 #include "run/loop.h"
 #include "store/store.h"
 #include "util/buf.h"
@@ -63,15 +64,12 @@ static const char *const usage[] = {
 };
 
 struct opts {
-    struct dsa_strlist endpoints;
-    const char *backend, *model, *dialect, *api_key_file, *extra_body, *data, *out, *prompt,
-        *extract, *cacert, *max_memory_text, *shard_text;
+    struct dsa_loop_endpoint ep;
+    const char *backend, *data, *out, *prompt, *extract, *shard_text;
     struct dsa_shard shard;
-    long long max_memory;
-    int limit, concurrency, retries, max_tokens;
+    int limit, max_tokens;
     long seed;
-    double timeout_s;
-    bool mtp, expect_mtp, print_prompts, stream, force_new, quiet, insecure, token_ids, as_json;
+    bool mtp, expect_mtp, print_prompts, stream, force_new, quiet, token_ids, as_json;
     /* --backend inprocess */
     const char *device, *kernels_so, *traces;
     struct dsa_strlist variants;
@@ -352,32 +350,13 @@ static void keep_shard(struct run *r)
 
 struct fetch_ctx {
     dsa_backend *b;
-    size_t n_endpoints;
-    long http_code; /* of the last failed read, for the caller's message */
 };
 
-/* GET /metrics of every endpoint, concatenated: summing over label sets then also sums over
-   the servers. */
+/* the backend's counters: GET /metrics of every endpoint, concatenated */
 static int fetch_metrics(void *ctx, struct dsa_buf *body)
 {
     struct fetch_ctx *f = ctx;
-    for (size_t i = 0; i < f->n_endpoints; i++) {
-        struct dsa_request req = {.api = DSA_API_GET, .path = "/metrics", .endpoint = (int)i};
-        struct dsa_result res;
-        int st = dsa_backend_call(f->b, &req, &res);
-        if (st != DSA_RES_OK) {
-            f->http_code = res.http_code;
-            dsa_errorf("cannot read /metrics of endpoint %zu: %s", i + 1,
-                       res.error ? res.error : dsa_res_status_name((enum dsa_res_status)st));
-            dsa_result_release(&res);
-            return -1;
-        }
-        dsa_buf_add(body, res.body ? res.body : "", res.body ? res.body_len : 0);
-        if (body->len && body->data[body->len - 1] != '\n')
-            dsa_buf_addch(body, '\n');
-        dsa_result_release(&res);
-    }
-    return 0;
+    return dsa_backend_metrics(f->b, body);
 }
 
 /* ---- the run ---- */
@@ -454,14 +433,14 @@ static json_t *match_json(const struct run *r, const char *model, json_t *extra)
     return m;
 }
 
-static int open_store(struct run *r, int argc, char **argv, json_t *extra, char **run_path)
+static int open_store(struct run *r, int argc, char **argv, char **run_path)
 {
     const char *model = dsa_endpoint_model(r->b);
     json_t *params = json_pack("{s:i,s:i,s:b,s:b,s:i}", "limit", (int)r->n_limit, "concurrency",
-                               r->o->concurrency, "mtp", r->o->mtp, "stream", r->o->stream,
-                               "timeout_s", (int)r->o->timeout_s);
+                               r->o->ep.concurrency, "mtp", r->o->mtp, "stream", r->o->stream,
+                               "timeout_s", (int)r->o->ep.timeout_s);
     json_t *header = dsa_run_header_new("gsm8k", 1, argc, argv);
-    json_t *match = match_json(r, model, extra);
+    json_t *match = match_json(r, model, r->o->ep.extra_body);
     dsa_shard_match(&r->o->shard, match);
     json_object_set_new(header, "match", match);
     json_object_set_new(header, "dataset", dataset_json(r));
@@ -490,40 +469,16 @@ static int open_store(struct run *r, int argc, char **argv, json_t *extra, char 
     return 0;
 }
 
-static int open_backend(struct run *r, json_t *extra)
+static int open_backend(struct run *r)
 {
     /* --backend inprocess never gets here (run_inprocess) */
     if (strcmp(r->o->backend, "endpoint")) {
         dsa_errorf("unknown backend '%s' (endpoint, inprocess)", r->o->backend);
         return DSA_EXIT_USAGE;
     }
-    if (!r->o->endpoints.n) {
-        dsa_errorf("gsm8k needs --endpoint URL (or --print-prompts)");
-        return DSA_EXIT_USAGE;
-    }
-    char *key = NULL;
-    if (dsa_endpoint_read_api_key(r->o->api_key_file, &key))
-        return DSA_EXIT_USAGE;
-    struct dsa_endpoint_opts eo = {
-        .urls = r->o->endpoints.v,
-        .n_urls = (int)r->o->endpoints.n,
-        .model = r->o->model,
-        .dialect = r->o->dialect,
-        .api_key = key,
-        .extra_body = extra,
-        .concurrency = r->o->concurrency,
-        .retries = r->o->retries,
-        .timeout_s = r->o->timeout_s,
-        .insecure = r->o->insecure,
-        .probe = true,
-        .cacert = r->o->cacert,
-        .max_memory = r->o->max_memory,
-    };
-    int code = DSA_EXIT_BACKEND;
-    r->b = dsa_endpoint_open(&eo, &code); /* copies the key */
-    dsa_endpoint_api_key_free(&key);
-    if (!r->b)
-        return code ? code : DSA_EXIT_BACKEND;
+    int code = dsa_loop_endpoint_open(&r->o->ep, &r->b);
+    if (code)
+        return code;
     if (r->mode->chat)
         r->api = DSA_API_CHAT;
     else if (!strcmp(dsa_endpoint_dialect(r->b), "sglang"))
@@ -628,14 +583,11 @@ static int check_opts(struct opts *o)
 {
     if (o->limit < 0)
         return usage_error("--limit must be >= 0 (0: all questions)");
-    if (o->concurrency < 1)
-        return usage_error("--concurrency must be >= 1");
-    if (o->retries < 0)
-        return usage_error("--retries must be >= 0");
     if (o->max_tokens < 0)
         return usage_error("--max-tokens must be > 0");
-    if (!(o->timeout_s > 0))
-        return usage_error("--timeout must be > 0");
+    int rc = dsa_loop_endpoint_check(&o->ep);
+    if (rc)
+        return rc;
     if (o->expect_mtp)
         o->mtp = true;
     if (dsa_shard_parse(o->shard_text, &o->shard) < 0)
@@ -659,28 +611,16 @@ int cmd_gsm8k(int argc, char **argv)
         .backend = "endpoint",
         .prompt = "vllm5",
         .limit = 32,
-        .concurrency = 1,
-        .retries = 3,
         .seed = 42,
-        .timeout_s = 600,
         .token_ids = true,
         .topk = 512,
         .mtp_n = 3,
     };
+    /* the defaults of docs/gsm8k.md */
+    dsa_loop_endpoint_init(&o.ep, 1, 3, 600, "same batches every run");
     struct dsa_option opts[] = {
-        DSA_OPT_STRLIST(0, "endpoint", &o.endpoints, "URL",
-                        "server base URL (repeat to spread requests over replicas)"),
+        DSA_LOOP_ENDPOINT_OPTIONS(&o.ep),
         DSA_OPT_STRING(0, "backend", &o.backend, "KIND", "endpoint (default) or inprocess"),
-        DSA_OPT_STRING(0, "model", &o.model, "NAME", "model name (default: the server's first)"),
-        DSA_OPT_STRING(
-            0, "dialect", &o.dialect, "NAME",
-            "vllm, sglang (POST /generate + meta_info), llamacpp or openai (default: detect)"),
-        DSA_OPT_STRING(0, "api-key-file", &o.api_key_file, "FILE",
-                       "bearer token on its first line (default: $DSA_EVAL_API_KEY; never "
-                       "written)"),
-        DSA_OPT_STRING(0, "extra-body", &o.extra_body, "JSON",
-                       "object merged into each request, e.g. "
-                       "'{\"chat_template_kwargs\":{\"thinking\":false}}'"),
         DSA_OPT_STRING(0, "data", &o.data, "DIR",
                        "folder with test.jsonl and train.jsonl (default: the fetch cache)"),
         DSA_OPT_STRING('o', "out", &o.out, "DIR", "run folder (run-001.jsonl; resumes)"),
@@ -689,12 +629,8 @@ int cmd_gsm8k(int argc, char **argv)
         DSA_OPT_STRING(0, "extract", &o.extract, "MODE",
                        "scoring: vllm, cot-strict, gsm8k-strict, flexible (default: the mode's)"),
         DSA_OPT_INT('n', "limit", &o.limit, "N", "first N test questions (default 32; 0: all)"),
-        DSA_OPT_INT('c', "concurrency", &o.concurrency, "N",
-                    "requests in flight (default 1: same batches every run)"),
         DSA_OPT_INT(0, "max-tokens", &o.max_tokens, "N", "default: the mode's (256; sglang5 512)"),
         DSA_OPT_LONG(0, "seed", &o.seed, "N", "request seed (default 42)"),
-        DSA_OPT_INT(0, "retries", &o.retries, "N", "retries of a failed request (default 3)"),
-        DSA_OPT_DOUBLE(0, "timeout", &o.timeout_s, "S", "per-request timeout (default 600)"),
         DSA_OPT_BOOL(0, "mtp", &o.mtp, "measure the acceptance length (vLLM /metrics deltas)"),
         DSA_OPT_BOOL(0, "expect-mtp", &o.expect_mtp,
                      "--mtp, and fail (exit 4) when the server shows no speculative decoding"),
@@ -707,11 +643,6 @@ int cmd_gsm8k(int argc, char **argv)
                      "start the run file anew when it was made by another command"),
         DSA_OPT_STRING(0, "shard", &o.shard_text, "I/N",
                        "run shard I of N (questions split by id; join with dsa-eval merge)"),
-        DSA_OPT_BOOL(0, "insecure", &o.insecure, "skip TLS certificate verification"),
-        DSA_OPT_STRING(0, "cacert", &o.cacert, "FILE",
-                       "CA bundle (PEM) for https:// (default: $CURL_CA_BUNDLE, $SSL_CERT_FILE)"),
-        DSA_OPT_STRING(0, "max-memory", &o.max_memory_text, "BYTES",
-                       "memory for responses in flight (default 256M + 16M per -c)"),
         DSA_OPT_BOOL('q', "quiet", &o.quiet, "no progress or notes"),
         DSA_OPT_BOOL(0, "json", &o.as_json,
                      "print the summary as JSON (the summary file's document)"),
@@ -736,7 +667,6 @@ int cmd_gsm8k(int argc, char **argv)
         return dsa_opt_exit(npos);
     }
     struct run r = {.o = &o};
-    json_t *extra = NULL;
     char *data_dir = NULL, *run_path = NULL;
     struct dsa_buf prompt = DSA_BUF_INIT;
     dsa_buf_init(&prompt);
@@ -764,19 +694,6 @@ int cmd_gsm8k(int argc, char **argv)
     if (o.extract && dsa_gsm8k_extract_parse(o.extract, &r.extract)) {
         dsa_errorf("unknown extraction '%s' (vllm, cot-strict, gsm8k-strict, flexible)", o.extract);
         goto cleanup;
-    }
-    if (o.max_memory_text && (o.max_memory = dsa_parse_bytes(o.max_memory_text)) < (1LL << 20)) {
-        dsa_errorf("--max-memory must be a size of at least 1M (512M, 2G), not '%s'",
-                   o.max_memory_text);
-        goto cleanup;
-    }
-    if (o.extra_body) {
-        json_error_t je;
-        extra = json_loads(o.extra_body, 0, &je);
-        if (!json_is_object(extra)) {
-            dsa_errorf("--extra-body must be a JSON object: %s", extra ? "not an object" : je.text);
-            goto cleanup;
-        }
     }
     if (o.traces && strcmp(o.backend, "inprocess")) {
         dsa_errorf("--traces DIR is for --backend inprocess");
@@ -814,14 +731,14 @@ int cmd_gsm8k(int argc, char **argv)
     }
     r.n_limit = r.n;
     keep_shard(&r);
-    if ((ret = open_backend(&r, extra)))
+    if ((ret = open_backend(&r)))
         goto cleanup;
     r.x = dsa_gsm8k_extractor_new();
-    if (o.out && (ret = open_store(&r, argc0, argv0, extra, &run_path)))
+    if (o.out && (ret = open_store(&r, argc0, argv0, &run_path)))
         goto cleanup;
 
     /* counters before the first request */
-    struct fetch_ctx fc = {r.b, o.endpoints.n, 0};
+    struct fetch_ctx fc = {r.b};
     struct dsa_mtp_counters before, after;
     bool have_before = false, have_after = false;
     memset(&before, 0, sizeof before);
@@ -925,9 +842,8 @@ cleanup:
     dsa_gsm8k_free(&r.test);
     dsa_gsm8k_free(&r.train);
     dsa_buf_release(&prompt);
-    dsa_strlist_release(&o.endpoints);
+    dsa_loop_endpoint_release(&o.ep);
     dsa_strlist_release(&o.variants);
-    json_decref(extra);
     free(data_dir);
     free(run_path);
     free(argv0);

@@ -20,6 +20,7 @@
 #include "datasets/mrcr.h"
 #include "evals/mrcr_eval.h"
 #include "evals/summary.h"
+#include "run/endpoint_cli.h"
 #include "run/loop.h"
 #include "store/store.h"
 #include "util/buf.h"
@@ -203,23 +204,20 @@ int cmd_mrcr(int argc, char **argv)
     int cmd_argc = argc;
     char **cmd_argv = argv;
     json_t *command = dsa_run_command_json(cmd_argc, cmd_argv); /* before argv is permuted */
-    struct dsa_strlist endpoints = {0};
+    struct dsa_loop_endpoint ep;
+    dsa_loop_endpoint_init(&ep, 8, 5, 1800, NULL); /* the defaults of docs/mrcr.md */
     const char *dataset = NULL, *out = NULL, *needles = "8", *bins = NULL;
-    const char *max_bin = NULL, *backend_kind = "endpoint", *model = NULL, *dialect = NULL;
-    const char *api_key_file = NULL, *extra_body_text = NULL;
-    const char *cacert = NULL, *max_memory_text = NULL;
+    const char *max_bin = NULL, *backend_kind = "endpoint";
     long limit = 0, max_tokens = 4096, seed = 0;
-    int runs = 1, concurrency = 8, retries = 5;
+    int runs = 1;
     const char *device = NULL, *kernels_so = NULL, *traces = NULL;
     struct dsa_strlist variants = {0};
     int topk = 2048, max_query = 32;
-    double temperature = 0.0, timeout_s = 1800;
-    bool quiet = false, as_json = false, force_new = false, stream = false, insecure = false;
+    double temperature = 0.0;
+    bool quiet = false, as_json = false, force_new = false, stream = false;
     bool strip_think = false, no_count = false, retry_failed = false;
     const char *seed_text = NULL, *shard_text = NULL;
     struct dsa_option opts[] = {
-        DSA_OPT_STRLIST(0, "endpoint", &endpoints, "URL",
-                        "server base URL; repeat for data-parallel replicas"),
         DSA_OPT_STRING(0, "dataset", &dataset, "PATH|NAME",
                        "MRCR JSONL or /rows pages, or a cached dataset name (openai/mrcr)"),
         DSA_OPT_STRING('o', "out", &out, "DIR", "run directory (run-001.jsonl, ...)"),
@@ -247,25 +245,11 @@ int cmd_mrcr(int argc, char **argv)
                        "inprocess: captured model traces (manifest.jsonl) instead of the proxy"),
         DSA_OPT_INT(0, "max-query", &max_query, "N",
                     "inprocess: query rows = the last N question tokens (default 32, 0 = all)"),
-        DSA_OPT_STRING(0, "model", &model, "NAME", "model name (default: from /v1/models)"),
-        DSA_OPT_STRING(0, "dialect", &dialect, "D",
-                       "vllm, sglang, llamacpp or openai (default: detect)"),
-        DSA_OPT_STRING(0, "api-key-file", &api_key_file, "FILE",
-                       "bearer token file (default: $DSA_EVAL_API_KEY)"),
-        DSA_OPT_BOOL(0, "insecure", &insecure, "do not verify TLS certificates (dangerous)"),
-        DSA_OPT_STRING(0, "cacert", &cacert, "FILE",
-                       "CA bundle (PEM) for https:// (default: $CURL_CA_BUNDLE, $SSL_CERT_FILE)"),
-        DSA_OPT_STRING(0, "max-memory", &max_memory_text, "BYTES",
-                       "memory for responses in flight (default 256M + 16M per -c)"),
-        DSA_OPT_INT('c', "concurrency", &concurrency, "N", "requests in flight (default 8)"),
+        DSA_LOOP_ENDPOINT_OPTIONS(&ep),
         DSA_OPT_LONG(0, "max-tokens", &max_tokens, "N", "max_tokens per request (default 4096)"),
         DSA_OPT_DOUBLE(0, "temperature", &temperature, "T", "sampling temperature (default 0)"),
         DSA_OPT_STRING(0, "seed", &seed_text, "N", "sampling seed sent with every request"),
-        DSA_OPT_STRING(0, "extra-body", &extra_body_text, "JSON",
-                       "object merged into every request body"),
         DSA_OPT_BOOL(0, "stream", &stream, "stream responses (records ttft_ms, decode_ms)"),
-        DSA_OPT_INT(0, "retries", &retries, "N", "retries per request (default 5)"),
-        DSA_OPT_DOUBLE(0, "timeout", &timeout_s, "S", "seconds per attempt (default 1800)"),
         DSA_OPT_BOOL(0, "no-count-tokens", &no_count,
                      "skip the /tokenize pre-count (over-context rows then come from 400s)"),
         DSA_OPT_BOOL(0, "strip-think", &strip_think,
@@ -275,9 +259,8 @@ int cmd_mrcr(int argc, char **argv)
         DSA_OPT_END(),
     };
     int ret = DSA_EXIT_USAGE;
-    char *api_key = NULL;
     struct dsa_strlist dataset_paths = {0};
-    json_t *extra_body = NULL, *runs_records = NULL, *backend_id = NULL;
+    json_t *runs_records = NULL, *backend_id = NULL;
     dsa_backend *b = NULL;
     struct dsa_mrcr_eval_opts eo;
     memset(&eo, 0, sizeof eo);
@@ -296,12 +279,14 @@ int cmd_mrcr(int argc, char **argv)
         dsa_errorf("--out DIR is required");
         goto cleanup;
     }
-    if (runs < 1 || runs > 999 || concurrency < 1 || concurrency > 65536 || retries < 0 ||
-        max_tokens < 1 || timeout_s <= 0 || limit < 0 || temperature < 0) {
-        dsa_errorf("--runs (1..999), --concurrency (1..65536), --retries (>= 0), --max-tokens, "
-                   "--timeout (> 0), --limit and --temperature (>= 0) must be in range");
+    if (runs < 1 || runs > 999 || max_tokens < 1 || limit < 0 || temperature < 0) {
+        dsa_errorf("--runs (1..999), --max-tokens (> 0), --limit and --temperature (>= 0) must "
+                   "be in range");
         goto cleanup;
     }
+    if ((ret = dsa_loop_endpoint_check(&ep)))
+        goto cleanup;
+    ret = DSA_EXIT_USAGE;
     if (seed_text) {
         char *end;
         errno = 0;
@@ -325,21 +310,6 @@ int cmd_mrcr(int argc, char **argv)
         eo.filter.bins_mask = eo.filter.bins_mask ? eo.filter.bins_mask & m : m;
     }
     eo.filter.limit = limit;
-    long long max_memory = 0;
-    if (max_memory_text && (max_memory = dsa_parse_bytes(max_memory_text)) < (1LL << 20)) {
-        dsa_errorf("--max-memory must be a size of at least 1M (512M, 2G), not '%s'",
-                   max_memory_text);
-        goto cleanup;
-    }
-    if (extra_body_text) {
-        json_error_t je;
-        extra_body = json_loads(extra_body_text, 0, &je);
-        if (!json_is_object(extra_body)) {
-            dsa_errorf("--extra-body is not a JSON object: %s",
-                       extra_body ? "another JSON value" : je.text);
-            goto cleanup;
-        }
-    }
     if (traces && strcmp(backend_kind, "inprocess")) {
         dsa_errorf("--traces DIR is for --backend inprocess");
         goto cleanup;
@@ -365,16 +335,12 @@ int cmd_mrcr(int argc, char **argv)
         dsa_errorf("unknown backend '%s' (endpoint or inprocess)", backend_kind);
         goto cleanup;
     }
-    if (endpoints.n == 0) {
+    if (ep.urls.n == 0) {
         dsa_errorf("--endpoint URL is required with --backend endpoint");
         goto cleanup;
     }
     if (resolve_dataset(dataset, eo.filter.needles_mask, &dataset_paths) < 0) {
         ret = DSA_EXIT_DATA;
-        goto cleanup;
-    }
-    if (dsa_endpoint_read_api_key(api_key_file, &api_key) < 0) {
-        ret = DSA_EXIT_USAGE;
         goto cleanup;
     }
 
@@ -417,27 +383,9 @@ int cmd_mrcr(int argc, char **argv)
         goto cleanup;
     }
 
-    struct dsa_endpoint_opts bo = {
-        .urls = endpoints.v,
-        .n_urls = (int)endpoints.n,
-        .model = model,
-        .dialect = dialect,
-        .api_key = api_key,
-        .extra_body = extra_body,
-        .concurrency = concurrency,
-        .retries = retries,
-        .timeout_s = timeout_s,
-        .insecure = insecure,
-        .probe = true,
-        .cacert = cacert,
-        .max_memory = max_memory,
-    };
-    int open_code;
-    b = dsa_endpoint_open(&bo, &open_code);
-    if (!b) {
+    if ((ret = dsa_loop_endpoint_open(&ep, &b))) {
         json_decref(dataset_id);
         json_decref(shas);
-        ret = open_code;
         goto cleanup;
     }
     backend_id = dsa_backend_describe(b);
@@ -455,7 +403,7 @@ int cmd_mrcr(int argc, char **argv)
     /* what must be equal for a resume: the rows, the model and everything in the body */
     json_t *params = json_pack(
         "{s:I, s:f, s:o, s:O?}", "max_tokens", (json_int_t)max_tokens, "temperature", temperature,
-        "seed", seed_text ? json_integer(seed) : json_null(), "extra_body", extra_body);
+        "seed", seed_text ? json_integer(seed) : json_null(), "extra_body", ep.extra_body);
     json_t *filters = json_pack("{s:s, s:s?, s:s?, s:I}", "needles", needles, "bins", bins,
                                 "max_bin", max_bin, "limit", (json_int_t)limit);
     json_t *match =
@@ -466,9 +414,9 @@ int cmd_mrcr(int argc, char **argv)
     dsa_shard_match(&eo.shard, match);
     json_t *run_params = json_deep_copy(params);
     json_object_set_new(run_params, "stream", json_boolean(stream));
-    json_object_set_new(run_params, "concurrency", json_integer(concurrency));
-    json_object_set_new(run_params, "retries", json_integer(retries));
-    json_object_set_new(run_params, "timeout_s", json_real(timeout_s));
+    json_object_set_new(run_params, "concurrency", json_integer(ep.concurrency));
+    json_object_set_new(run_params, "retries", json_integer(ep.retries));
+    json_object_set_new(run_params, "timeout_s", json_real(ep.timeout_s));
     json_object_set_new(run_params, "count_tokens", json_boolean(!no_count));
     json_object_set_new(run_params, "filters", filters);
     json_decref(params);
@@ -563,10 +511,8 @@ cleanup:
     dsa_backend_free(&b);
     json_decref(backend_id);
     json_decref(runs_records);
-    json_decref(extra_body);
     json_decref(command);
-    dsa_endpoint_api_key_free(&api_key);
     free_paths(&dataset_paths);
-    dsa_strlist_release(&endpoints);
+    dsa_loop_endpoint_release(&ep);
     return ret;
 }

@@ -61,6 +61,15 @@ void dsa_inproc_opts_init(struct dsa_inproc_opts *o);
 
 typedef struct dsa_inproc dsa_inproc;
 
+/* The in-process backend behind the vtable of backend.h (inprocess_backend.c): the stack of
+   dsa_inproc_new(o) serving DSA_API_SELECT and DSA_API_MTP_VERIFY requests, one per poll().
+   NULL with one line printed when the stack cannot start (exit DSA_EXIT_BACKEND). Freeing it
+   frees the stack and unloads a plugin. */
+struct dsa_backend;
+struct dsa_backend *dsa_inproc_backend_new(const struct dsa_inproc_opts *o);
+/* "cpu", "cuda" (the device the stack runs on) */
+const char *dsa_inproc_backend_device(struct dsa_backend *b);
+
 /* Picks the implementation (plugin, or device), prints one line on failure and returns NULL
    (exit DSA_EXIT_BACKEND). */
 dsa_inproc *dsa_inproc_new(const struct dsa_inproc_opts *o);
