@@ -10,6 +10,8 @@
 #include <gsl/gsl_cdf.h>
 
 #include "reports/report.h"
+
+#include "evals/evals.h"
 #include "util/buf.h"
 #include "util/fmt.h"
 
@@ -221,15 +223,11 @@ static size_t n_runs(const json_t *side)
 /* "MRCR 8-needle", "GSM8K" or "Comparison" */
 static void add_title(struct dsa_buf *b, const json_t *doc)
 {
-    const char *e = str(doc, "eval");
-    if (!strcmp(e, "mrcr")) {
-        json_t *nd = get(get(first_header(get(doc, "base")), "dataset"), "needles");
-        dsa_buf_adds(b, "MRCR");
-        if (json_is_integer(nd))
-            dsa_buf_addf(b, " %lld-needle", (long long)json_integer_value(nd));
-    } else {
-        dsa_buf_adds(b, !strcmp(e, "gsm8k") ? "GSM8K" : "Comparison");
-    }
+    const struct dsa_eval *e = dsa_eval_find(str(doc, "eval"));
+    dsa_buf_adds(b, e ? e->title : "Comparison");
+    json_t *nd = get(get(first_header(get(doc, "base")), "dataset"), "needles");
+    if (e && json_is_integer(nd)) /* a needle count the dataset states (MRCR) */
+        dsa_buf_addf(b, " %lld-needle", (long long)json_integer_value(nd));
 }
 
 /* the sentences shared by md and html; each call appends one paragraph's text */
@@ -305,8 +303,8 @@ static bool has_runs_note(const json_t *doc)
 static void add_identity_sentence(struct dsa_buf *b, const json_t *doc)
 {
     json_t *id = get(doc, "identity");
-    const char *ev = str(id, "eval");
-    dsa_buf_addf(b, "%s: ", !strcmp(ev, "gsm8k") ? "GSM8K" : "Outputs");
+    const struct dsa_eval *e = dsa_eval_find(str(id, "eval"));
+    dsa_buf_addf(b, "%s: ", e && e->compare_identity ? e->title : "Outputs");
     if (inum(id, "n") > 0 && inum(id, "same") == inum(id, "n"))
         dsa_buf_addf(b, "same outputs %ld/%ld", inum(id, "same"), inum(id, "n"));
     else if (inum(id, "n") > 0)
