@@ -845,6 +845,27 @@ long dsa_mrcr_nselected(const dsa_mrcr_reader *rd)
     return rd->nselected;
 }
 
+int dsa_mrcr_files_next(struct dsa_mrcr_files *f, struct dsa_mrcr_row *row)
+{
+    for (;;) {
+        if (!f->rd) {
+            if (f->next == f->n)
+                return 0;
+            if (!(f->rd = dsa_mrcr_open(f->paths[f->next++], f->filter)))
+                return -1;
+        }
+        int rc = dsa_mrcr_next(f->rd, row);
+        if (rc != 0)
+            return rc;
+        dsa_mrcr_free(&f->rd);
+    }
+}
+
+void dsa_mrcr_files_release(struct dsa_mrcr_files *f)
+{
+    dsa_mrcr_free(&f->rd);
+}
+
 long dsa_mrcr_nselected_if(const dsa_mrcr_reader *rd, bool (*pred)(void *ud, const char *id),
                            void *ud)
 {

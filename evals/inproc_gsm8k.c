@@ -31,12 +31,10 @@ static struct id item_id(const struct dsa_inproc_gsm8k_item *it)
 }
 
 struct state {
-    const struct dsa_inproc_opts *o;
+    const struct dsa_inproc_run *o;
     const struct dsa_inproc_gsm8k_item *items;
     size_t n, next;
-    dsa_run *run;
-    int ret;   /* an exit status that ends the run */
-    bool stop; /* stop issuing */
+    struct dsa_inproc_sink sink;
 };
 
 struct job {
@@ -69,22 +67,8 @@ static json_t *item_record(const struct job *j, const struct dsa_result *res)
 static void on_verify(const struct dsa_result *res)
 {
     struct job *j = res->ud;
-    struct state *st = j->st;
-    if (res->status != DSA_RES_OK) {
-        /* interrupted (no record: a rerun does it), or the stack failed (printed) */
-        if (res->status != DSA_RES_CANCELLED) {
-            st->ret = DSA_EXIT_BACKEND;
-            st->stop = true;
-        }
-        free(j);
-        return;
-    }
-    json_t *rec = item_record(j, res);
-    if (dsa_run_append(st->run, rec)) {
-        st->ret = DSA_EXIT_IO;
-        st->stop = true;
-    }
-    json_decref(rec);
+    if (!dsa_inproc_sink_skip(&j->st->sink, res))
+        dsa_inproc_sink_append(&j->st->sink, item_record(j, res));
     free(j);
 }
 
@@ -95,7 +79,7 @@ static int submit_next(void *ud, dsa_backend *b)
     while (st->next < st->n) {
         const struct dsa_inproc_gsm8k_item *it = &st->items[st->next++];
         struct id id = item_id(it);
-        if (!dsa_shard_keep(&st->o->shard, id.s) || dsa_run_has(st->run, id.s))
+        if (!dsa_shard_keep(&st->o->shard, id.s) || dsa_run_has(st->sink.run, id.s))
             continue;
         struct job *j = dsa_xcalloc(1, sizeof *j);
         *j = (struct job){st, id};
@@ -115,12 +99,7 @@ static int submit_next(void *ud, dsa_backend *b)
     return 0;
 }
 
-static bool must_stop(void *ud)
-{
-    return ((struct state *)ud)->stop;
-}
-
-int dsa_inproc_gsm8k_run(const struct dsa_inproc_opts *o, const char *mode,
+int dsa_inproc_gsm8k_run(const struct dsa_inproc_run *o, const char *mode,
                          const char *dataset_sha256, const struct dsa_inproc_gsm8k_item *items,
                          size_t n)
 {
@@ -134,7 +113,7 @@ int dsa_inproc_gsm8k_run(const struct dsa_inproc_opts *o, const char *mode,
         dsa_errorf("--mtp N must be 0..3 in-process (next_n = N+1 <= 4)");
         return DSA_EXIT_USAGE;
     }
-    if (!(b = dsa_inproc_backend_new(o)))
+    if (!(b = dsa_inproc_backend_new(&o->stack)))
         return DSA_EXIT_BACKEND;
     header = dsa_inproc_header_new(dsa_backend_describe(b), "gsm8k", o);
     json_t *backend = json_object_get(header, "backend"); /* borrowed from the header */
@@ -145,28 +124,24 @@ int dsa_inproc_gsm8k_run(const struct dsa_inproc_opts *o, const char *mode,
     json_object_set_new(match, "limit", json_integer((json_int_t)n));
     dsa_shard_match(&o->shard, match);
     path = dsa_run_file_name(o->out_dir, 1);
-    if ((ret = dsa_loop_open(&st.run, path, header, o->force_new ? DSA_RUN_FORCE_NEW : 0)))
+    if ((ret = dsa_loop_open(&st.sink.run, path, header, o->force_new ? DSA_RUN_FORCE_NEW : 0)))
         goto cleanup;
     size_t in_shard = 0;
     for (size_t i = 0; i < n; i++)
         in_shard += dsa_shard_keep(&o->shard, item_id(&items[i]).s);
-    dsa_loop_note_resume(dsa_run_count(st.run), in_shard, path);
+    dsa_loop_note_resume(dsa_run_count(st.sink.run), in_shard, path);
     if (!o->json)
         printf("gsm8k in-process: MTP verify next_n=%d vs one row at a time, %s on %s, %s, top-%d "
                "-> %s\n",
                o->mtp + 1,
                json_string_value(json_object_get(json_object_get(backend, "kernels"), "name")),
                dsa_inproc_backend_device(b),
-               json_string_value(json_object_get(backend, "variant_str")), o->topk, path);
+               json_string_value(json_object_get(backend, "variant_str")), o->stack.topk, path);
     fflush(stdout);
-    static const struct dsa_loop_hooks hooks = {submit_next, must_stop, NULL};
-    struct dsa_loop_opts lo = {o->interrupted, 0};
-    ret = dsa_loop_drive(b, &hooks, &st, &lo);
-    if (st.ret)
-        ret = st.ret;
+    ret = dsa_inproc_drive(b, submit_next, &st, &st.sink, o->interrupted);
     /* the verdict over this shard's questions that have a record (resumed or new) */
     for (size_t i = 0; i < n; i++) {
-        json_t *rec = dsa_run_get(st.run, item_id(&items[i]).s);
+        json_t *rec = dsa_run_get(st.sink.run, item_id(&items[i]).s);
         if (!rec || !dsa_shard_keep(&o->shard, item_id(&items[i]).s))
             continue;
         ndone++;
@@ -179,7 +154,7 @@ int dsa_inproc_gsm8k_run(const struct dsa_inproc_opts *o, const char *mode,
     if (ret == DSA_EXIT_OK && nsame != ndone)
         ret = DSA_EXIT_FAIL;
 cleanup:
-    dsa_run_free(&st.run);
+    dsa_run_free(&st.sink.run);
     json_decref(header);
     free(path);
     dsa_backend_free(&b);

@@ -26,14 +26,12 @@ struct bin_sum {
 };
 
 struct state {
-    const struct dsa_inproc_opts *o;
-    dsa_run *run;
+    const struct dsa_inproc_run *o;
+    struct dsa_inproc_sink sink;
     dsa_progress *pg;
-    dsa_mrcr_reader *rd;
-    size_t next_file;
+    struct dsa_mrcr_filter filter;
+    struct dsa_mrcr_files files;
     struct dsa_mrcr_row row;
-    int ret;   /* an exit status that ends the run (a write error, the stack failed) */
-    bool stop; /* stop issuing */
 };
 
 /* one row in flight */
@@ -48,7 +46,7 @@ struct job {
    needle is messages[desired_msg_index + 1]) and the messages that carry its topic
    (proxy-v2, kernels/proxy.h): the needle, every other reply to the needle's request (MRCR's
    other needles, which share its lexical features) and the question. */
-static json_t *select_body(const struct dsa_inproc_opts *o, const struct dsa_mrcr_row *row)
+static json_t *select_body(const struct dsa_inproc_run *o, const struct dsa_mrcr_row *row)
 {
     size_t nmsg = json_array_size(row->messages);
     long needle = row->desired_msg_index + 1;
@@ -91,23 +89,10 @@ static void on_select(const struct dsa_result *res)
 {
     struct job *j = res->ud;
     struct state *st = j->st;
-    if (res->status == DSA_RES_CANCELLED || res->unreachable) {
-        /* interrupted, or the stack failed (printed): no record, a rerun does the row */
-        if (res->unreachable) {
-            st->ret = DSA_EXIT_BACKEND;
-            st->stop = true;
-        }
-        free(j);
-        return;
-    }
-    json_t *rec = row_record(j, res);
-    if (dsa_run_append(st->run, rec)) {
-        st->ret = DSA_EXIT_IO;
-        st->stop = true;
-    } else if (st->pg) { /* a row takes seconds on the CPU: the meter (with ETA) shows it */
+    /* a row takes seconds on the CPU: the meter (with ETA) shows it */
+    if (!dsa_inproc_sink_skip(&st->sink, res) &&
+        dsa_inproc_sink_append(&st->sink, row_record(j, res)) && st->pg)
         dsa_progress_done(st->pg, res->status != DSA_RES_OK);
-    }
-    json_decref(rec);
     free(j);
 }
 
@@ -115,23 +100,12 @@ static void on_select(const struct dsa_result *res)
 static int submit_next(void *ud, dsa_backend *b)
 {
     struct state *st = ud;
-    const struct dsa_inproc_opts *o = st->o;
-    struct dsa_mrcr_filter filt = {o->needles_mask, o->bins_mask, o->limit};
+    const struct dsa_inproc_run *o = st->o;
     for (;;) {
-        if (!st->rd) {
-            if (st->next_file == o->ndatasets)
-                return 0;
-            if (!(st->rd = dsa_mrcr_open(o->datasets[st->next_file++], &filt)))
-                return -DSA_EXIT_DATA;
-        }
-        int rc = dsa_mrcr_next(st->rd, &st->row);
-        if (rc < 0)
-            return -DSA_EXIT_DATA;
-        if (rc == 0) {
-            dsa_mrcr_free(&st->rd);
-            continue;
-        }
-        if (!dsa_shard_keep(&o->shard, st->row.id) || dsa_run_has(st->run, st->row.id))
+        int rc = dsa_mrcr_files_next(&st->files, &st->row);
+        if (rc <= 0)
+            return rc < 0 ? -DSA_EXIT_DATA : 0;
+        if (!dsa_shard_keep(&o->shard, st->row.id) || dsa_run_has(st->sink.run, st->row.id))
             continue;
         struct job *j = dsa_xcalloc(1, sizeof *j);
         *j = (struct job){st, "", st->row.bin_label, st->row.bin_tokens};
@@ -147,11 +121,6 @@ static int submit_next(void *ud, dsa_backend *b)
         }
         return 1;
     }
-}
-
-static bool must_stop(void *ud)
-{
-    return ((struct state *)ud)->stop;
 }
 
 static int bin_of(json_t *rec)
@@ -206,7 +175,7 @@ static bool shard_keep(void *ud, const char *id)
 }
 
 /* every file checked (and hashed) before any work; the rows of this shard into *selected */
-static int check_files(const struct dsa_inproc_opts *o, json_t *files, json_t *shas, long *selected)
+static int check_files(const struct dsa_inproc_run *o, json_t *files, json_t *shas, long *selected)
 {
     struct dsa_mrcr_filter filt = {o->needles_mask, o->bins_mask, o->limit};
     long all = 0;
@@ -229,7 +198,7 @@ static int check_files(const struct dsa_inproc_opts *o, json_t *files, json_t *s
     return DSA_EXIT_OK;
 }
 
-static json_t *mrcr_header(dsa_backend *b, const struct dsa_inproc_opts *o, json_t *files,
+static json_t *mrcr_header(dsa_backend *b, const struct dsa_inproc_run *o, json_t *files,
                            json_t *shas)
 {
     json_t *header = dsa_inproc_header_new(dsa_backend_describe(b), "mrcr", o);
@@ -251,25 +220,26 @@ static json_t *mrcr_header(dsa_backend *b, const struct dsa_inproc_opts *o, json
     return header;
 }
 
-int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
+int dsa_inproc_mrcr_run(const struct dsa_inproc_run *o)
 {
     dsa_backend *b = NULL;
     json_t *header = NULL, *files = json_array(), *shas = json_array();
     char *path = NULL;
-    struct state st = {.o = o};
+    struct state st = {.o = o, .filter = {o->needles_mask, o->bins_mask, o->limit}};
+    st.files = (struct dsa_mrcr_files){o->datasets, o->ndatasets, &st.filter, 0, NULL};
     long selected = 0;
     int ret = check_files(o, files, shas, &selected);
     if (ret)
         goto cleanup;
-    if (!(b = dsa_inproc_backend_new(o))) {
+    if (!(b = dsa_inproc_backend_new(&o->stack))) {
         ret = DSA_EXIT_BACKEND;
         goto cleanup;
     }
     header = mrcr_header(b, o, files, shas);
     path = dsa_run_file_name(o->out_dir, 1);
-    if ((ret = dsa_loop_open(&st.run, path, header, o->force_new ? DSA_RUN_FORCE_NEW : 0)))
+    if ((ret = dsa_loop_open(&st.sink.run, path, header, o->force_new ? DSA_RUN_FORCE_NEW : 0)))
         goto cleanup;
-    size_t resumed = dsa_run_count(st.run);
+    size_t resumed = dsa_run_count(st.sink.run);
     size_t done = resumed < (size_t)selected ? resumed : (size_t)selected;
     dsa_loop_note_resume(resumed, (size_t)selected, path);
     st.pg = o->quiet ? NULL : dsa_progress_new("mrcr in-process", (size_t)selected, done);
@@ -278,27 +248,23 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o)
         printf(
             "mrcr in-process on the proxy model (%s, seed %llu; no model weights): %s on %s, %s, "
             "top-%d -> %s\n",
-            DSA_INPROC_PROXY_MRCR, (unsigned long long)o->seed,
+            DSA_INPROC_PROXY_MRCR, (unsigned long long)o->stack.seed,
             json_string_value(json_object_get(json_object_get(backend, "kernels"), "name")),
             dsa_inproc_backend_device(b),
-            json_string_value(json_object_get(backend, "variant_str")), o->topk, path);
+            json_string_value(json_object_get(backend, "variant_str")), o->stack.topk, path);
     fflush(stdout);
-    static const struct dsa_loop_hooks hooks = {submit_next, must_stop, NULL};
-    struct dsa_loop_opts lo = {o->interrupted, 0};
-    ret = dsa_loop_drive(b, &hooks, &st, &lo);
-    if (st.ret)
-        ret = st.ret;
+    ret = dsa_inproc_drive(b, submit_next, &st, &st.sink, o->interrupted);
     if (st.pg) {
         dsa_progress_finish(st.pg);
         dsa_progress_free(&st.pg);
     }
-    int sr = summarize(st.run, !o->json);
+    int sr = summarize(st.sink.run, !o->json);
     if (ret == DSA_EXIT_OK)
         ret = sr;
 cleanup:
     dsa_mrcr_row_release(&st.row);
-    dsa_mrcr_free(&st.rd);
-    dsa_run_free(&st.run);
+    dsa_mrcr_files_release(&st.files);
+    dsa_run_free(&st.sink.run);
     json_decref(header);
     json_decref(files);
     json_decref(shas);

@@ -304,8 +304,7 @@ static int submit_row(struct state *st, struct dsa_mrcr_row *row)
 /* the state of the row reader between submissions (the drive's submit_next) */
 struct feed {
     struct state *st;
-    dsa_mrcr_reader *rd;
-    int next_file;
+    struct dsa_mrcr_files files;
     struct dsa_mrcr_row row;
     dsa_mrcr_eval_progress_fn progress;
     void *progress_ud;
@@ -318,21 +317,12 @@ static int feed_next(void *ud, dsa_backend *b)
     struct feed *f = ud;
     const struct dsa_mrcr_eval_opts *o = f->st->o;
     for (;;) {
-        if (!f->rd) {
-            if (f->next_file == o->n_datasets) {
-                f->st->c->reader_done = true;
-                return 0;
-            }
-            f->rd = dsa_mrcr_open(o->dataset_paths[f->next_file++], &o->filter);
-            if (!f->rd)
-                return -DSA_EXIT_DATA;
-        }
-        int rc = dsa_mrcr_next(f->rd, &f->row);
+        int rc = dsa_mrcr_files_next(&f->files, &f->row);
         if (rc < 0)
             return -DSA_EXIT_DATA;
         if (rc == 0) {
-            dsa_mrcr_free(&f->rd);
-            continue;
+            f->st->c->reader_done = true;
+            return 0;
         }
         if (!dsa_shard_keep(&o->shard, f->row.id))
             continue;
@@ -365,6 +355,7 @@ int dsa_mrcr_eval_run(dsa_backend *b, dsa_run *run, const struct dsa_mrcr_eval_o
     memset(counts, 0, sizeof *counts);
     struct state st = {b, run, o, counts, 0, NULL};
     struct feed f = {.st = &st, .progress = progress, .progress_ud = progress_ud};
+    f.files = (struct dsa_mrcr_files){o->dataset_paths, (size_t)o->n_datasets, &o->filter, 0, NULL};
     static const struct dsa_loop_hooks hooks = {feed_next, feed_must_stop, feed_tick};
     struct dsa_loop_opts lo = {o->interrupted, 250};
     int ret = dsa_loop_drive(b, &hooks, &f, &lo);
@@ -380,6 +371,6 @@ int dsa_mrcr_eval_run(dsa_backend *b, dsa_run *run, const struct dsa_mrcr_eval_o
     else if (st.io_error && ret == DSA_EXIT_OK)
         ret = DSA_EXIT_INTERNAL;
     dsa_mrcr_row_release(&f.row);
-    dsa_mrcr_free(&f.rd);
+    dsa_mrcr_files_release(&f.files);
     return ret;
 }

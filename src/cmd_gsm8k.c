@@ -26,6 +26,7 @@
 #include "commands.h"
 #include "datasets/fetch.h"
 #include "datasets/gsm8k.h"
+#include "evals/evals.h"
 #include "evals/gsm8k_extract.h"
 #include "evals/gsm8k_prompt.h"
 #include "evals/gsm8k_run.h"
@@ -506,15 +507,15 @@ static int usage_error(const char *msg)
 static int run_inprocess(struct run *r, int argc0, char **argv0)
 {
     const struct opts *o = r->o;
-    struct dsa_inproc_opts io;
-    dsa_inproc_opts_init(&io);
+    struct dsa_inproc_run io;
+    dsa_inproc_run_init(&io);
     for (size_t i = 0; i < o->variants.n; i++) {
-        if (dsa_k_flags_set(&io.flags, o->variants.v[i]) < 0) {
+        if (dsa_k_flags_set(&io.stack.flags, o->variants.v[i]) < 0) {
             dsa_errorf("unknown variant '%s' (see docs/kernels.md \"Variant flags\")",
                        o->variants.v[i]);
             return DSA_EXIT_USAGE;
         }
-        io.rope_given |= !strncmp(o->variants.v[i], "rope=", 5);
+        io.stack.rope_given |= !strncmp(o->variants.v[i], "rope=", 5);
     }
     if (o->topk != 512 && o->topk != 1024 && o->topk != 2048) {
         dsa_errorf("--topk must be 512, 1024 or 2048");
@@ -528,9 +529,9 @@ static int run_inprocess(struct run *r, int argc0, char **argv0)
         dsa_errorf("--out DIR is required with --backend inprocess");
         return DSA_EXIT_USAGE;
     }
-    io.device = o->device;
-    io.kernels_so = o->kernels_so;
-    io.topk = o->topk;
+    io.stack.device = o->device;
+    io.stack.kernels_so = o->kernels_so;
+    io.stack.topk = o->topk;
     io.mtp = o->mtp ? o->mtp_n : 0;
     io.out_dir = o->out;
     io.force_new = o->force_new;
@@ -695,6 +696,8 @@ int cmd_gsm8k(int argc, char **argv)
         dsa_errorf("unknown extraction '%s' (vllm, cot-strict, gsm8k-strict, flexible)", o.extract);
         goto cleanup;
     }
+    if (dsa_eval_check_backend(dsa_eval_find("gsm8k"), o.backend))
+        goto cleanup;
     if (o.traces && strcmp(o.backend, "inprocess")) {
         dsa_errorf("--traces DIR is for --backend inprocess");
         goto cleanup;

@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "datasets/mrcr.h"
 #include "evals/mrcr_eval.h"
+#include "evals/evals.h"
 #include "evals/summary.h"
 #include "run/endpoint_cli.h"
 #include "run/loop.h"
@@ -139,15 +140,15 @@ static int run_inprocess(const char *dataset, const char *out, const struct dsa_
                          bool force_new, const char *traces, bool as_json, bool quiet,
                          json_t *command, const struct dsa_shard *shard)
 {
-    struct dsa_inproc_opts o;
-    dsa_inproc_opts_init(&o);
+    struct dsa_inproc_run o;
+    dsa_inproc_run_init(&o);
     for (size_t i = 0; i < variants->n; i++) {
-        if (dsa_k_flags_set(&o.flags, variants->v[i]) < 0) {
+        if (dsa_k_flags_set(&o.stack.flags, variants->v[i]) < 0) {
             dsa_errorf("unknown variant '%s' (see docs/kernels.md \"Variant flags\")",
                        variants->v[i]);
             return DSA_EXIT_USAGE;
         }
-        o.rope_given |= !strncmp(variants->v[i], "rope=", 5);
+        o.stack.rope_given |= !strncmp(variants->v[i], "rope=", 5);
     }
     if (device && strcmp(device, "cuda") && strcmp(device, "cpu") && strcmp(device, "auto")) {
         dsa_errorf("unknown device '%s' (use cuda or cpu)", device);
@@ -161,9 +162,9 @@ static int run_inprocess(const char *dataset, const char *out, const struct dsa_
         dsa_errorf("--max-query must be >= 0");
         return DSA_EXIT_USAGE;
     }
-    o.device = device;
-    o.kernels_so = kernels_so;
-    o.topk = topk;
+    o.stack.device = device;
+    o.stack.kernels_so = kernels_so;
+    o.stack.topk = topk;
     o.out_dir = out;
     o.limit = filt->limit;
     o.bins_mask = filt->bins_mask;
@@ -189,7 +190,7 @@ static int run_inprocess(const char *dataset, const char *out, const struct dsa_
         return DSA_EXIT_DATA;
     }
     o.max_query = max_query;
-    o.seed = seed;
+    o.stack.seed = seed;
     o.dataset_name = dataset;
     o.datasets = paths.v;
     o.ndatasets = paths.n;
@@ -318,6 +319,8 @@ int cmd_mrcr(int argc, char **argv)
         dsa_errorf("--traces DIR replaces --dataset (the traces hold the prompts)");
         goto cleanup;
     }
+    if (dsa_eval_check_backend(dsa_eval_find("mrcr"), backend_kind))
+        goto cleanup;
     if (!strcmp(backend_kind, "inprocess")) {
         if (retry_failed) {
             dsa_errorf("--retry-failed is for --backend endpoint (an in-process row fails "

@@ -66,25 +66,6 @@ static void toks_add_text(struct toks *t, const char *s, size_t len)
     t->n += (long)n;
 }
 
-static int cmp_i32(const void *a, const void *b)
-{
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* sorts each row's valid indices ascending (-1 padding last); returns the valid count */
-static int sort_row(int32_t *row, int k)
-{
-    int n = 0;
-    for (int i = 0; i < k; i++)
-        if (row[i] >= 0)
-            row[n++] = row[i];
-    qsort(row, (size_t)n, sizeof *row, cmp_i32);
-    for (int i = n; i < k; i++)
-        row[i] = -1;
-    return n;
-}
-
 static int in_range_count(const int32_t *a, int n, long lo, long hi)
 {
     int c = 0;
@@ -148,33 +129,24 @@ static long plant_keys(json_t *topic_messages, long needle, size_t nmsg, const l
     return ndis;
 }
 
-/* the measures of one selection: recall per row against the golden rows, the hash, and the
-   needle's share of the last row (idx and gold sorted in place) */
+/* the measures of one selection: recall per row against the golden rows and the hash
+   (dsa_inproc_recall, which sorts idx and gold in place), and the needle's share of the last
+   row */
 static json_t *selection_json(int32_t *idx, int32_t *gold, long M, int K, long needle_lo,
                               long needle_hi)
 {
-    double recall_sum = 0.0, recall_last = 0.0;
-    int nsel_last = 0, ngold_last = 0;
-    dsa_sha256 *h = dsa_sha256_new();
-    for (long m = 0; m < M; m++) {
-        int32_t *a = idx + (size_t)m * K, *g = gold + (size_t)m * K;
-        int na = sort_row(a, K), ng = sort_row(g, K);
-        double r = ng ? (double)dsa_inproc_overlap(a, na, g, ng) / ng : 1.0;
-        recall_sum += r;
-        if (m == M - 1) {
-            recall_last = r;
-            nsel_last = na;
-            ngold_last = ng;
-        }
-        int32_t cnt = na;
-        dsa_sha256_update(h, &cnt, 4); /* x86/arm little-endian hosts: int32 LE */
-        dsa_sha256_update(h, a, (size_t)na * 4);
-    }
+    double *per_row = dsa_xmalloc((size_t)M * sizeof *per_row);
     char hex[65];
-    dsa_sha256_final_hex(h, hex);
-    dsa_sha256_free(&h);
-    long nneedle = needle_hi > needle_lo ? needle_hi - needle_lo : 0;
+    double recall = dsa_inproc_recall(idx, gold, (int)M, K, per_row, hex);
+    double recall_last = per_row[M - 1];
+    free(per_row);
     const int32_t *alast = idx + (size_t)(M - 1) * K, *glast = gold + (size_t)(M - 1) * K;
+    int nsel_last = 0, ngold_last = 0;
+    while (nsel_last < K && alast[nsel_last] >= 0)
+        nsel_last++;
+    while (ngold_last < K && glast[ngold_last] >= 0)
+        ngold_last++;
+    long nneedle = needle_hi > needle_lo ? needle_hi - needle_lo : 0;
     json_t *needle = json_null(), *needle_g = json_null();
     if (nneedle > 0) {
         needle = json_real((double)in_range_count(alast, nsel_last, needle_lo, needle_hi) /
@@ -182,8 +154,8 @@ static json_t *selection_json(int32_t *idx, int32_t *gold, long M, int K, long n
         needle_g = json_real((double)in_range_count(glast, ngold_last, needle_lo, needle_hi) /
                              (double)nneedle);
     }
-    return json_pack("{s:f, s:f, s:o, s:o, s:s, s:I}", "recall", recall_sum / M, "recall_last",
-                     recall_last, "needle_retention", needle, "needle_retention_golden", needle_g,
+    return json_pack("{s:f, s:f, s:o, s:o, s:s, s:I}", "recall", recall, "recall_last", recall_last,
+                     "needle_retention", needle, "needle_retention_golden", needle_g,
                      "selection_sha256", hex, "needle_tokens", (json_int_t)nneedle);
 }
 
@@ -201,6 +173,20 @@ static void answer(struct queued *q, enum dsa_res_status st, const char *error, 
     res.raw = raw;
     res.ud = q->ud;
     q->done(&res);
+}
+
+/* the answer of a request the stack ran: raw holds its measures (taken) */
+static void answer_raw(struct queued *q, json_t *raw)
+{
+    answer(q, DSA_RES_OK, NULL, false, raw);
+    json_decref(raw);
+}
+
+/* a request the stack could not run (the error is printed): the run stops */
+static void stack_failed(struct ib *b, struct queued *q)
+{
+    b->failed++;
+    answer(q, DSA_RES_FAILED, "the indexer stack failed (printed above)", true, NULL);
 }
 
 static void run_select(struct ib *b, struct queued *q)
@@ -243,11 +229,9 @@ static void run_select(struct ib *b, struct queued *q)
         json_object_set_new(raw, "topk", json_integer(K));
         json_object_set_new(raw, "elapsed_ms", json_real(ms));
         json_object_set_new(raw, "stage_us_per_token", dsa_inproc_times_json(b->ip, T));
-        answer(q, DSA_RES_OK, NULL, false, raw);
-        json_decref(raw);
+        answer_raw(q, raw);
     } else {
-        b->failed++;
-        answer(q, DSA_RES_FAILED, "the indexer stack failed (printed above)", true, NULL);
+        stack_failed(b, q);
     }
     free(qpos);
     free(idx);
@@ -281,34 +265,22 @@ static void run_mtp(struct ib *b, struct queued *q)
     if (dsa_inproc_mtp(b->ip, tok, T, P, n, &steps, same, lsame, sel) == 0) {
         long first = -1;
         int all_logits = 1;
-        dsa_sha256 *h = dsa_sha256_new();
         for (long s = 0; s < steps; s++) {
             if (!same[s] && first < 0)
                 first = s;
             all_logits &= lsame[s];
         }
-        for (long r = 0; r < steps * n; r++) {
-            int32_t cnt = 0;
-            const int32_t *row = sel + (size_t)r * K;
-            while (cnt < K && row[cnt] >= 0)
-                cnt++;
-            dsa_sha256_update(h, &cnt, 4);
-            dsa_sha256_update(h, row, (size_t)cnt * 4);
-        }
         char hex[65];
-        dsa_sha256_final_hex(h, hex);
-        dsa_sha256_free(&h);
+        dsa_inproc_rows_sha256(sel, steps * n, K, hex);
         json_t *raw = json_pack("{s:b, s:b, s:o, s:I, s:I, s:I, s:I, s:i, s:i, s:s}", "identical",
                                 first < 0, "logits_identical", all_logits, "first_diff_step",
                                 first < 0 ? json_null() : json_integer(first), "steps",
                                 (json_int_t)steps, "rows", (json_int_t)(steps * n), "prompt_tokens",
                                 (json_int_t)P, "context_tokens", (json_int_t)T, "mtp", mtp, "topk",
                                 K, "selection_sha256", hex);
-        answer(q, DSA_RES_OK, NULL, false, raw);
-        json_decref(raw);
+        answer_raw(q, raw);
     } else {
-        b->failed++;
-        answer(q, DSA_RES_FAILED, "the indexer stack failed (printed above)", true, NULL);
+        stack_failed(b, q);
     }
     free(tok);
     free(same);

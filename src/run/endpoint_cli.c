@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/dialect.h"
 #include "backend/endpoint.h"
 #include "util/exitcode.h"
 #include "util/msg.h"
@@ -21,6 +22,8 @@ void dsa_loop_endpoint_init(struct dsa_loop_endpoint *e, int concurrency, int re
     snprintf(e->help_retries, sizeof e->help_retries, "retries per request (default %d)", retries);
     snprintf(e->help_timeout, sizeof e->help_timeout, "seconds per attempt (default %g)",
              timeout_s);
+    /* the dialect table's rows (backend/dialect.c) */
+    snprintf(e->help_dialect, sizeof e->help_dialect, "%s (default: detect)", dsa_dialect_names());
 }
 
 void dsa_loop_endpoint_release(struct dsa_loop_endpoint *e)

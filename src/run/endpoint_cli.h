@@ -27,7 +27,7 @@ struct dsa_loop_endpoint {
     json_t *extra_body; /* NULL: none */
     long long max_memory;
     /* the help lines with this command's defaults */
-    char help_concurrency[96], help_retries[64], help_timeout[64];
+    char help_concurrency[96], help_retries[64], help_timeout[64], help_dialect[160];
 };
 
 /* Zeroes e and sets the command's defaults. */
@@ -40,8 +40,7 @@ void dsa_loop_endpoint_release(struct dsa_loop_endpoint *e);
     DSA_OPT_STRLIST(0, "endpoint", &(e)->urls, "URL",                                              \
                     "server base URL; repeat for data-parallel replicas"),                         \
         DSA_OPT_STRING(0, "model", &(e)->model, "NAME", "model name (default: from /v1/models)"),  \
-        DSA_OPT_STRING(0, "dialect", &(e)->dialect, "D",                                           \
-                       "vllm, sglang, llamacpp or openai (default: detect)"),                      \
+        DSA_OPT_STRING(0, "dialect", &(e)->dialect, "D", (e)->help_dialect),                       \
         DSA_OPT_STRING(0, "api-key-file", &(e)->api_key_file, "FILE",                              \
                        "bearer token file (default: $DSA_EVAL_API_KEY; never written)"),           \
         DSA_OPT_BOOL(0, "insecure", &(e)->insecure, "do not verify TLS certificates (dangerous)"), \

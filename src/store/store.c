@@ -703,11 +703,6 @@ json_t *dsa_run_records(const dsa_run *r)
     return a;
 }
 
-const char *dsa_run_path(const dsa_run *r)
-{
-    return r->path;
-}
-
 size_t dsa_run_resumed(const dsa_run *r)
 {
     return r->resumed;

@@ -86,7 +86,6 @@ json_t *dsa_run_record(const dsa_run *r, size_t i);
 /* a snapshot of all records in file order: a new array (new reference) holding references
    to the run's records, e.g. for dsa_summary_new() at the end of a run */
 json_t *dsa_run_records(const dsa_run *r);
-const char *dsa_run_path(const dsa_run *r);
 /* the header on disk: the earlier one when resumed, else the caller's completed with
    "dsa_eval_run", "tool" and "created" when it left them out (borrowed) */
 json_t *dsa_run_header(const dsa_run *r);
