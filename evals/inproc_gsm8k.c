@@ -12,7 +12,6 @@
 
 #include "backend/backend.h"
 #include "evals/inproc_header.h"
-#include "run/loop.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -124,12 +123,13 @@ int dsa_inproc_gsm8k_run(const struct dsa_inproc_run *o, const char *mode,
     json_object_set_new(match, "limit", json_integer((json_int_t)n));
     dsa_shard_match(&o->shard, match);
     path = dsa_run_file_name(o->out_dir, 1);
-    if ((ret = dsa_loop_open(&st.sink.run, path, header, o->force_new ? DSA_RUN_FORCE_NEW : 0)))
+    if ((ret =
+             dsa_run_open_status(&st.sink.run, path, header, o->force_new ? DSA_RUN_FORCE_NEW : 0)))
         goto cleanup;
     size_t in_shard = 0;
     for (size_t i = 0; i < n; i++)
         in_shard += dsa_shard_keep(&o->shard, item_id(&items[i]).s);
-    dsa_loop_note_resume(dsa_run_count(st.sink.run), in_shard, path);
+    dsa_run_note_resume(dsa_run_count(st.sink.run), in_shard, path);
     if (!o->json)
         printf("gsm8k in-process: MTP verify next_n=%d vs one row at a time, %s on %s, %s, top-%d "
                "-> %s\n",
@@ -138,7 +138,7 @@ int dsa_inproc_gsm8k_run(const struct dsa_inproc_run *o, const char *mode,
                dsa_inproc_backend_device(b),
                json_string_value(json_object_get(backend, "variant_str")), o->stack.topk, path);
     fflush(stdout);
-    ret = dsa_inproc_drive(b, submit_next, &st, &st.sink, o->interrupted);
+    ret = dsa_inproc_drive(o, b, submit_next, &st, &st.sink);
     /* the verdict over this shard's questions that have a record (resumed or new) */
     for (size_t i = 0; i < n; i++) {
         json_t *rec = dsa_run_get(st.sink.run, item_id(&items[i]).s);

@@ -72,13 +72,14 @@ static bool ctx_stop(void *c)
     return ((struct drive_ctx *)c)->sink->stop;
 }
 
-int dsa_inproc_drive(dsa_backend *b, int (*submit_next)(void *ud, dsa_backend *b), void *ud,
-                     struct dsa_inproc_sink *sink, volatile int *interrupted)
+int dsa_inproc_drive(const struct dsa_inproc_run *o, dsa_backend *b,
+                     int (*submit_next)(void *ud, dsa_backend *b), void *ud,
+                     struct dsa_inproc_sink *sink)
 {
-    static const struct dsa_loop_hooks hooks = {ctx_submit, ctx_stop, NULL};
+    /* poll_ms 0: a poll runs one selection, there is nothing to wait for */
+    static const struct dsa_eval_feed feed = {ctx_submit, ctx_stop, NULL, 0};
     struct drive_ctx c = {submit_next, ud, sink};
-    struct dsa_loop_opts lo = {interrupted, 0}; /* a poll runs one selection: no wait */
-    int ret = dsa_loop_drive(b, &hooks, &c, &lo);
+    int ret = o->drive(b, &feed, &c, o->interrupted);
     return sink->ret ? sink->ret : ret;
 }
 

@@ -9,8 +9,9 @@
 
 #include "backend/backend.h"
 #include "backend/inprocess.h"
-#include "run/loop.h"
+#include "evals/evals.h"
 #include "store/store.h"
+#include "util/shard.h"
 
 /* An in-process evaluation: the stack's options and the run's (`--backend inprocess` of mrcr
    and gsm8k). Borrowed strings and arrays. */
@@ -33,6 +34,7 @@ struct dsa_inproc_run {
                                   the run header; NULL = none */
     volatile int *interrupted; /* set by SIGINT/SIGTERM, or NULL */
     struct dsa_shard shard;    /* --shard i/n; n = 0: every sample */
+    dsa_eval_drive_fn drive;   /* the run loop's drive (dsa_loop_drive) */
 };
 
 /* dsa_inproc_opts_init for the stack, max_query 32, mtp 3, the rest zero */
@@ -58,11 +60,12 @@ bool dsa_inproc_sink_skip(struct dsa_inproc_sink *s, const struct dsa_result *re
 /* appends rec (a new reference, taken); false when the write failed */
 bool dsa_inproc_sink_append(struct dsa_inproc_sink *s, json_t *rec);
 
-/* The run loop over the in-process backend with the sink's stop as must_stop: submit_next(ud,
-   b) as in struct dsa_loop_hooks. Returns the sink's exit status when it ended the run, else
-   dsa_loop_drive's. */
-int dsa_inproc_drive(dsa_backend *b, int (*submit_next)(void *ud, dsa_backend *b), void *ud,
-                     struct dsa_inproc_sink *sink, volatile int *interrupted);
+/* o->drive over the in-process backend with the sink's stop as must_stop: submit_next(ud, b)
+   as in struct dsa_eval_feed. Returns the sink's exit status when it ended the run, else the
+   drive's. */
+int dsa_inproc_drive(const struct dsa_inproc_run *o, dsa_backend *b,
+                     int (*submit_next)(void *ud, dsa_backend *b), void *ud,
+                     struct dsa_inproc_sink *sink);
 
 /* The records' time per stage ("stage_us_per_token") summed over rows for the text summary:
    Σ µs·context_tokens per stage and Σ context_tokens, so the line shows total time over total

@@ -13,7 +13,6 @@
 #include "backend/backend.h"
 #include "datasets/mrcr.h"
 #include "evals/inproc_header.h"
-#include "run/loop.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -237,11 +236,12 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_run *o)
     }
     header = mrcr_header(b, o, files, shas);
     path = dsa_run_file_name(o->out_dir, 1);
-    if ((ret = dsa_loop_open(&st.sink.run, path, header, o->force_new ? DSA_RUN_FORCE_NEW : 0)))
+    if ((ret =
+             dsa_run_open_status(&st.sink.run, path, header, o->force_new ? DSA_RUN_FORCE_NEW : 0)))
         goto cleanup;
     size_t resumed = dsa_run_count(st.sink.run);
     size_t done = resumed < (size_t)selected ? resumed : (size_t)selected;
-    dsa_loop_note_resume(resumed, (size_t)selected, path);
+    dsa_run_note_resume(resumed, (size_t)selected, path);
     st.pg = o->quiet ? NULL : dsa_progress_new("mrcr in-process", (size_t)selected, done);
     json_t *backend = json_object_get(header, "backend");
     if (!o->json)
@@ -253,7 +253,7 @@ int dsa_inproc_mrcr_run(const struct dsa_inproc_run *o)
             dsa_inproc_backend_device(b),
             json_string_value(json_object_get(backend, "variant_str")), o->stack.topk, path);
     fflush(stdout);
-    ret = dsa_inproc_drive(b, submit_next, &st, &st.sink, o->interrupted);
+    ret = dsa_inproc_drive(o, b, submit_next, &st, &st.sink);
     if (st.pg) {
         dsa_progress_finish(st.pg);
         dsa_progress_free(&st.pg);

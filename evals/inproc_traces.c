@@ -12,7 +12,6 @@
 #include "datasets/mrcr.h"
 #include "evals/inproc_header.h"
 #include "kernels/plugin.h"
-#include "run/loop.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -479,7 +478,7 @@ int dsa_inproc_traces_run(const struct dsa_inproc_run *o_in)
     header = traces_header(ip, "mrcr", &o, &m, mpath);
     dsa_shard_match(&o.shard, json_object_get(header, "match"));
     path = dsa_run_file_name(o.out_dir, 1);
-    if ((ret = dsa_loop_open(&run, path, header, o.force_new ? DSA_RUN_FORCE_NEW : 0)))
+    if ((ret = dsa_run_open_status(&run, path, header, o.force_new ? DSA_RUN_FORCE_NEW : 0)))
         goto cleanup;
     /* a rerun says what it found, and rows (seconds each on the CPU) drive the meter, as the
        proxy run does */
@@ -489,7 +488,7 @@ int dsa_inproc_traces_run(const struct dsa_inproc_run *o_in)
             selected++;
             resumed += dsa_run_get(run, m.v[i].id) != NULL;
         }
-    dsa_loop_note_resume(resumed, selected, path);
+    dsa_run_note_resume(resumed, selected, path);
     pg = o.quiet ? NULL : dsa_progress_new("mrcr in-process", selected, resumed);
     if (!o.json)
         printf(
@@ -647,7 +646,7 @@ int dsa_inproc_traces_mtp_run(const struct dsa_inproc_run *o_in)
     json_object_set_new(json_object_get(header, "match"), "mtp", json_integer(o.mtp));
     dsa_shard_match(&o.shard, json_object_get(header, "match"));
     path = dsa_run_file_name(o.out_dir, 1);
-    if ((ret = dsa_loop_open(&run, path, header, o.force_new ? DSA_RUN_FORCE_NEW : 0)))
+    if ((ret = dsa_run_open_status(&run, path, header, o.force_new ? DSA_RUN_FORCE_NEW : 0)))
         goto cleanup;
     printf("gsm8k in-process on traces '%s' (model: %s): MTP verify next_n=%d vs one row at a "
            "time, %s on %s, top-%d -> %s\n",

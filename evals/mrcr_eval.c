@@ -7,7 +7,6 @@
 
 #include "backend/llamacpp.h"
 #include "evals/mrcr_grade.h"
-#include "run/loop.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
 #include "util/hash.h"
@@ -356,9 +355,8 @@ int dsa_mrcr_eval_run(dsa_backend *b, dsa_run *run, const struct dsa_mrcr_eval_o
     struct state st = {b, run, o, counts, 0, NULL};
     struct feed f = {.st = &st, .progress = progress, .progress_ud = progress_ud};
     f.files = (struct dsa_mrcr_files){o->dataset_paths, (size_t)o->n_datasets, &o->filter, 0, NULL};
-    static const struct dsa_loop_hooks hooks = {feed_next, feed_must_stop, feed_tick};
-    struct dsa_loop_opts lo = {o->interrupted, 250};
-    int ret = dsa_loop_drive(b, &hooks, &f, &lo);
+    static const struct dsa_eval_feed feed = {feed_next, feed_must_stop, feed_tick, 250};
+    int ret = o->drive(b, &feed, &f, o->interrupted);
     if (st.unreachable && ret == DSA_EXIT_OK) {
         dsa_errorf("stopped: %s; finished records are kept, run the same command again "
                    "to continue",

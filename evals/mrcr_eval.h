@@ -25,8 +25,9 @@
 
 #include "backend/backend.h"
 #include "datasets/mrcr.h"
-#include "run/loop.h"
+#include "evals/evals.h"
 #include "store/store.h"
+#include "util/shard.h"
 
 struct dsa_mrcr_eval_opts {
     const char *const *dataset_paths; /* read in order (the cache keeps one file per needle
@@ -43,6 +44,7 @@ struct dsa_mrcr_eval_opts {
     bool strip_think;          /* add score_strip_think */
     struct dsa_shard shard;    /* --shard i/n: the rows of one shard (n = 0: all) */
     volatile int *interrupted; /* set by SIGINT/SIGTERM, or NULL */
+    dsa_eval_drive_fn drive;   /* the run loop's drive (dsa_loop_drive) */
 };
 
 struct dsa_mrcr_eval_counts {

@@ -36,6 +36,7 @@
 #include "evals/summary.h"
 #include "run/endpoint_cli.h"
 #include "run/loop.h"
+#include "util/shard.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -448,7 +449,8 @@ static int open_store(struct run *r, int argc, char **argv, char **run_path)
     json_object_set_new(header, "backend", dsa_backend_describe(r->b));
     json_object_set_new(header, "params", params);
     *run_path = dsa_run_file_name(r->o->out, 1);
-    int rc = dsa_loop_open(&r->store, *run_path, header, r->o->force_new ? DSA_RUN_FORCE_NEW : 0);
+    int rc =
+        dsa_run_open_status(&r->store, *run_path, header, r->o->force_new ? DSA_RUN_FORCE_NEW : 0);
     json_decref(header);
     if (rc)
         return rc;
@@ -537,6 +539,7 @@ static int run_inprocess(struct run *r, int argc0, char **argv0)
     io.force_new = o->force_new;
     io.json = o->as_json;
     io.interrupted = &dsa_interrupted;
+    io.drive = dsa_loop_drive;
     io.shard = o->shard;
     io.command = dsa_run_command_json(argc0, argv0);
     if (o->traces) { /* real activations: the traces' query rows are the decode rows */
@@ -753,16 +756,15 @@ int cmd_gsm8k(int argc, char **argv)
     size_t resumed = 0;
     for (size_t i = 0; i < r.n; i++)
         resumed += r.items[i].record != NULL;
-    dsa_loop_note_resume(resumed, r.n, run_path);
+    dsa_run_note_resume(resumed, r.n, run_path);
     r.progress = dsa_progress_new("gsm8k", r.n, resumed);
     double t0 = now_s();
 
     /* a short wait: at --concurrency 1 each request waits for the loop to notice its answer,
        and 200 ms measured 8 requests/s against an instant server */
-    static const struct dsa_loop_hooks hooks = {submit_next, must_stop, tick};
-    struct dsa_loop_opts lo = {&dsa_interrupted, 20};
+    static const struct dsa_eval_feed feed = {submit_next, must_stop, tick, 20};
     r.scratch = &prompt;
-    ret = dsa_loop_drive(r.b, &hooks, &r, &lo);
+    ret = dsa_loop_drive(r.b, &feed, &r, &dsa_interrupted);
     dsa_progress_finish(r.progress);
     double wall = now_s() - t0;
     if ((ret == DSA_EXIT_OK || ret == DSA_EXIT_INTERRUPTED) && r.write_error)

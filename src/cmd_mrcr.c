@@ -23,6 +23,7 @@
 #include "evals/summary.h"
 #include "run/endpoint_cli.h"
 #include "run/loop.h"
+#include "util/shard.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -174,6 +175,7 @@ static int run_inprocess(const char *dataset, const char *out, const struct dsa_
     o.quiet = quiet;
     o.command = command;
     o.interrupted = &dsa_interrupted;
+    o.drive = dsa_loop_drive;
     o.shard = *shard;
     if (traces) { /* the model's activations instead of the proxy model: no dataset */
         o.traces_dir = traces;
@@ -300,6 +302,7 @@ int cmd_mrcr(int argc, char **argv)
     if (dsa_shard_parse(shard_text, &eo.shard) < 0)
         goto cleanup;
     eo.interrupted = &dsa_interrupted;
+    eo.drive = dsa_loop_drive;
     if (dsa_mrcr_parse_needles(needles, &eo.filter.needles_mask) < 0)
         goto cleanup;
     if (bins && dsa_mrcr_parse_bins(bins, &eo.filter.bins_mask) < 0)
@@ -436,7 +439,7 @@ int cmd_mrcr(int argc, char **argv)
         dsa_run *run = NULL;
         unsigned flags =
             (force_new ? DSA_RUN_FORCE_NEW : 0) | (retry_failed ? DSA_RUN_RETRY_FAILED : 0);
-        ret = dsa_loop_open(&run, path, header, flags);
+        ret = dsa_run_open_status(&run, path, header, flags);
         json_decref(header);
         if (ret != DSA_EXIT_OK) {
             free(path);
@@ -445,7 +448,7 @@ int cmd_mrcr(int argc, char **argv)
         char label[48];
         snprintf(label, sizeof label, "mrcr run %d/%d", ri, runs);
         size_t resumed = dsa_run_count(run);
-        dsa_loop_note_resume(resumed, (size_t)total, path);
+        dsa_run_note_resume(resumed, (size_t)total, path);
         struct progress_ctx pc = {NULL, 0, 0, 0};
         if (!quiet)
             pc.p = dsa_progress_new(label, (size_t)total,

@@ -5,10 +5,15 @@
  *
  *   DSA_API_SELECT      body {"messages": [{role, content}…], "max_query": M,
  *                       "needle_message": i (or -1), "topic": text or null,
- *                       "topic_messages": [j…]}: the conversation tokenized with the built-in
+ *                       "topic_messages": [j…], "spans": [{lo, hi, needle}]?}: the
+ *                       conversation tokenized with the built-in
  *                       tokenizer ("<|role|>\n" then the content per message), the messages of
  *                       topic_messages carrying the topic in the proxy model (kernels/proxy.h),
- *                       the last M tokens of the last message as query rows. raw = {recall,
+ *                       and needle_message the needle; with "spans" (token ranges of the
+ *                       needle message's content: a needle inside one long message, as
+ *                       RULER's) every span carries the topic and the needle: true ones are
+ *                       the needle. The last M tokens of the last message are the query rows.
+ *                       raw = {recall,
  *                       recall_last, needle_retention, needle_retention_golden,
  *                       selection_sha256, context_tokens, query_tokens, needle_tokens,
  *                       distractor_tokens, topk, elapsed_ms, stage_us_per_token}
@@ -66,11 +71,12 @@ static void toks_add_text(struct toks *t, const char *s, size_t len)
     t->n += (long)n;
 }
 
-static int in_range_count(const int32_t *a, int n, long lo, long hi)
+/* how many of the n positions in a fall on the needle (mask [T]) */
+static int needle_count(const int32_t *a, int n, const unsigned char *mask, long T)
 {
     int c = 0;
     for (int i = 0; i < n; i++)
-        c += a[i] >= lo && a[i] < hi;
+        c += a[i] >= 0 && a[i] < T && mask[a[i]];
     return c;
 }
 
@@ -132,8 +138,8 @@ static long plant_keys(json_t *topic_messages, long needle, size_t nmsg, const l
 /* the measures of one selection: recall per row against the golden rows and the hash
    (dsa_inproc_recall, which sorts idx and gold in place), and the needle's share of the last
    row */
-static json_t *selection_json(int32_t *idx, int32_t *gold, long M, int K, long needle_lo,
-                              long needle_hi)
+static json_t *selection_json(int32_t *idx, int32_t *gold, long M, int K,
+                              const unsigned char *mask, long T)
 {
     double *per_row = dsa_xmalloc((size_t)M * sizeof *per_row);
     char hex[65];
@@ -146,13 +152,13 @@ static json_t *selection_json(int32_t *idx, int32_t *gold, long M, int K, long n
         nsel_last++;
     while (ngold_last < K && glast[ngold_last] >= 0)
         ngold_last++;
-    long nneedle = needle_hi > needle_lo ? needle_hi - needle_lo : 0;
+    long nneedle = 0;
+    for (long i = 0; i < T; i++)
+        nneedle += mask[i];
     json_t *needle = json_null(), *needle_g = json_null();
     if (nneedle > 0) {
-        needle = json_real((double)in_range_count(alast, nsel_last, needle_lo, needle_hi) /
-                           (double)nneedle);
-        needle_g = json_real((double)in_range_count(glast, ngold_last, needle_lo, needle_hi) /
-                             (double)nneedle);
+        needle = json_real((double)needle_count(alast, nsel_last, mask, T) / (double)nneedle);
+        needle_g = json_real((double)needle_count(glast, ngold_last, mask, T) / (double)nneedle);
     }
     return json_pack("{s:f, s:f, s:o, s:o, s:s, s:I}", "recall", recall, "recall_last", recall_last,
                      "needle_retention", needle, "needle_retention_golden", needle_g,
@@ -182,6 +188,33 @@ static void answer_raw(struct queued *q, json_t *raw)
     json_decref(raw);
 }
 
+/* "spans": [{"lo", "hi", "needle"}] token ranges of the needle message's content (a needle
+   inside one long message, as RULER's): every span carries the topic, the needle spans are
+   the needle, the others count as distractors. Returns the distractors' tokens. */
+static long plant_spans(json_t *spans, long base, long T, unsigned char *keys,
+                        unsigned char *mask)
+{
+    long ndis = 0;
+    size_t k;
+    json_t *sp;
+    memset(keys, 0, (size_t)T);
+    json_array_foreach(spans, k, sp)
+    {
+        long a = base + (long)json_integer_value(json_object_get(sp, "lo"));
+        long z = base + (long)json_integer_value(json_object_get(sp, "hi"));
+        a = a < 0 ? 0 : a;
+        z = z > T ? T : z;
+        if (a >= z)
+            continue;
+        memset(keys + a, 1, (size_t)(z - a));
+        if (json_is_true(json_object_get(sp, "needle")))
+            memset(mask + a, 1, (size_t)(z - a));
+        else
+            ndis += z - a;
+    }
+    return ndis;
+}
+
 /* a request the stack could not run (the error is printed): the run stops */
 static void stack_failed(struct ib *b, struct queued *q)
 {
@@ -205,16 +238,22 @@ static void run_select(struct ib *b, struct queued *q)
         answer(q, DSA_RES_FAILED, "empty prompt or question", false, NULL);
         goto cleanup_toks;
     }
-    long needle_lo = needle >= 0 && (size_t)needle < nmsg ? lo[needle] : -1;
-    long needle_hi = needle >= 0 && (size_t)needle < nmsg ? hi[needle] : -1;
+    bool has_needle = needle >= 0 && (size_t)needle < nmsg;
     long *qpos = dsa_xmalloc((size_t)M * sizeof *qpos);
     for (long m = 0; m < M; m++)
         qpos[m] = T - M + m;
     int K = b->topk;
     int32_t *idx = dsa_xmalloc((size_t)M * K * 4), *gold = dsa_xmalloc((size_t)M * K * 4);
-    unsigned char *keys = dsa_xmalloc((size_t)T);
-    long ndis =
-        plant_keys(json_object_get(q->body, "topic_messages"), needle, nmsg, lo, hi, T, keys);
+    unsigned char *keys = dsa_xmalloc((size_t)T), *mask = dsa_xcalloc((size_t)T, 1);
+    json_t *spans = json_object_get(q->body, "spans");
+    long ndis;
+    if (json_is_array(spans) && has_needle) {
+        ndis = plant_spans(spans, lo[needle], T, keys, mask);
+    } else {
+        ndis = plant_keys(json_object_get(q->body, "topic_messages"), needle, nmsg, lo, hi, T, keys);
+        if (has_needle)
+            memset(mask + lo[needle], 1, (size_t)(hi[needle] - lo[needle]));
+    }
     struct dsa_inproc_plant plant = {topic_of(json_string_value(json_object_get(q->body, "topic"))),
                                      keys, true};
     struct timespec t0;
@@ -222,7 +261,7 @@ static void run_select(struct ib *b, struct queued *q)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (dsa_inproc_select_planted(b->ip, t.v, T, &plant, qpos, (int)M, idx, gold) == 0) {
         double ms = ms_since(&t0);
-        json_t *raw = selection_json(idx, gold, M, K, needle_lo, needle_hi);
+        json_t *raw = selection_json(idx, gold, M, K, mask, T);
         json_object_set_new(raw, "context_tokens", json_integer(T));
         json_object_set_new(raw, "query_tokens", json_integer(M));
         json_object_set_new(raw, "distractor_tokens", json_integer(ndis));
@@ -237,6 +276,7 @@ static void run_select(struct ib *b, struct queued *q)
     free(idx);
     free(gold);
     free(keys);
+    free(mask);
 cleanup_toks:
     free(lo);
     free(hi);

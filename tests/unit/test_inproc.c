@@ -17,6 +17,7 @@
 
 #include "dsa_numeric.h"
 #include "evals/inproc_mrcr.h"
+#include "run/loop.h"
 #include "kernels/proxy.h"
 #include "store/store.h"
 
@@ -43,6 +44,7 @@ static void run(const char *out, const char *variant)
     o.ndatasets = 1;
     o.out_dir = out;
     o.max_query = 4;
+    o.drive = dsa_loop_drive;
     if (variant)
         assert_int_equal(dsa_k_flags_set(&o.stack.flags, variant), 0);
     assert_int_equal(dsa_inproc_mrcr_run(&o), 0);

@@ -1,8 +1,8 @@
-/* Unit tests of src/run: --shard parsing and the id hash split (vectors from an independent
- * Python computation of splitmix64(fnv1a64(id))), the store's codes as exit statuses, the
- * drive loop over a fake backend (everything answered; a signal cancels what is in flight; a
- * stop and a submit error end it), and the eval table's backend check.
- * SPDX-License-Identifier: GPL-3.0-or-later */
+/* Unit tests of the run loop (src/run, util/shard, the store's exit statuses): --shard parsing and
+ * the id hash split (vectors from an independent Python computation of splitmix64(fnv1a64(id))),
+ * the store's codes as exit statuses, the drive loop over a fake backend (everything answered; a
+ * signal cancels what is in flight; a stop and a submit error end it), and the eval table's backend
+ * check. SPDX-License-Identifier: GPL-3.0-or-later */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +16,8 @@
 #include "backend/backend.h"
 #include "evals/evals.h"
 #include "run/loop.h"
+#include "store/store.h"
+#include "util/shard.h"
 #include "util/exitcode.h"
 
 static void test_shard_parse(void **state)
@@ -94,10 +96,10 @@ static void test_shard_match(void **state)
 static void test_store_exit(void **state)
 {
     (void)state;
-    assert_int_equal(dsa_loop_store_exit(0), DSA_EXIT_OK);
-    assert_int_equal(dsa_loop_store_exit(-1), DSA_EXIT_IO);
-    assert_int_equal(dsa_loop_store_exit(-2), DSA_EXIT_MISMATCH);
-    assert_int_equal(dsa_loop_store_exit(-3), DSA_EXIT_DATA);
+    assert_int_equal(dsa_run_exit_status(0), DSA_EXIT_OK);
+    assert_int_equal(dsa_run_exit_status(-1), DSA_EXIT_IO);
+    assert_int_equal(dsa_run_exit_status(-2), DSA_EXIT_MISMATCH);
+    assert_int_equal(dsa_run_exit_status(-3), DSA_EXIT_DATA);
 }
 
 /* ---- a fake backend: a window of `slots` requests, each answered on the next poll ---- */
@@ -207,21 +209,20 @@ static bool stop(void *ud)
 static void test_drive(void **state)
 {
     (void)state;
-    static const struct dsa_loop_hooks hooks = {next, stop, NULL};
+    static const struct dsa_eval_feed hooks = {next, stop, NULL, 0};
     volatile int flag = 0;
-    struct dsa_loop_opts lo = {&flag, 0};
 
     /* everything submitted and answered, the window never exceeded */
     struct fake f = {.base = {&fake_ops}, .slots = 3};
     struct eval e = {.n = 10};
-    assert_int_equal(dsa_loop_drive(&f.base, &hooks, &e, &lo), DSA_EXIT_OK);
+    assert_int_equal(dsa_loop_drive(&f.base, &hooks, &e, &flag), DSA_EXIT_OK);
     assert_int_equal(e.done, 10);
     assert_int_equal(f.answered, 10);
 
     /* the signal: no more submissions, the window cancelled, exit 130 */
     struct fake g = {.base = {&fake_ops}, .slots = 3, .raise_at_poll = &flag, .at = 2};
     struct eval e2 = {.n = 10};
-    assert_int_equal(dsa_loop_drive(&g.base, &hooks, &e2, &lo), DSA_EXIT_INTERRUPTED);
+    assert_int_equal(dsa_loop_drive(&g.base, &hooks, &e2, &flag), DSA_EXIT_INTERRUPTED);
     assert_int_equal(e2.done, 2);
     assert_int_equal(e2.cancelled, 2);
     assert_int_equal(e2.next, 4);
@@ -230,14 +231,14 @@ static void test_drive(void **state)
     /* the eval's stop: cancelled, exit 0 (the eval says why) */
     struct fake h = {.base = {&fake_ops}, .slots = 2};
     struct eval e3 = {.n = 10, .stop_after = 3};
-    assert_int_equal(dsa_loop_drive(&h.base, &hooks, &e3, &lo), DSA_EXIT_OK);
+    assert_int_equal(dsa_loop_drive(&h.base, &hooks, &e3, &flag), DSA_EXIT_OK);
     assert_int_equal(e3.done, 3);
     assert_int_equal(e3.cancelled, 1);
 
     /* a submit error ends the run with its status */
     struct fake k = {.base = {&fake_ops}, .slots = 2};
     struct eval e4 = {.n = 10, .fail_at = 4};
-    assert_int_equal(dsa_loop_drive(&k.base, &hooks, &e4, &lo), DSA_EXIT_DATA);
+    assert_int_equal(dsa_loop_drive(&k.base, &hooks, &e4, &flag), DSA_EXIT_DATA);
     assert_int_equal(e4.done + e4.cancelled, 4);
 }
 
