@@ -110,7 +110,10 @@ static int essays_from_json(const char *data, size_t len, char **text, size_t *t
     }
     json_decref(root);
     *text = dsa_buf_detach(&b, tlen);
-    return *tlen ? 0 : DSA_RULER_EHAYSTACK;
+    if (*tlen)
+        return 0;
+    free(*text);
+    return DSA_RULER_EHAYSTACK;
 }
 
 static int read_file(const char *path, char **data, size_t *len)
