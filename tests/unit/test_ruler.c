@@ -465,6 +465,19 @@ static void test_needle_tokens(void **state)
     }
 }
 
+/* dsa_tok_ends on the example of docs/datasets.md "The built-in tokenizer" */
+static void test_tok_ends(void **state)
+{
+    (void)state;
+    const char *t = "Hello, world!\n\n  12345 foo";
+    size_t ends[16], want[] = {5, 6, 12, 13, 15, 16, 17, 20, 22, 26};
+    assert_int_equal(dsa_tok_ends(t, strlen(t), NULL, 0), 10);
+    assert_int_equal(dsa_tok_ends(t, strlen(t), ends, 3), 10);
+    assert_memory_equal(ends, want, 3 * sizeof *ends);
+    assert_int_equal(dsa_tok_ends(t, strlen(t), ends, 16), 10);
+    assert_memory_equal(ends, want, sizeof want);
+}
+
 /* ---------------------------------------------------------------- haystack files */
 
 static char *write_tmp(const char *tag, const char *text)
@@ -730,11 +743,12 @@ static void test_score_python_parity(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_lists),   cmocka_unit_test(test_every_task_4k),
-        cmocka_unit_test(test_templates),     cmocka_unit_test(test_golden),
-        cmocka_unit_test(test_determinism),   cmocka_unit_test(test_length_fitting),
-        cmocka_unit_test(test_needle_tokens), cmocka_unit_test(test_haystack_files),
-        cmocka_unit_test(test_score_vectors), cmocka_unit_test(test_score_python_parity),
+        cmocka_unit_test(test_parse_lists),         cmocka_unit_test(test_every_task_4k),
+        cmocka_unit_test(test_templates),           cmocka_unit_test(test_golden),
+        cmocka_unit_test(test_determinism),         cmocka_unit_test(test_length_fitting),
+        cmocka_unit_test(test_needle_tokens),       cmocka_unit_test(test_tok_ends),
+        cmocka_unit_test(test_haystack_files),      cmocka_unit_test(test_score_vectors),
+        cmocka_unit_test(test_score_python_parity),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
