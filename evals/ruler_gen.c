@@ -26,6 +26,12 @@ size_t dsa_ruler_uniform(gsl_rng *rng, size_t n)
     return (size_t)(gsl_rng_uniform(rng) * (double)n) % n;
 }
 
+int dsa_ruler_cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
 void dsa_ruler_shuffle(gsl_rng *rng, size_t *a, size_t n)
 {
     for (size_t i = n; i > 1; i--) { /* Fisher-Yates */

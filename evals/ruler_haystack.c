@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,7 +177,8 @@ static int load_text(dsa_ruler_haystack *h, const char *path)
     return len ? 0 : DSA_RULER_EHAYSTACK;
 }
 
-/* Lines of the embedded word list name into *out, pointers into *storage (appended). */
+/* Lines of the embedded word list name into *out (the lines are a copy that lives as long
+   as the process, like the word lists). */
 static void load_list(const char *name, struct dsa_ruler_words *out)
 {
     const struct dsa_ruler_blob *b = dsa_ruler_blob(name);
@@ -191,8 +193,6 @@ static void load_list(const char *name, struct dsa_ruler_words *out)
         if (nl > p)
             out->w[out->n++] = p;
     }
-    if (!out->n)
-        free(copy);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -201,7 +201,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* RULER's cwe vocabulary: sorted(set(nouns + adjectives + verbs)). */
-static void union_lists(dsa_ruler_haystack *h)
+static void union_lists(struct dsa_ruler_lists *h)
 {
     size_t n = h->nouns.n + h->adjs.n + h->verbs.n;
     const char **all = dsa_xmalloc(n * sizeof *all);
@@ -215,6 +215,18 @@ static void union_lists(dsa_ruler_haystack *h)
             all[u++] = all[i];
     h->cwe.w = all;
     h->cwe.n = u;
+}
+
+/* The word lists are the same for every haystack: made once per process, read-only after. */
+static struct dsa_ruler_lists lists;
+static pthread_once_t lists_once = PTHREAD_ONCE_INIT;
+
+static void lists_load(void)
+{
+    load_list("nouns.txt", &lists.nouns);
+    load_list("adjectives.txt", &lists.adjs);
+    load_list("verbs.txt", &lists.verbs);
+    union_lists(&lists);
 }
 
 dsa_ruler_haystack *dsa_ruler_haystack_new(const char *path, int *err)
@@ -231,18 +243,12 @@ dsa_ruler_haystack *dsa_ruler_haystack_new(const char *path, int *err)
             *err = rc;
         return NULL;
     }
-    load_list("nouns.txt", &h->nouns);
-    load_list("adjectives.txt", &h->adjs);
-    load_list("verbs.txt", &h->verbs);
-    union_lists(h);
+    pthread_once(&lists_once, lists_load);
+    h->nouns = lists.nouns;
+    h->adjs = lists.adjs;
+    h->verbs = lists.verbs;
+    h->cwe = lists.cwe;
     return h;
-}
-
-static void free_list(struct dsa_ruler_words *l)
-{
-    if (l->n)
-        free((void *)l->w[0]);
-    free(l->w);
 }
 
 void dsa_ruler_haystack_free(dsa_ruler_haystack **hp)
@@ -255,10 +261,6 @@ void dsa_ruler_haystack_free(dsa_ruler_haystack **hp)
     free(h->words.w);
     free(h->word_off);
     free(h->text);
-    free_list(&h->nouns);
-    free_list(&h->adjs);
-    free_list(&h->verbs);
-    free(h->cwe.w); /* its words belong to the three lists */
     free(h);
     *hp = NULL;
 }

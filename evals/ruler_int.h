@@ -1,7 +1,7 @@
 /*
  * Internals shared by the RULER eval's files (evals/ruler_*.c): the task table, the haystack
  * object and the random draws. Not for callers outside the eval; they use evals/ruler.h.
- * Ownership: as in ruler.h; dsa_ruler_words views borrow the haystack's storage.
+ * Ownership: as in ruler.h; the word lists are made once per process and never freed.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #ifndef DSA_EVALS_RULER_INT_H
@@ -37,6 +37,11 @@ struct dsa_ruler_words {
     size_t n;
 };
 
+/* The word lists for keys (adjective-noun) and for cwe (the union, sorted). */
+struct dsa_ruler_lists {
+    struct dsa_ruler_words nouns, adjs, verbs, cwe;
+};
+
 struct dsa_ruler_haystack {
     char *text; /* the essay haystack, whitespace runs collapsed to one space, trimmed */
     size_t len;
@@ -45,8 +50,7 @@ struct dsa_ruler_haystack {
     size_t tokens;                /* tokens of text */
     char name[256];
     char sha256[65];
-    /* word lists for keys (adjective-noun) and for cwe (the union, sorted) */
-    char *lists_storage;
+    /* views of the process-wide word lists (struct dsa_ruler_lists), not owned */
     struct dsa_ruler_words nouns, adjs, verbs, cwe;
 };
 
@@ -100,6 +104,7 @@ void dsa_ruler_random_value(gsl_rng *rng, const dsa_ruler_haystack *h, enum dsa_
 /* k distinct indices of [0, n), in draw order (Python's random.sample shape). */
 void dsa_ruler_sample_k(gsl_rng *rng, size_t n, size_t k, size_t *out);
 void dsa_ruler_shuffle(gsl_rng *rng, size_t *a, size_t n);
+int dsa_ruler_cmp_size(const void *a, const void *b); /* qsort of size_t, ascending */
 
 /* The sample's generator: seeded from (seed, task, length, index) as ruler.h says. */
 void dsa_ruler_seed(gsl_rng *rng, unsigned long seed, const char *label);

@@ -147,12 +147,6 @@ static int depth_of(size_t i)
     return (int)(100.0 * (double)i / 39.0 + 0.5);
 }
 
-static int cmp_size(const void *a, const void *b)
-{
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Essay context: needles at sentence boundaries at random depths, joined by spaces. */
 static void essay_context(gsl_rng *rng, const struct dsa_ruler_gen *g, size_t n,
                           const struct needles *nd, struct dsa_ruler_sample *s, struct dsa_buf *out)
@@ -165,7 +159,7 @@ static void essay_context(gsl_rng *rng, const struct dsa_ruler_gen *g, size_t n,
     pos[0] = 0;
     for (size_t i = 0; i < nd->nneedle; i++)
         pos[i + 1] = (size_t)((double)nsent * ((double)depth_of(pick[i]) / 100.0));
-    qsort(pos + 1, nd->nneedle, sizeof *pos, cmp_size);
+    qsort(pos + 1, nd->nneedle, sizeof *pos, dsa_ruler_cmp_size);
     pos[nd->nneedle + 1] = nsent;
     for (size_t i = 1; i <= nd->nneedle + 1; i++) {
         size_t a = pos[i - 1], b = pos[i];
@@ -189,7 +183,7 @@ static void line_context(gsl_rng *rng, const struct dsa_ruler_gen *g, size_t n,
 {
     size_t k = nd->nneedle < n ? nd->nneedle : n, idx[MAX_NEEDLES];
     dsa_ruler_sample_k(rng, n, k, idx);
-    qsort(idx, k, sizeof *idx, cmp_size);
+    qsort(idx, k, sizeof *idx, dsa_ruler_cmp_size);
     /* idx ascending; needle nneedle-1-j goes before line idx[j]; the rest (n < nneedle) last */
     size_t j = 0;
     bool first = true;

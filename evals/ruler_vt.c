@@ -62,12 +62,6 @@ static void make_chains(gsl_rng *rng, size_t nchains, size_t hops, size_t k, str
     }
 }
 
-static int cmp_size(const void *a, const void *b)
-{
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* The question part: n noise lines with each chain's statements at random lines, " "-joined
    (RULER then replaces ". \n" by ".\n", which these pieces never contain), the template and
    the answer prefix. Spans: the first chain's statements, relative to out's start. */
@@ -85,7 +79,7 @@ static void vt_text(gsl_rng *rng, size_t n, const struct chains *ch, struct dsa_
            chain[j] inserted at positions[j] + j; with fewer lines than hops, at the end */
         size_t k = per <= len ? per : 0;
         dsa_ruler_sample_k(rng, len, k, pos);
-        qsort(pos, k, sizeof *pos, cmp_size);
+        qsort(pos, k, sizeof *pos, dsa_ruler_cmp_size);
         for (size_t j = 0; j < per; j++) {
             size_t at = k ? pos[j] + j : len;
             memmove(piece + at + 1, piece + at, (len - at) * sizeof *piece);
