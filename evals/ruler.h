@@ -9,9 +9,10 @@
  * with splitmix64(seed ^ fnv1a64("ruler/<task>/<length>/<index>")), so a sample does not depend
  * on which other tasks, lengths or indices are generated, nor on the order.
  *
- * Ownership: a dsa_ruler_haystack owns its text and word lists; the opts borrow it. A sample
- * passed to a dsa_ruler_sample_fn is valid only during the call (copy what you keep); one
- * filled by dsa_ruler_sample_make() is the caller's, freed with dsa_ruler_sample_release().
+ * Ownership: a dsa_ruler_haystack owns its text (the word lists are made once per process,
+ * read-only, and shared); the opts borrow it. A sample passed to a dsa_ruler_sample_fn is
+ * valid only during the call (copy what you keep); one filled by dsa_ruler_sample_make() is
+ * the caller's, freed with dsa_ruler_sample_release().
  * Scoring borrows its inputs. Errors are returned as codes (enum dsa_ruler_err); nothing here
  * prints or exits.
  * SPDX-License-Identifier: GPL-3.0-or-later
@@ -112,7 +113,8 @@ struct dsa_ruler_sample {
     char **outputs;       /* the expected outputs (references) */
     size_t noutputs;
     enum dsa_ruler_metric metric;
-    size_t tokens;          /* dsa_tok_count(input); tokens + tokens_to_generate <= max_length */
+    size_t tokens;          /* dsa_tok_count(input); tokens + tokens_to_generate <= max_length (cwe
+                               from 256k on stays below it: its vocabulary runs out, as in RULER) */
     int tokens_to_generate; /* RULER's generation budget of the task */
     struct dsa_ruler_span *spans; /* in input order */
     size_t nspans;
@@ -125,6 +127,10 @@ typedef int (*dsa_ruler_sample_fn)(const struct dsa_ruler_sample *s, void *ud);
 /* Generates every sample the opts select. Returns 0, an enum dsa_ruler_err code, or
    DSA_RULER_EINTR / DSA_RULER_ESTOP. */
 int dsa_ruler_samples(const struct dsa_ruler_opts *o, dsa_ruler_sample_fn cb, void *ud);
+
+/* The (task, length bin, index) of a sample id "niah_single_1/8k/0003". Returns 0 or
+   DSA_RULER_EINVAL. */
+int dsa_ruler_parse_id(const char *id, enum dsa_ruler_task *t, int *length, int *index);
 
 /* One sample by (task, length bin, index), the same bytes dsa_ruler_samples gives it. */
 int dsa_ruler_sample_make(const dsa_ruler_haystack *h, unsigned long seed, enum dsa_ruler_task t,

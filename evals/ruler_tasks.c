@@ -5,6 +5,7 @@
  */
 #include "evals/ruler_int.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/common.h"
@@ -115,4 +116,20 @@ int dsa_ruler_parse_tasks(const char *list, unsigned *mask, const char **bad)
 int dsa_ruler_parse_lengths(const char *list, unsigned *mask, const char **bad)
 {
     return parse_list(list, mask, bad, DSA_RULER_NLENGTHS, length_lookup);
+}
+
+int dsa_ruler_parse_id(const char *id, enum dsa_ruler_task *t, int *length, int *index)
+{
+    const char *a = id ? strchr(id, '/') : NULL, *b = a ? strchr(a + 1, '/') : NULL;
+    if (!b || b[1] < '0' || b[1] > '9')
+        return DSA_RULER_EINVAL;
+    int task = task_lookup(id, (size_t)(a - id)), k = length_lookup(a + 1, (size_t)(b - a - 1));
+    char *end;
+    long i = strtol(b + 1, &end, 10);
+    if (task < 0 || k < 0 || *end || i < 0 || i > 999999999)
+        return DSA_RULER_EINVAL;
+    *t = (enum dsa_ruler_task)task;
+    *length = k;
+    *index = (int)i;
+    return 0;
 }

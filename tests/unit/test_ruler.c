@@ -91,6 +91,18 @@ static void test_parse_lists(void **state)
                          : t == DSA_RULER_CWE ? 120
                                               : 128);
     }
+    enum dsa_ruler_task task;
+    int k, idx;
+    assert_int_equal(dsa_ruler_parse_id("niah_multikey_2/128k/0042", &task, &k, &idx), 0);
+    assert_int_equal(task, DSA_RULER_NIAH_MULTIKEY_2);
+    assert_int_equal(k, 5);
+    assert_int_equal(idx, 42);
+    assert_int_equal(dsa_ruler_parse_id("cwe/1m/12345", &task, &k, &idx), 0);
+    assert_int_equal(idx, 12345);
+    static const char *const bad_ids[] = {
+        "cwe/1m/", "cwe/2m/0001", "cwe/1m/00x1", "cwe/1m", "cwex/1m/1", "cwe/1m/-1", "", "/4k/0"};
+    for (size_t i = 0; i < sizeof bad_ids / sizeof bad_ids[0]; i++)
+        assert_int_equal(dsa_ruler_parse_id(bad_ids[i], &task, &k, &idx), DSA_RULER_EINVAL);
     assert_string_equal(dsa_ruler_length_name(0), "4k");
     assert_string_equal(dsa_ruler_length_name(5), "128k");
     assert_string_equal(dsa_ruler_length_name(8), "1m");
