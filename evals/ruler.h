@@ -52,6 +52,10 @@ enum dsa_ruler_err {
     DSA_RULER_ESTOP = 2,      /* the callback returned nonzero */
 };
 
+/* What a code means, lowercase and without a subject, for the command's one error line
+   ("dsa-eval: cannot use haystack 'F': <this>"); "" for DSA_RULER_OK. */
+const char *dsa_ruler_strerror(int code);
+
 /* The length bins: 4k 8k 16k 32k 64k 128k 256k 512k 1m = 4096 << k tokens, k = 0..8. */
 #define DSA_RULER_NLENGTHS 9
 

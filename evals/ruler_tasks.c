@@ -133,3 +133,25 @@ int dsa_ruler_parse_id(const char *id, enum dsa_ruler_task *t, int *length, int 
     *index = (int)i;
     return 0;
 }
+
+const char *dsa_ruler_strerror(int code)
+{
+    switch (code) {
+    case DSA_RULER_OK:
+        return "";
+    case DSA_RULER_EINVAL:
+        return "invalid argument";
+    case DSA_RULER_EIO:
+        return "cannot read the file";
+    case DSA_RULER_EHAYSTACK:
+        return "no text (empty, not UTF-8, or a JSON document without \"text\" strings)";
+    case DSA_RULER_ETOOLONG:
+        return "the prompt without haystack does not fit the length";
+    case DSA_RULER_EINTR:
+        return "interrupted";
+    case DSA_RULER_ESTOP:
+        return "stopped by the caller";
+    default:
+        return "unknown error";
+    }
+}

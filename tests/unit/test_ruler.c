@@ -562,6 +562,11 @@ static void test_haystack_files(void **state)
     }
     assert_null(dsa_ruler_haystack_new("/nonexistent/dsa-ruler", &err));
     assert_int_equal(err, DSA_RULER_EIO);
+    assert_string_equal(dsa_ruler_strerror(DSA_RULER_EIO), "cannot read the file");
+    assert_string_equal(dsa_ruler_strerror(DSA_RULER_EHAYSTACK),
+                        "no text (empty, not UTF-8, or a JSON document without \"text\" strings)");
+    assert_string_equal(dsa_ruler_strerror(0), "");
+    assert_string_equal(dsa_ruler_strerror(-99), "unknown error");
 }
 
 /* ---------------------------------------------------------------- scoring */
