@@ -6,6 +6,7 @@
  * SPDX-License-Identifier: GPL-3.0-or-later */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -569,6 +570,53 @@ static void test_haystack_files(void **state)
     assert_string_equal(dsa_ruler_strerror(-99), "unknown error");
 }
 
+/* Samples rebuilt by CPython from their parts with RULER's string operations
+   (tests/data/ruler/sample_ref.py): every task at 4k, 8k and 32k, and two essay tasks at 512k,
+   where the essay repeats. */
+static void test_python_samples(void **state)
+{
+    (void)state;
+    const char *py = getenv("DSA_PYTHON"), *src = getenv("DSA_SRC");
+    if (!py || !*py || !src)
+        fail_msg("python3 is required: DSA_PYTHON (set by ctest; scripts/setup.sh installs it)");
+    char in_path[] = "/tmp/dsa-ruler-samples-XXXXXX";
+    int fd = mkstemp(in_path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    int n = 0;
+    for (int t = 0; t < DSA_RULER_NTASKS; t++) {
+        for (int k = 0; k < DSA_RULER_NLENGTHS; k++) {
+            bool essay = t == DSA_RULER_NIAH_SINGLE_2 || t == DSA_RULER_NIAH_MULTIQUERY;
+            if (k > 3 && !(essay && k == 7))
+                continue;
+            if (k == 3 - 1)
+                continue; /* 4k, 8k, 32k */
+            struct dsa_ruler_sample s;
+            assert_int_equal(dsa_ruler_sample_make(hay, 9, (enum dsa_ruler_task)t, k, 1, &s), 0);
+            json_t *outs = json_array();
+            for (size_t i = 0; i < s.noutputs; i++)
+                json_array_append_new(outs, json_string(s.outputs[i]));
+            json_t *o = json_pack("{s:s,s:s,s:o}", "id", s.id, "input", s.input, "outputs", outs);
+            char *line = json_dumps(o, JSON_COMPACT);
+            fprintf(f, "%s\n", line);
+            free(line);
+            json_decref(o);
+            dsa_ruler_sample_release(&s);
+            n++;
+        }
+    }
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(n, 32);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "'%s' '%s/tests/data/ruler/sample_ref.py' '%s/datasets/ruler/kjv-genesis-2kings.txt' "
+             "< '%s'",
+             py, src, src, in_path);
+    assert_int_equal(system(cmd), 0);
+    unlink(in_path);
+}
+
 /* ---------------------------------------------------------------- scoring */
 
 static double score(enum dsa_ruler_metric m, const char *pred, const char *const *refs, size_t n)
@@ -760,12 +808,12 @@ static void test_score_python_parity(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_lists),         cmocka_unit_test(test_every_task_4k),
-        cmocka_unit_test(test_templates),           cmocka_unit_test(test_golden),
-        cmocka_unit_test(test_determinism),         cmocka_unit_test(test_length_fitting),
-        cmocka_unit_test(test_needle_tokens),       cmocka_unit_test(test_tok_ends),
-        cmocka_unit_test(test_haystack_files),      cmocka_unit_test(test_score_vectors),
-        cmocka_unit_test(test_score_python_parity),
+        cmocka_unit_test(test_parse_lists),    cmocka_unit_test(test_every_task_4k),
+        cmocka_unit_test(test_templates),      cmocka_unit_test(test_golden),
+        cmocka_unit_test(test_determinism),    cmocka_unit_test(test_length_fitting),
+        cmocka_unit_test(test_needle_tokens),  cmocka_unit_test(test_tok_ends),
+        cmocka_unit_test(test_haystack_files), cmocka_unit_test(test_python_samples),
+        cmocka_unit_test(test_score_vectors),  cmocka_unit_test(test_score_python_parity),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
