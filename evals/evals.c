@@ -11,8 +11,15 @@ const struct dsa_eval dsa_evals[] = {
     /* name, title, inprocess, compare_identity, identity_gates */
     {"gsm8k", "GSM8K", true, dsa_gsm8k_compare_identity, true},
     {"mrcr", "MRCR", true, NULL, false},
+    {"ruler", "RULER", true, NULL, false},
     {NULL, NULL, false, NULL, false},
 };
+
+bool dsa_eval_run_stopper(const struct dsa_result *r)
+{
+    return r->status == DSA_RES_FAILED &&
+           (r->unreachable || r->http_code == 401 || r->http_code == 403);
+}
 
 const struct dsa_eval *dsa_eval_find(const char *name)
 {

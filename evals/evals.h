@@ -45,6 +45,11 @@ struct dsa_eval {
     bool identity_gates;
 };
 
+/* A failure that is the server's state, not the sample's: nothing listening, the key refused
+   (revoked mid-run), or the in-process stack failed. The run stops (exit 4) instead of
+   recording every remaining sample as failed; a rerun sends them. */
+bool dsa_eval_run_stopper(const struct dsa_result *r);
+
 /* The table, ended by a row whose name is NULL. */
 extern const struct dsa_eval dsa_evals[];
 

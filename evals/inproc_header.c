@@ -33,6 +33,18 @@ json_t *dsa_inproc_header_new(json_t *backend, const char *eval, const struct ds
     return header;
 }
 
+void dsa_inproc_select_fields(json_t *rec, json_t *raw)
+{
+    static const char *const keys[] = {
+        "recall_last",    "needle_retention", "needle_retention_golden", "selection_sha256",
+        "context_tokens", "query_tokens",     "needle_tokens",           "distractor_tokens",
+        "topk",           "elapsed_ms",       "stage_us_per_token",      NULL};
+    json_object_set(rec, "score", json_object_get(raw, "recall"));
+    json_object_set_new(rec, "error", json_null());
+    for (size_t k = 0; keys[k]; k++)
+        json_object_set(rec, keys[k], json_object_get(raw, keys[k]));
+}
+
 bool dsa_inproc_sink_skip(struct dsa_inproc_sink *s, const struct dsa_result *res)
 {
     if (res->status != DSA_RES_CANCELLED && !res->unreachable)

@@ -67,6 +67,11 @@ int dsa_inproc_drive(const struct dsa_inproc_run *o, dsa_backend *b,
                      int (*submit_next)(void *ud, dsa_backend *b), void *ud,
                      struct dsa_inproc_sink *sink);
 
+/* The keys of an answered DSA_API_SELECT (raw, inprocess_backend.c) in a record: score =
+   recall@k, error null, recall_last, needle_retention(_golden), selection_sha256,
+   context/query/needle/distractor tokens, topk, elapsed_ms, stage_us_per_token. */
+void dsa_inproc_select_fields(json_t *rec, json_t *raw);
+
 /* The records' time per stage ("stage_us_per_token") summed over rows for the text summary:
    Σ µs·context_tokens per stage and Σ context_tokens, so the line shows total time over total
    tokens. Plain values, zero-initialised by the caller. */

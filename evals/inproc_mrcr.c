@@ -72,15 +72,9 @@ static json_t *row_record(const struct job *j, const struct dsa_result *res)
         return json_pack("{s:s, s:s, s:I, s:s, s:n, s:s}", "id", j->id, "bin", j->bin_label,
                          "bin_tokens", (json_int_t)j->bin_tokens, "status", "failed", "score",
                          "error", res->error ? res->error : "failed");
-    json_t *rec = json_pack("{s:s, s:s, s:I, s:s, s:O, s:n}", "id", j->id, "bin", j->bin_label,
-                            "bin_tokens", (json_int_t)j->bin_tokens, "status", "ok", "score",
-                            json_object_get(res->raw, "recall"), "error");
-    static const char *const keys[] = {
-        "recall_last",    "needle_retention", "needle_retention_golden", "selection_sha256",
-        "context_tokens", "query_tokens",     "needle_tokens",           "distractor_tokens",
-        "topk",           "elapsed_ms",       "stage_us_per_token",      NULL};
-    for (size_t k = 0; keys[k]; k++)
-        json_object_set(rec, keys[k], json_object_get(res->raw, keys[k]));
+    json_t *rec = json_pack("{s:s, s:s, s:I, s:s}", "id", j->id, "bin", j->bin_label, "bin_tokens",
+                            (json_int_t)j->bin_tokens, "status", "ok");
+    dsa_inproc_select_fields(rec, res->raw);
     return rec;
 }
 

@@ -183,21 +183,12 @@ static void record_result(struct state *st, struct job *j, const struct dsa_resu
     st->c->done++;
 }
 
-/* A failure that is the server's state, not the row's: nothing listening, or the key
-   refused (revoked mid-run). The run stops (exit 4) instead of recording every remaining row
-   as failed; a rerun sends them. */
-static bool run_stopper(const struct dsa_result *r)
-{
-    return r->status == DSA_RES_FAILED &&
-           (r->unreachable || r->http_code == 401 || r->http_code == 403);
-}
-
 static void on_chat(const struct dsa_result *r)
 {
     struct job *j = r->ud;
     struct state *st = j->st;
     st->c->in_flight--;
-    if (run_stopper(r)) {
+    if (dsa_eval_run_stopper(r)) {
         /* the server went away: not this row's fault, so no record; a rerun sends it */
         if (!st->unreachable)
             st->unreachable = dsa_xstrdup(r->error ? r->error : "cannot connect");
@@ -228,7 +219,7 @@ static void on_count(const struct dsa_result *r)
 {
     struct job *j = r->ud;
     struct state *st = j->st;
-    if (r->status == DSA_RES_CANCELLED || run_stopper(r)) {
+    if (r->status == DSA_RES_CANCELLED || dsa_eval_run_stopper(r)) {
         if (r->status == DSA_RES_FAILED && !st->unreachable)
             st->unreachable = dsa_xstrdup(r->error ? r->error : "cannot connect");
         st->c->in_flight--;

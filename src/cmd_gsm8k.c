@@ -35,6 +35,7 @@
 #include "evals/mtp.h"
 #include "evals/summary.h"
 #include "run/endpoint_cli.h"
+#include "run/inproc_cli.h"
 #include "run/loop.h"
 #include "util/shard.h"
 #include "store/store.h"
@@ -73,9 +74,9 @@ struct opts {
     long seed;
     bool mtp, expect_mtp, print_prompts, stream, force_new, quiet, token_ids, as_json;
     /* --backend inprocess */
-    const char *device, *kernels_so, *traces;
-    struct dsa_strlist variants;
-    int topk, mtp_n;
+    const char *traces;
+    struct dsa_loop_inproc ip;
+    int mtp_n;
 };
 
 struct run;
@@ -511,29 +512,13 @@ static int run_inprocess(struct run *r, int argc0, char **argv0)
     const struct opts *o = r->o;
     struct dsa_inproc_run io;
     dsa_inproc_run_init(&io);
-    for (size_t i = 0; i < o->variants.n; i++) {
-        if (dsa_k_flags_set(&io.stack.flags, o->variants.v[i]) < 0) {
-            dsa_errorf("unknown variant '%s' (see docs/kernels.md \"Variant flags\")",
-                       o->variants.v[i]);
-            return DSA_EXIT_USAGE;
-        }
-        io.stack.rope_given |= !strncmp(o->variants.v[i], "rope=", 5);
-    }
-    if (o->topk != 512 && o->topk != 1024 && o->topk != 2048) {
-        dsa_errorf("--topk must be 512, 1024 or 2048");
-        return DSA_EXIT_USAGE;
-    }
-    if (o->device && strcmp(o->device, "cuda") && strcmp(o->device, "cpu")) {
-        dsa_errorf("unknown device '%s' (use cuda or cpu)", o->device);
-        return DSA_EXIT_USAGE;
-    }
+    int rc = dsa_loop_inproc_opts(&o->ip, &io.stack);
+    if (rc)
+        return rc;
     if (!o->out) {
         dsa_errorf("--out DIR is required with --backend inprocess");
         return DSA_EXIT_USAGE;
     }
-    io.stack.device = o->device;
-    io.stack.kernels_so = o->kernels_so;
-    io.stack.topk = o->topk;
     io.mtp = o->mtp ? o->mtp_n : 0;
     io.out_dir = o->out;
     io.force_new = o->force_new;
@@ -617,11 +602,11 @@ int cmd_gsm8k(int argc, char **argv)
         .limit = 32,
         .seed = 42,
         .token_ids = true,
-        .topk = 512,
         .mtp_n = 3,
     };
     /* the defaults of docs/gsm8k.md */
     dsa_loop_endpoint_init(&o.ep, 1, 3, 600, "same batches every run");
+    dsa_loop_inproc_init(&o.ip, 512);
     struct dsa_option opts[] = {
         DSA_LOOP_ENDPOINT_OPTIONS(&o.ep),
         DSA_OPT_STRING(0, "backend", &o.backend, "KIND", "endpoint (default) or inprocess"),
@@ -650,13 +635,7 @@ int cmd_gsm8k(int argc, char **argv)
         DSA_OPT_BOOL('q', "quiet", &o.quiet, "no progress or notes"),
         DSA_OPT_BOOL(0, "json", &o.as_json,
                      "print the summary as JSON (the summary file's document)"),
-        DSA_OPT_STRING(0, "device", &o.device, "cuda|cpu",
-                       "inprocess: where the indexer stack runs (default: cuda if present)"),
-        DSA_OPT_STRLIST(0, "variant", &o.variants, "K=V",
-                        "inprocess: a variant flag (weights=bf16, …); repeatable"),
-        DSA_OPT_STRING(0, "kernels", &o.kernels_so, "PATH.so",
-                       "inprocess: another build of dsa_kernels.h (plugin ABI)"),
-        DSA_OPT_INT(0, "topk", &o.topk, "K", "inprocess: top-k (512|1024|2048; default 512)"),
+        DSA_LOOP_INPROC_OPTIONS(&o.ip),
         DSA_OPT_STRING(0, "traces", &o.traces, "DIR",
                        "inprocess: captured model traces (manifest.jsonl) instead of the proxy"),
         DSA_OPT_END(),
@@ -848,7 +827,7 @@ cleanup:
     dsa_gsm8k_free(&r.train);
     dsa_buf_release(&prompt);
     dsa_loop_endpoint_release(&o.ep);
-    dsa_strlist_release(&o.variants);
+    dsa_loop_inproc_release(&o.ip);
     free(data_dir);
     free(run_path);
     free(argv0);

@@ -22,6 +22,7 @@
 #include "evals/evals.h"
 #include "evals/summary.h"
 #include "run/endpoint_cli.h"
+#include "run/inproc_cli.h"
 #include "run/loop.h"
 #include "util/shard.h"
 #include "store/store.h"
@@ -136,36 +137,19 @@ static int print_json_summary(bool as_json, const char *out, int ret)
 
 /* --backend inprocess: the indexer stack on the dataset's prompts (evals/inproc_mrcr.h) */
 static int run_inprocess(const char *dataset, const char *out, const struct dsa_mrcr_filter *filt,
-                         const char *device, const char *kernels_so,
-                         const struct dsa_strlist *variants, int topk, int max_query, uint64_t seed,
+                         const struct dsa_loop_inproc *ip, int max_query, uint64_t seed,
                          bool force_new, const char *traces, bool as_json, bool quiet,
                          json_t *command, const struct dsa_shard *shard)
 {
     struct dsa_inproc_run o;
     dsa_inproc_run_init(&o);
-    for (size_t i = 0; i < variants->n; i++) {
-        if (dsa_k_flags_set(&o.stack.flags, variants->v[i]) < 0) {
-            dsa_errorf("unknown variant '%s' (see docs/kernels.md \"Variant flags\")",
-                       variants->v[i]);
-            return DSA_EXIT_USAGE;
-        }
-        o.stack.rope_given |= !strncmp(variants->v[i], "rope=", 5);
-    }
-    if (device && strcmp(device, "cuda") && strcmp(device, "cpu") && strcmp(device, "auto")) {
-        dsa_errorf("unknown device '%s' (use cuda or cpu)", device);
-        return DSA_EXIT_USAGE;
-    }
-    if (topk != 512 && topk != 1024 && topk != 2048) {
-        dsa_errorf("--topk must be 512, 1024 or 2048");
-        return DSA_EXIT_USAGE;
-    }
+    int rc = dsa_loop_inproc_opts(ip, &o.stack);
+    if (rc)
+        return rc;
     if (max_query < 0) {
         dsa_errorf("--max-query must be >= 0");
         return DSA_EXIT_USAGE;
     }
-    o.stack.device = device;
-    o.stack.kernels_so = kernels_so;
-    o.stack.topk = topk;
     o.out_dir = out;
     o.limit = filt->limit;
     o.bins_mask = filt->bins_mask;
@@ -213,9 +197,10 @@ int cmd_mrcr(int argc, char **argv)
     const char *max_bin = NULL, *backend_kind = "endpoint";
     long limit = 0, max_tokens = 4096, seed = 0;
     int runs = 1;
-    const char *device = NULL, *kernels_so = NULL, *traces = NULL;
-    struct dsa_strlist variants = {0};
-    int topk = 2048, max_query = 32;
+    const char *traces = NULL;
+    struct dsa_loop_inproc ip;
+    dsa_loop_inproc_init(&ip, 2048);
+    int max_query = 32;
     double temperature = 0.0;
     bool quiet = false, as_json = false, force_new = false, stream = false;
     bool strip_think = false, no_count = false, retry_failed = false;
@@ -236,14 +221,7 @@ int cmd_mrcr(int argc, char **argv)
         DSA_OPT_STRING(0, "shard", &shard_text, "I/N",
                        "run shard I of N (rows split by id; join with dsa-eval merge)"),
         DSA_OPT_STRING(0, "backend", &backend_kind, "KIND", "endpoint (default) or inprocess"),
-        DSA_OPT_STRING(0, "device", &device, "cuda|cpu",
-                       "inprocess: where the indexer stack runs (default: cuda if present)"),
-        DSA_OPT_STRLIST(
-            0, "variant", &variants, "K=V",
-            "inprocess: a variant flag (weights=bf16, rope=interleaved, …); repeatable"),
-        DSA_OPT_STRING(0, "kernels", &kernels_so, "PATH.so",
-                       "inprocess: another build of dsa_kernels.h (plugin ABI)"),
-        DSA_OPT_INT(0, "topk", &topk, "K", "inprocess: top-k of the indexer (512|1024|2048)"),
+        DSA_LOOP_INPROC_OPTIONS(&ip),
         DSA_OPT_STRING(0, "traces", &traces, "DIR",
                        "inprocess: captured model traces (manifest.jsonl) instead of the proxy"),
         DSA_OPT_INT(0, "max-query", &max_query, "N",
@@ -330,9 +308,9 @@ int cmd_mrcr(int argc, char **argv)
                        "the same way every time)");
             goto cleanup;
         }
-        ret = run_inprocess(dataset ? dataset : DSA_SAMPLE_MRCR_DEFAULT, out, &eo.filter, device,
-                            kernels_so, &variants, topk, max_query, seed_text ? (uint64_t)seed : 1,
-                            force_new, traces, as_json, quiet, command, &eo.shard);
+        ret = run_inprocess(dataset ? dataset : DSA_SAMPLE_MRCR_DEFAULT, out, &eo.filter, &ip,
+                            max_query, seed_text ? (uint64_t)seed : 1, force_new, traces, as_json,
+                            quiet, command, &eo.shard);
         goto cleanup;
     }
     if (!dataset)
@@ -475,13 +453,8 @@ int cmd_mrcr(int argc, char **argv)
         }
         dsa_run_free(&run);
         /* the summary reads the file back: records resumed and new, in file order */
-        json_t *h = NULL, *recs = NULL;
-        if (dsa_run_load(path, &h, &recs) == 0) {
-            json_array_append_new(runs_records, recs);
-            json_decref(h);
-        } else if (ret == DSA_EXIT_OK) {
+        if (dsa_run_load_into(path, runs_records) < 0 && ret == DSA_EXIT_OK)
             ret = DSA_EXIT_IO;
-        }
         free(path);
     }
     json_decref(run_params);
@@ -513,7 +486,7 @@ int cmd_mrcr(int argc, char **argv)
     }
 
 cleanup:
-    dsa_strlist_release(&variants);
+    dsa_loop_inproc_release(&ip);
     dsa_backend_free(&b);
     json_decref(backend_id);
     json_decref(runs_records);

@@ -867,3 +867,13 @@ void dsa_run_note_resume(size_t resumed, size_t total, const char *path)
         dsa_notef("resuming: %zu of %zu samples already done in '%s'%s", done, total, path,
                   done == total ? ": nothing left to do" : "");
 }
+
+int dsa_run_load_into(const char *path, json_t *runs)
+{
+    json_t *h = NULL, *recs = NULL;
+    if (dsa_run_load(path, &h, &recs) < 0)
+        return -1;
+    json_array_append_new(runs, recs);
+    json_decref(h);
+    return 0;
+}

@@ -131,6 +131,9 @@ json_t *dsa_run_header_new(const char *eval, int run_index, int argc, char **arg
 int dsa_run_open_status(dsa_run **run, const char *path, json_t *header, unsigned flags);
 /* dsa_run_open()'s return value as an enum dsa_exit (0 -> DSA_EXIT_OK) */
 int dsa_run_exit_status(int store_code);
+/* Loads the records of `path` (dsa_run_load) and appends them, as one array, to `runs` (the
+   per-run arrays a summary reads). Returns 0 or -1 (printed). */
+int dsa_run_load_into(const char *path, json_t *runs);
 /* "resuming: D of N samples already done in 'P'[: nothing left to do]" when resumed > 0 */
 void dsa_run_note_resume(size_t resumed, size_t total, const char *path);
 
