@@ -108,39 +108,41 @@ static int run_one(const struct ruler_cli *c, const struct dsa_ruler_eval_opts *
     return ret;
 }
 
-/* the options that need parsing; DSA_EXIT_OK or DSA_EXIT_USAGE (printed) */
-static int check(struct ruler_cli *c, struct dsa_ruler_eval_opts *eo)
+/* the values that need parsing; 0, or -1 with one line printed */
+static int check_values(struct ruler_cli *c, struct dsa_ruler_eval_opts *eo)
 {
     const char *bad = NULL;
     if (!c->out)
-        return dsa_errorf("--out DIR is required"), DSA_EXIT_USAGE;
+        return dsa_errorf("--out DIR is required");
     if (c->limit < 1 || c->runs < 1 || c->runs > 999 || c->max_query < 0)
         return dsa_errorf("--limit (>= 1), --runs (1..999) and --max-query (>= 0) must be in "
-                          "range"),
-               DSA_EXIT_USAGE;
+                          "range");
     if (dsa_ruler_parse_tasks(c->tasks, &eo->tasks_mask, &bad))
         return dsa_errorf("unknown RULER task '%s' (see docs/ruler.md \"Tasks\")",
-                          bad ? bad : c->tasks),
-               DSA_EXIT_USAGE;
+                          bad ? bad : c->tasks);
     if (dsa_ruler_parse_lengths(c->lengths, &eo->lengths_mask, &bad))
-        return dsa_errorf("unknown RULER length '%s' (4k, 8k, …, 1m)", bad ? bad : c->lengths),
-               DSA_EXIT_USAGE;
+        return dsa_errorf("unknown RULER length '%s' (4k, 8k, …, 1m)", bad ? bad : c->lengths);
     if (strcmp(c->api, "chat") && strcmp(c->api, "completions"))
-        return dsa_errorf("--api must be chat or completions, not '%s'", c->api), DSA_EXIT_USAGE;
+        return dsa_errorf("--api must be chat or completions, not '%s'", c->api);
     if (strcmp(c->backend, "endpoint") && strcmp(c->backend, "inprocess"))
-        return dsa_errorf("unknown backend '%s' (endpoint or inprocess)", c->backend),
-               DSA_EXIT_USAGE;
+        return dsa_errorf("unknown backend '%s' (endpoint or inprocess)", c->backend);
     if (c->seed_text) {
         char *end;
         errno = 0;
         unsigned long v = strtoul(c->seed_text, &end, 10);
         if (errno || end == c->seed_text || *end || c->seed_text[0] == '-')
-            return dsa_errorf("--seed '%s' is not an integer >= 0", c->seed_text), DSA_EXIT_USAGE;
+            return dsa_errorf("--seed '%s' is not an integer >= 0", c->seed_text);
         eo->seed = v;
     }
     if (dsa_shard_parse(c->shard, &eo->shard) < 0)
-        return DSA_EXIT_USAGE;
-    if (dsa_eval_check_backend(dsa_eval_find("ruler"), c->backend))
+        return -1;
+    return dsa_eval_check_backend(dsa_eval_find("ruler"), c->backend);
+}
+
+/* every option's check; DSA_EXIT_OK or DSA_EXIT_USAGE (printed) */
+static int check(struct ruler_cli *c, struct dsa_ruler_eval_opts *eo)
+{
+    if (check_values(c, eo) < 0)
         return DSA_EXIT_USAGE;
     return dsa_loop_endpoint_check(&c->ep);
 }

@@ -138,8 +138,8 @@ static long plant_keys(json_t *topic_messages, long needle, size_t nmsg, const l
 /* the measures of one selection: recall per row against the golden rows and the hash
    (dsa_inproc_recall, which sorts idx and gold in place), and the needle's share of the last
    row */
-static json_t *selection_json(int32_t *idx, int32_t *gold, long M, int K,
-                              const unsigned char *mask, long T)
+static json_t *selection_json(int32_t *idx, int32_t *gold, long M, int K, const unsigned char *mask,
+                              long T)
 {
     double *per_row = dsa_xmalloc((size_t)M * sizeof *per_row);
     char hex[65];
@@ -191,8 +191,7 @@ static void answer_raw(struct queued *q, json_t *raw)
 /* "spans": [{"lo", "hi", "needle"}] token ranges of the needle message's content (a needle
    inside one long message, as RULER's): every span carries the topic, the needle spans are
    the needle, the others count as distractors. Returns the distractors' tokens. */
-static long plant_spans(json_t *spans, long base, long T, unsigned char *keys,
-                        unsigned char *mask)
+static long plant_spans(json_t *spans, long base, long T, unsigned char *keys, unsigned char *mask)
 {
     long ndis = 0;
     size_t k;
@@ -250,7 +249,8 @@ static void run_select(struct ib *b, struct queued *q)
     if (json_is_array(spans) && has_needle) {
         ndis = plant_spans(spans, lo[needle], T, keys, mask);
     } else {
-        ndis = plant_keys(json_object_get(q->body, "topic_messages"), needle, nmsg, lo, hi, T, keys);
+        ndis =
+            plant_keys(json_object_get(q->body, "topic_messages"), needle, nmsg, lo, hi, T, keys);
         if (has_needle)
             memset(mask + lo[needle], 1, (size_t)(hi[needle] - lo[needle]));
     }
