@@ -69,7 +69,8 @@ assert scores["niah_single_1/4k/0000"] == 1.0 and scores["cwe/4k/0001"] == 0.3, 
 assert scores["vt/4k/0000"] == 0.0, scores
 PY
 
-expect_success "completions run" "${R[@]}" --endpoint "$URL" --api completions --out "$TMP/p" -q
+# one request at a time: the records land in the order the samples are sent
+expect_success "completions run" "${R[@]}" --endpoint "$URL" --api completions -c 1 --out "$TMP/p" -q
 "$DSA_PYTHON" - "$TMP/p/run-001.jsonl" "$TMP/req.jsonl" <<'PY' && ok "completions bodies: the input as the prompt" || not_ok "completions bodies: the input as the prompt"
 import hashlib, json, sys
 shas = {json.loads(l)["input_sha256"] for l in open(sys.argv[1]).read().splitlines()[1:]}
@@ -79,7 +80,7 @@ assert got == shas and len(shas) == 8, (len(got), len(shas))
 PY
 ids() { tail -n +2 "$1" | "$DSA_PYTHON" -c 'import json,sys; print(sorted((json.loads(l)["id"], json.loads(l)["input_sha256"]) for l in sys.stdin))'; }
 expect_eq "the same samples in chat and completions runs" "$(ids "$TMP/p/run-001.jsonl")" "$(ids "$F")"
-expect_eq "ids in task, length, index order" "$(tail -n +2 "$TMP/p/run-001.jsonl" | grep -o '"id":"[^"]*"' | head -3 | tr '\n' ' ')" \
+expect_eq "ids sent in task, length, index order" "$(tail -n +2 "$TMP/p/run-001.jsonl" | grep -o '"id":"[^"]*"' | head -3 | tr '\n' ' ')" \
     '"id":"niah_single_1/4k/0000" "id":"niah_single_1/4k/0001" "id":"niah_multivalue/4k/0000" '
 expect_success "rerun resumes" "${R[@]}" --endpoint "$URL" --out "$TMP/a"
 grep -q "resuming: 8 of 8 samples already done in '$TMP/a/run-001.jsonl': nothing left to do" "$TMP/err" \
