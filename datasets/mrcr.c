@@ -845,6 +845,51 @@ long dsa_mrcr_nselected(const dsa_mrcr_reader *rd)
     return rd->nselected;
 }
 
+int dsa_mrcr_files_next(struct dsa_mrcr_files *f, struct dsa_mrcr_row *row)
+{
+    for (;;) {
+        if (!f->rd) {
+            if (f->next == f->n)
+                return 0;
+            if (!(f->rd = dsa_mrcr_open(f->paths[f->next++], f->filter)))
+                return -1;
+        }
+        int rc = dsa_mrcr_next(f->rd, row);
+        if (rc != 0)
+            return rc;
+        dsa_mrcr_free(&f->rd);
+    }
+}
+
+void dsa_mrcr_files_release(struct dsa_mrcr_files *f)
+{
+    dsa_mrcr_free(&f->rd);
+}
+
+long dsa_mrcr_nselected_if(const dsa_mrcr_reader *rd, bool (*pred)(void *ud, const char *id),
+                           void *ud)
+{
+    /* pass 1's row heads in file order, numbered and filtered as dsa_mrcr_next() will */
+    long r[DSA_MRCR_MAX_NEEDLES + 1] = {0}, kept[DSA_MRCR_MAX_NEEDLES + 1][DSA_MRCR_NBINS];
+    const struct dsa_mrcr_filter *f = &rd->filter;
+    long count = 0;
+    memset(kept, 0, sizeof kept);
+    for (long s = 0; s < rd->nseq; s++) {
+        int n = rd->seq_n[s];
+        long ri = r[n]++;
+        int bin = rd->seq_bin[s] >= 0 ? rd->seq_bin[s] : block_to_bin[(ri / ROWS_PER_BLOCK) % 8];
+        if ((f->needles_mask && !(f->needles_mask & (1u << n))) ||
+            (f->bins_mask && !(f->bins_mask & (1u << bin))) ||
+            (f->limit > 0 && kept[n][bin] >= f->limit))
+            continue;
+        kept[n][bin]++;
+        char id[32];
+        snprintf(id, sizeof id, "n%d/r%04ld", n, ri);
+        count += pred(ud, id);
+    }
+    return count;
+}
+
 void dsa_mrcr_free(dsa_mrcr_reader **rdp)
 {
     dsa_mrcr_reader *rd = *rdp;

@@ -61,6 +61,19 @@ dsa_mrcr_reader *dsa_mrcr_open(const char *path, const struct dsa_mrcr_filter *f
 /* 1 = a row that passed the filter, 0 = end, -1 = error (printed, names the line) */
 int dsa_mrcr_next(dsa_mrcr_reader *rd, struct dsa_mrcr_row *row);
 void dsa_mrcr_row_release(struct dsa_mrcr_row *row);
+/* The rows of several files in order, as one stream (the cache keeps one file per needle count;
+   ids stay (needles, row) either way). Fill paths, n and filter (borrowed), zero the rest. */
+struct dsa_mrcr_files {
+    const char *const *paths;
+    size_t n;
+    const struct dsa_mrcr_filter *filter;
+    size_t next;         /* the next file to open */
+    dsa_mrcr_reader *rd; /* the file being read, or NULL */
+};
+/* 1 = a row (as dsa_mrcr_next), 0 = every file read, -1 = error (printed) */
+int dsa_mrcr_files_next(struct dsa_mrcr_files *f, struct dsa_mrcr_row *row);
+void dsa_mrcr_files_release(struct dsa_mrcr_files *f);
+
 /* sha256 of the file (computed during open), and the revision if the file says so */
 const char *dsa_mrcr_sha256(const dsa_mrcr_reader *rd);
 void dsa_mrcr_free(dsa_mrcr_reader **rd);
@@ -79,6 +92,9 @@ enum dsa_mrcr_bins_source dsa_mrcr_bins_source(const dsa_mrcr_reader *rd);
 long dsa_mrcr_nrows(const dsa_mrcr_reader *rd, int n_needles, int bin);
 /* Rows that pass the filter (the limit included): what dsa_mrcr_next() will return. */
 long dsa_mrcr_nselected(const dsa_mrcr_reader *rd);
+/* How many of those rows have an id that pred accepts (--shard: the rows of one shard). */
+long dsa_mrcr_nselected_if(const dsa_mrcr_reader *rd, bool (*pred)(void *ud, const char *id),
+                           void *ud);
 /* "--max-bin 256k": mask of the bins whose upper edge is at most K; -1 on a bad value. */
 int dsa_mrcr_parse_max_bin(const char *edge, unsigned *mask);
 /* The official bin of row r of a needle count (the block map of docs/mrcr.md "Bins"):

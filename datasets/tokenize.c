@@ -52,7 +52,7 @@ static int next_piece(pcre2_match_data *md, const char *text, size_t len, size_t
     return 1;
 }
 
-static size_t tokenize(const char *text, size_t len, uint32_t *ids, size_t cap)
+static size_t tokenize(const char *text, size_t len, uint32_t *ids, size_t *ends, size_t cap)
 {
     pthread_once(&tok_once, tok_compile);
     pcre2_match_data *md = pcre2_match_data_create(1, NULL);
@@ -60,8 +60,10 @@ static size_t tokenize(const char *text, size_t len, uint32_t *ids, size_t cap)
         abort();
     size_t pos = 0, start, plen, n = 0;
     while (next_piece(md, text, len, &pos, &start, &plen)) {
-        if (n < cap)
+        if (n < cap && ids)
             ids[n] = (uint32_t)(dsa_fnv1a64(text + start, plen) % DSA_TOK_VOCAB);
+        if (n < cap && ends)
+            ends[n] = start + plen;
         n++;
     }
     pcre2_match_data_free(md);
@@ -70,12 +72,17 @@ static size_t tokenize(const char *text, size_t len, uint32_t *ids, size_t cap)
 
 size_t dsa_tok_count(const char *text, size_t len)
 {
-    return tokenize(text, len, NULL, 0);
+    return tokenize(text, len, NULL, NULL, 0);
 }
 
 size_t dsa_tok_encode(const char *text, size_t len, uint32_t *ids, size_t cap)
 {
-    return tokenize(text, len, ids, ids ? cap : 0);
+    return tokenize(text, len, ids, NULL, ids ? cap : 0);
+}
+
+size_t dsa_tok_ends(const char *text, size_t len, size_t *ends, size_t cap)
+{
+    return tokenize(text, len, NULL, ends, ends ? cap : 0);
 }
 
 int dsa_tok_next_piece(const char *text, size_t len, size_t *pos, size_t *start, size_t *plen)

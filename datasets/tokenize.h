@@ -37,6 +37,11 @@ size_t dsa_tok_count(const char *text, size_t len);
    0) and returns the total count, like snprintf: call once with cap 0 to size the array. */
 size_t dsa_tok_encode(const char *text, size_t len, uint32_t *ids, size_t cap);
 
+/* Writes the end offset (exclusive, in bytes) of each of the first min(count, cap) tokens to
+   ends and returns the total count, like dsa_tok_encode: token i covers
+   [i ? ends[i - 1] : 0, ends[i]). Used to map byte spans of a prompt to token positions. */
+size_t dsa_tok_ends(const char *text, size_t len, size_t *ends, size_t cap);
+
 /* Piece iterator for tests and tools: returns 1 and sets *start and *plen to the next piece at
    or after *pos (advancing *pos), 0 at the end. */
 int dsa_tok_next_piece(const char *text, size_t len, size_t *pos, size_t *start, size_t *plen);

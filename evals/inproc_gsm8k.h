@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "backend/inprocess.h"
+#include "evals/inproc_header.h"
 
 struct dsa_inproc_gsm8k_item {
     size_t index;       /* test index: id "q%04zu" */
@@ -30,7 +31,7 @@ struct dsa_inproc_gsm8k_item {
 /* o->mtp draft tokens (1..3), o->out_dir/run-001.jsonl (resumes), `mode` and `dataset_sha256`
    go into the header's match. Returns an enum dsa_exit (DSA_EXIT_FAIL when a question's
    batched and single-row selections differ). */
-int dsa_inproc_gsm8k_run(const struct dsa_inproc_opts *o, const char *mode,
+int dsa_inproc_gsm8k_run(const struct dsa_inproc_run *o, const char *mode,
                          const char *dataset_sha256, const struct dsa_inproc_gsm8k_item *items,
                          size_t n);
 

@@ -7,14 +7,70 @@
 
 #include <jansson.h>
 
+#include "backend/backend.h"
 #include "backend/inprocess.h"
+#include "evals/evals.h"
+#include "store/store.h"
+#include "util/shard.h"
+
+/* An in-process evaluation: the stack's options and the run's (`--backend inprocess` of mrcr
+   and gsm8k). Borrowed strings and arrays. */
+struct dsa_inproc_run {
+    struct dsa_inproc_opts stack;
+    int max_query; /* MRCR: query rows = the last max_query tokens of the question (0 = all) */
+    int mtp;       /* GSM8K: draft tokens N; rows per verify step = N + 1 */
+    const char *dataset_name;    /* as given (--dataset), for the header */
+    const char *const *datasets; /* resolved files, read in order into one run file */
+    size_t ndatasets;
+    const char *out_dir;
+    long limit;            /* rows per (needles, bin), 0 = all */
+    unsigned bins_mask;    /* 0 = all */
+    unsigned needles_mask; /* 0 = all */
+    bool force_new;
+    bool json;                 /* the caller prints the summary as JSON: no text table on stdout */
+    bool quiet;                /* no progress meter (-q) */
+    const char *traces_dir;    /* --traces DIR: captured model traces instead of the proxy model */
+    json_t *command;           /* the command line as dsa_run_command_json() made it (borrowed), for
+                                  the run header; NULL = none */
+    volatile int *interrupted; /* set by SIGINT/SIGTERM, or NULL */
+    struct dsa_shard shard;    /* --shard i/n; n = 0: every sample */
+    dsa_eval_drive_fn drive;   /* the run loop's drive (dsa_loop_drive) */
+};
+
+/* dsa_inproc_opts_init for the stack, max_query 32, mtp 3, the rest zero */
+void dsa_inproc_run_init(struct dsa_inproc_run *o);
 
 /* A new run header (new reference) for run 1 of `eval`: o->command as the command line, the
-   stack's identity under "backend", and in "match" what a resume must agree on — eval,
-   backend, device, kernels, variant, top-k, proxy and its seed. Callers add their eval's own
-   match keys. */
-json_t *dsa_inproc_header_new(const dsa_inproc *ip, const char *eval,
-                              const struct dsa_inproc_opts *o);
+   stack's identity (`backend`, what dsa_backend_describe gave: stolen) under "backend", and in
+   "match" what a resume must agree on — eval, backend, device, kernels, variant, top-k, proxy
+   and its seed. Callers add their eval's own match keys. */
+json_t *dsa_inproc_header_new(json_t *backend, const char *eval, const struct dsa_inproc_run *o);
+
+/* Where the answers of the in-process backend go: the run file, and what ends the run. A
+   cancelled request (interrupted) leaves no record; one the stack could not run (unreachable,
+   printed) leaves none and stops the run with DSA_EXIT_BACKEND; a failed write stops it with
+   DSA_EXIT_IO. */
+struct dsa_inproc_sink {
+    dsa_run *run;
+    int ret;   /* the exit status that ended the run, or 0 */
+    bool stop; /* stop issuing (the run loop's must_stop) */
+};
+/* true when res leaves no record (see above) */
+bool dsa_inproc_sink_skip(struct dsa_inproc_sink *s, const struct dsa_result *res);
+/* appends rec (a new reference, taken); false when the write failed */
+bool dsa_inproc_sink_append(struct dsa_inproc_sink *s, json_t *rec);
+
+/* o->drive over the in-process backend with the sink's stop as must_stop: submit_next(ud, b)
+   as in struct dsa_eval_feed. Returns the sink's exit status when it ended the run, else the
+   drive's. */
+int dsa_inproc_drive(const struct dsa_inproc_run *o, dsa_backend *b,
+                     int (*submit_next)(void *ud, dsa_backend *b), void *ud,
+                     struct dsa_inproc_sink *sink);
+
+/* The keys of an answered DSA_API_SELECT (raw, inprocess_backend.c) in a record: score =
+   recall@k, error null, recall_last, needle_retention(_golden), selection_sha256,
+   context/query/needle/distractor tokens, topk, elapsed_ms, stage_us_per_token. */
+void dsa_inproc_select_fields(json_t *rec, json_t *raw);
 
 /* The records' time per stage ("stage_us_per_token") summed over rows for the text summary:
    Σ µs·context_tokens per stage and Σ context_tokens, so the line shows total time over total

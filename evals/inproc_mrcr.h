@@ -19,9 +19,10 @@
 #define DSA_EVALS_INPROC_MRCR_H
 
 #include "backend/inprocess.h"
+#include "evals/inproc_header.h"
 
 /* Runs the whole evaluation into o->out_dir/run-001.jsonl (resuming finished ids) and prints
    a per-bin summary on stdout. Returns an enum dsa_exit. */
-int dsa_inproc_mrcr_run(const struct dsa_inproc_opts *o);
+int dsa_inproc_mrcr_run(const struct dsa_inproc_run *o);
 
 #endif

@@ -159,18 +159,26 @@ static double in_span(const int32_t *row, int K, long lo, long hi)
     return hi > lo ? (double)c / (double)(hi - lo) : 0.0;
 }
 
+/* the inputs of one layer (-1: the single-layer form) of an open trace; 0 or -1 (printed) */
+static int layer_inputs(const dsa_trace *tr, int layer, const struct dsa_inproc_run *o,
+                        char prefix[32], struct dsa_inproc_inputs *in)
+{
+    prefix[0] = 0;
+    if (layer >= 0)
+        snprintf(prefix, 32, "layers.%d.", layer);
+    return dsa_inproc_trace_layer_inputs(tr, prefix, o->stack.flags.heads, in);
+}
+
 /* one layer of an open trace; 0, or an exit status (printed) */
-static int run_layer(dsa_inproc *ip, const struct dsa_inproc_opts *o, const dsa_trace *tr,
+static int run_layer(dsa_inproc *ip, const struct dsa_inproc_run *o, const dsa_trace *tr,
                      const char *path, int layer, const struct trow *r, struct layer_res *res,
                      long *T_out, int *M_out)
 {
-    char prefix[32] = "";
-    if (layer >= 0)
-        snprintf(prefix, sizeof prefix, "layers.%d.", layer);
+    char prefix[32];
     struct dsa_inproc_inputs in;
-    if (dsa_inproc_trace_layer_inputs(tr, prefix, o->flags.heads, &in))
+    if (layer_inputs(tr, layer, o, prefix, &in))
         return DSA_EXIT_DATA;
-    int K = o->topk, M = in.M, ret = DSA_EXIT_OK;
+    int K = o->stack.topk, M = in.M, ret = DSA_EXIT_OK;
     int32_t *idx = dsa_xmalloc((size_t)M * K * 4), *gold = dsa_xmalloc((size_t)M * K * 4),
             *model = dsa_xmalloc((size_t)M * K * 4);
     double *per = dsa_xmalloc((size_t)M * sizeof *per);
@@ -212,7 +220,7 @@ static json_t *num_or_null(int ok, double v)
 }
 
 /* one row -> one record (new reference), or NULL with *exit set (printed) */
-static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, const struct trow *r,
+static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_run *o, const struct trow *r,
                        int *exit_code)
 {
     char *path = dsa_path_join(o->traces_dir, r->file);
@@ -274,7 +282,7 @@ static json_t *run_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, const st
         "needle_retention_golden", num_or_null(hn, sum.needle_gold), "needle_retention_model",
         num_or_null(hn && all_model, sum.needle_model), "selection_sha256", hex, "context_tokens",
         (json_int_t)T, "query_tokens", (json_int_t)M, "needle_tokens",
-        (json_int_t)(hn ? r->needle_hi - r->needle_lo : 0), "topk", o->topk, "trace", r->file,
+        (json_int_t)(hn ? r->needle_hi - r->needle_lo : 0), "topk", o->stack.topk, "trace", r->file,
         "elapsed_ms", ms, "layers", layers);
     json_object_set_new(rec, "stage_us_per_token", dsa_inproc_times_json(ip, T)); /* all layers */
     *exit_code = DSA_EXIT_OK;
@@ -286,7 +294,7 @@ cleanup:
 }
 
 /* rope (unless --variant rope=… was given) and index heads from the first trace */
-static int flags_from_trace(struct dsa_inproc_opts *o, const struct trow *r)
+static int flags_from_trace(struct dsa_inproc_run *o, const struct trow *r)
 {
     char *path = dsa_path_join(o->traces_dir, r->file);
     dsa_trace *tr = NULL;
@@ -298,11 +306,11 @@ static int flags_from_trace(struct dsa_inproc_opts *o, const struct trow *r)
         snprintf(name, sizeof name, "layers.%d.q_raw", ls[0]);
     const struct dsa_trace_tensor *q = dsa_trace_get(tr, name);
     if (q && q->ndim == 3 && (q->shape[1] == 32 || q->shape[1] == 64))
-        o->flags.heads = (int)q->shape[1];
+        o->stack.flags.heads = (int)q->shape[1];
     const char *rope = dsa_trace_meta(tr, "rope");
     char kv[64];
     snprintf(kv, sizeof kv, "rope=%s", rope ? rope : "");
-    if (rope && !o->rope_given && dsa_k_flags_set(&o->flags, kv)) {
+    if (rope && !o->stack.rope_given && dsa_k_flags_set(&o->stack.flags, kv)) {
         dsa_errorf("trace '%s' has an unknown rope '%s' in __metadata__", path, rope);
         goto cleanup;
     }
@@ -315,10 +323,10 @@ cleanup:
 
 /* the run header: the in-process identity, with the traces (and their model) instead of the
    proxy model; a resume must see the same manifest */
-static json_t *traces_header(dsa_inproc *ip, const char *eval, const struct dsa_inproc_opts *o,
+static json_t *traces_header(dsa_inproc *ip, const char *eval, const struct dsa_inproc_run *o,
                              const struct manifest *m, const char *mpath)
 {
-    json_t *header = dsa_inproc_header_new(ip, eval, o);
+    json_t *header = dsa_inproc_header_new(dsa_inproc_describe(ip), eval, o);
     json_t *match = json_object_get(header, "match"), *be = json_object_get(header, "backend");
     json_t *tr = json_pack("{s:s, s:s, s:s?}", "dir", o->traces_dir, "manifest_sha256", m->sha256,
                            "model", m->model);
@@ -368,15 +376,14 @@ static void add_to_bin(struct bin_sum *b, json_t *rec)
 }
 
 /* makes one row's record: run_row (prefill) or mtp_row (MTP verify) */
-typedef json_t *(*row_fn)(dsa_inproc *ip, const struct dsa_inproc_opts *o, const struct trow *r,
+typedef json_t *(*row_fn)(dsa_inproc *ip, const struct dsa_inproc_run *o, const struct trow *r,
                           int *exit_code);
 
 /* The row's record (new reference): the run file's when an earlier attempt finished it
    (*made = false), else made and appended (*made = true). NULL with *ret set when making or
    appending it failed. */
-static json_t *row_record(dsa_run *run, row_fn make, dsa_inproc *ip,
-                          const struct dsa_inproc_opts *o, const struct trow *r, int *ret,
-                          bool *made)
+static json_t *row_record(dsa_run *run, row_fn make, dsa_inproc *ip, const struct dsa_inproc_run *o,
+                          const struct trow *r, int *ret, bool *made)
 {
     json_t *rec = dsa_run_get(run, r->id);
     *made = !rec;
@@ -424,7 +431,7 @@ static void print_summary(const struct bin_sum *sums)
     }
 }
 
-static bool keep_row(const struct dsa_inproc_opts *o, const struct trow *r, long counts[9][8])
+static bool keep_row(const struct dsa_inproc_run *o, const struct trow *r, long counts[9][8])
 {
     if (o->bins_mask && !(o->bins_mask & (1u << r->bin)))
         return false;
@@ -438,9 +445,9 @@ static bool keep_row(const struct dsa_inproc_opts *o, const struct trow *r, long
     return true;
 }
 
-int dsa_inproc_traces_run(const struct dsa_inproc_opts *o_in)
+int dsa_inproc_traces_run(const struct dsa_inproc_run *o_in)
 {
-    struct dsa_inproc_opts o = *o_in;
+    struct dsa_inproc_run o = *o_in;
     struct manifest m = {0};
     struct bin_sum sums[DSA_MRCR_NBINS] = {{0}};
     struct dsa_inproc_stage_sum stages = {{0}, 0};
@@ -466,26 +473,22 @@ int dsa_inproc_traces_run(const struct dsa_inproc_opts *o_in)
     if (flags_from_trace(&o, &m.v[first]))
         goto cleanup;
     ret = DSA_EXIT_BACKEND;
-    if (!(ip = dsa_inproc_new(&o)))
+    if (!(ip = dsa_inproc_new(&o.stack)))
         goto cleanup;
     header = traces_header(ip, "mrcr", &o, &m, mpath);
+    dsa_shard_match(&o.shard, json_object_get(header, "match"));
     path = dsa_run_file_name(o.out_dir, 1);
-    int orc = dsa_run_open(&run, path, header, o.force_new ? DSA_RUN_FORCE_NEW : 0);
-    if (orc < 0) {
-        ret = orc == -2 ? DSA_EXIT_MISMATCH : orc == -3 ? DSA_EXIT_DATA : DSA_EXIT_IO;
+    if ((ret = dsa_run_open_status(&run, path, header, o.force_new ? DSA_RUN_FORCE_NEW : 0)))
         goto cleanup;
-    }
     /* a rerun says what it found, and rows (seconds each on the CPU) drive the meter, as the
        proxy run does */
     size_t selected = 0, resumed = 0;
     for (size_t i = 0; i < m.n; i++)
-        if (sel[i]) {
+        if ((sel[i] = sel[i] && dsa_shard_keep(&o.shard, m.v[i].id))) {
             selected++;
             resumed += dsa_run_get(run, m.v[i].id) != NULL;
         }
-    if (resumed)
-        dsa_notef("resuming: %zu of %zu samples already done in '%s'%s", resumed, selected, path,
-                  resumed == selected ? ": nothing left to do" : "");
+    dsa_run_note_resume(resumed, selected, path);
     pg = o.quiet ? NULL : dsa_progress_new("mrcr in-process", selected, resumed);
     if (!o.json)
         printf(
@@ -495,7 +498,7 @@ int dsa_inproc_traces_run(const struct dsa_inproc_opts *o_in)
                 json_object_get(json_object_get(header, "match"), "kernels"), "name")),
             dsa_inproc_device(ip),
             json_string_value(json_object_get(json_object_get(header, "backend"), "variant_str")),
-            o.topk, path);
+            o.stack.topk, path);
     fflush(stdout);
     ret = DSA_EXIT_OK;
     for (size_t i = 0; i < m.n && ret == DSA_EXIT_OK; i++) {
@@ -536,17 +539,15 @@ cleanup:
 
 /* one layer: the trace's query rows (consecutive positions P..P+R-1) as decode rows over the keys
    0..P+R-1; 0 or an exit status (printed) */
-static int mtp_layer(dsa_inproc *ip, const struct dsa_inproc_opts *o, const dsa_trace *tr,
+static int mtp_layer(dsa_inproc *ip, const struct dsa_inproc_run *o, const dsa_trace *tr,
                      const char *path, int layer, json_t *layers, int *all_same, int *all_logits,
                      long *rows_out, dsa_sha256 *h)
 {
-    char prefix[32] = "";
-    if (layer >= 0)
-        snprintf(prefix, sizeof prefix, "layers.%d.", layer);
+    char prefix[32];
     struct dsa_inproc_inputs in;
-    if (dsa_inproc_trace_layer_inputs(tr, prefix, o->flags.heads, &in))
+    if (layer_inputs(tr, layer, o, prefix, &in))
         return DSA_EXIT_DATA;
-    int n = o->mtp + 1, K = o->topk, ret = DSA_EXIT_OK;
+    int n = o->mtp + 1, K = o->stack.topk, ret = DSA_EXIT_OK;
     long P = in.qpos[0], R = in.M;
     if (in.qpos[in.M - 1] != P + R - 1) {
         dsa_errorf("trace '%s': the query rows are not consecutive positions, so they cannot "
@@ -571,17 +572,7 @@ static int mtp_layer(dsa_inproc *ip, const struct dsa_inproc_opts *o, const dsa_
         l_all &= ls[s];
     }
     char hex[65];
-    dsa_sha256 *hl = dsa_sha256_new();
-    for (long r = 0; r < steps * n; r++) {
-        int32_t cnt = 0;
-        const int32_t *row = sel + (size_t)r * K;
-        while (cnt < K && row[cnt] >= 0)
-            cnt++;
-        dsa_sha256_update(hl, &cnt, 4);
-        dsa_sha256_update(hl, row, (size_t)cnt * 4);
-    }
-    dsa_sha256_final_hex(hl, hex);
-    dsa_sha256_free(&hl);
+    dsa_inproc_rows_sha256(sel, steps * n, K, hex);
     dsa_sha256_update(h, hex, 64);
     json_array_append_new(layers, json_pack("{s:i, s:b, s:b, s:I, s:s}", "layer", layer,
                                             "identical", s_all, "logits_identical", l_all, "steps",
@@ -601,7 +592,7 @@ cleanup:
     return ret;
 }
 
-static json_t *mtp_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, const struct trow *r,
+static json_t *mtp_row(dsa_inproc *ip, const struct dsa_inproc_run *o, const struct trow *r,
                        int *exit_code)
 {
     char *path = dsa_path_join(o->traces_dir, r->file);
@@ -621,8 +612,8 @@ static json_t *mtp_row(dsa_inproc *ip, const struct dsa_inproc_opts *o, const st
     rec = json_pack("{s:s, s:s, s:s, s:f, s:n, s:b, s:b, s:I, s:i, s:i, s:s, s:s, s:O}", "id",
                     r->id, "bin", dsa_mrcr_bin_label(r->bin), "status", "ok", "score",
                     same ? 1.0 : 0.0, "error", "identical", same, "logits_identical", logits,
-                    "rows", (json_int_t)rows, "mtp", o->mtp, "topk", o->topk, "selection_sha256",
-                    hex, "trace", r->file, "layers", layers);
+                    "rows", (json_int_t)rows, "mtp", o->mtp, "topk", o->stack.topk,
+                    "selection_sha256", hex, "trace", r->file, "layers", layers);
 cleanup:
     dsa_sha256_free(&h);
     json_decref(layers);
@@ -631,9 +622,9 @@ cleanup:
     return rec;
 }
 
-int dsa_inproc_traces_mtp_run(const struct dsa_inproc_opts *o_in)
+int dsa_inproc_traces_mtp_run(const struct dsa_inproc_run *o_in)
 {
-    struct dsa_inproc_opts o = *o_in;
+    struct dsa_inproc_run o = *o_in;
     struct manifest m = {0};
     dsa_inproc *ip = NULL;
     dsa_run *run = NULL;
@@ -649,25 +640,25 @@ int dsa_inproc_traces_mtp_run(const struct dsa_inproc_opts *o_in)
     if (read_manifest(mpath, &m) || flags_from_trace(&o, &m.v[0]))
         goto cleanup;
     ret = DSA_EXIT_BACKEND;
-    if (!(ip = dsa_inproc_new(&o)))
+    if (!(ip = dsa_inproc_new(&o.stack)))
         goto cleanup;
     header = traces_header(ip, "gsm8k", &o, &m, mpath);
     json_object_set_new(json_object_get(header, "match"), "mtp", json_integer(o.mtp));
+    dsa_shard_match(&o.shard, json_object_get(header, "match"));
     path = dsa_run_file_name(o.out_dir, 1);
-    int orc = dsa_run_open(&run, path, header, o.force_new ? DSA_RUN_FORCE_NEW : 0);
-    if (orc < 0) {
-        ret = orc == -2 ? DSA_EXIT_MISMATCH : orc == -3 ? DSA_EXIT_DATA : DSA_EXIT_IO;
+    if ((ret = dsa_run_open_status(&run, path, header, o.force_new ? DSA_RUN_FORCE_NEW : 0)))
         goto cleanup;
-    }
     printf("gsm8k in-process on traces '%s' (model: %s): MTP verify next_n=%d vs one row at a "
            "time, %s on %s, top-%d -> %s\n",
            o.traces_dir, m.model ? m.model : "unnamed", o.mtp + 1,
            json_string_value(json_object_get(
                json_object_get(json_object_get(header, "match"), "kernels"), "name")),
-           dsa_inproc_device(ip), o.topk, path);
+           dsa_inproc_device(ip), o.stack.topk, path);
     fflush(stdout);
     ret = DSA_EXIT_OK;
     for (size_t i = 0; i < m.n && (!o.limit || (long)i < o.limit); i++) {
+        if (!dsa_shard_keep(&o.shard, m.v[i].id))
+            continue;
         bool made;
         json_t *rec = row_record(run, mtp_row, ip, &o, &m.v[i], &ret, &made);
         if (!rec)

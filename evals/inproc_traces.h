@@ -28,10 +28,11 @@
 #define DSA_EVALS_INPROC_TRACES_H
 
 #include "backend/inprocess.h"
+#include "evals/inproc_header.h"
 
 /* Runs every selected row of o->traces_dir into o->out_dir/run-001.jsonl (resuming finished
    ids) and prints a per-bin summary on stdout. Returns an enum dsa_exit. */
-int dsa_inproc_traces_run(const struct dsa_inproc_opts *o);
+int dsa_inproc_traces_run(const struct dsa_inproc_run *o);
 
 /* `dsa-eval gsm8k --backend inprocess --mtp N --traces DIR`: per trace and layer, the query rows
    (consecutive positions) as MTP decode rows in verify steps of N+1 (as dsa_inproc_mtp): the
@@ -40,7 +41,7 @@ int dsa_inproc_traces_run(const struct dsa_inproc_opts *o);
    selection_sha256 (over the layers' hashes), trace, layers [{layer, identical, logits_identical,
    steps, selection_sha256}]. Prints "identical selections: X/Y traces; …"; DSA_EXIT_FAIL when one
    differs. */
-int dsa_inproc_traces_mtp_run(const struct dsa_inproc_opts *o);
+int dsa_inproc_traces_mtp_run(const struct dsa_inproc_run *o);
 
 #ifdef DSA_UNITTEST_BUILD
 /* One manifest line checked as the run checks it (the fuzz seam): 0, or -1 with the reason in

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "backend/llamacpp.h"
-#include "commands.h"
 #include "evals/mrcr_grade.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -184,21 +183,12 @@ static void record_result(struct state *st, struct job *j, const struct dsa_resu
     st->c->done++;
 }
 
-/* A failure that is the server's state, not the row's: nothing listening, or the key
-   refused (revoked mid-run). The run stops (exit 4) instead of recording every remaining row
-   as failed; a rerun sends them. */
-static bool run_stopper(const struct dsa_result *r)
-{
-    return r->status == DSA_RES_FAILED &&
-           (r->unreachable || r->http_code == 401 || r->http_code == 403);
-}
-
 static void on_chat(const struct dsa_result *r)
 {
     struct job *j = r->ud;
     struct state *st = j->st;
     st->c->in_flight--;
-    if (run_stopper(r)) {
+    if (dsa_eval_run_stopper(r)) {
         /* the server went away: not this row's fault, so no record; a rerun sends it */
         if (!st->unreachable)
             st->unreachable = dsa_xstrdup(r->error ? r->error : "cannot connect");
@@ -229,7 +219,7 @@ static void on_count(const struct dsa_result *r)
 {
     struct job *j = r->ud;
     struct state *st = j->st;
-    if (r->status == DSA_RES_CANCELLED || run_stopper(r)) {
+    if (r->status == DSA_RES_CANCELLED || dsa_eval_run_stopper(r)) {
         if (r->status == DSA_RES_FAILED && !st->unreachable)
             st->unreachable = dsa_xstrdup(r->error ? r->error : "cannot connect");
         st->c->in_flight--;
@@ -301,72 +291,63 @@ static int submit_row(struct state *st, struct dsa_mrcr_row *row)
     return -1;
 }
 
+/* the state of the row reader between submissions (the drive's submit_next) */
+struct feed {
+    struct state *st;
+    struct dsa_mrcr_files files;
+    struct dsa_mrcr_row row;
+    dsa_mrcr_eval_progress_fn progress;
+    void *progress_ud;
+};
+
+/* the next row of this shard that the run file does not hold yet, submitted */
+static int feed_next(void *ud, dsa_backend *b)
+{
+    (void)b;
+    struct feed *f = ud;
+    const struct dsa_mrcr_eval_opts *o = f->st->o;
+    for (;;) {
+        int rc = dsa_mrcr_files_next(&f->files, &f->row);
+        if (rc < 0)
+            return -DSA_EXIT_DATA;
+        if (rc == 0) {
+            f->st->c->reader_done = true;
+            return 0;
+        }
+        if (!dsa_shard_keep(&o->shard, f->row.id))
+            continue;
+        if (dsa_run_has(f->st->run, f->row.id)) {
+            f->st->c->resumed++;
+            continue;
+        }
+        return submit_row(f->st, &f->row) < 0 ? -DSA_EXIT_INTERNAL : 1;
+    }
+}
+
+static bool feed_must_stop(void *ud)
+{
+    struct feed *f = ud;
+    return f->st->io_error || f->st->unreachable;
+}
+
+static void feed_tick(void *ud, dsa_backend *b)
+{
+    struct feed *f = ud;
+    dsa_backend_stats(b, &f->st->c->retries, &f->st->c->errors);
+    if (f->progress)
+        f->progress(f->progress_ud, f->st->c);
+}
+
 int dsa_mrcr_eval_run(dsa_backend *b, dsa_run *run, const struct dsa_mrcr_eval_opts *o,
                       dsa_mrcr_eval_progress_fn progress, void *progress_ud,
                       struct dsa_mrcr_eval_counts *counts)
 {
     memset(counts, 0, sizeof *counts);
     struct state st = {b, run, o, counts, 0, NULL};
-    dsa_mrcr_reader *rd = NULL;
-    int next_file = 0;
-    struct dsa_mrcr_row row;
-    memset(&row, 0, sizeof row);
-    int ret = DSA_EXIT_OK;
-    bool more = true;
-    for (;;) {
-        while (more && !dsa_interrupted && !st.io_error && !st.unreachable &&
-               dsa_backend_idle_slots(b) > 0) {
-            if (!rd) {
-                if (next_file == o->n_datasets) {
-                    more = false;
-                    counts->reader_done = true;
-                    break;
-                }
-                rd = dsa_mrcr_open(o->dataset_paths[next_file++], &o->filter);
-                if (!rd) {
-                    ret = DSA_EXIT_DATA;
-                    more = false;
-                    break;
-                }
-            }
-            int rc = dsa_mrcr_next(rd, &row);
-            if (rc < 0) {
-                ret = DSA_EXIT_DATA;
-                more = false;
-                break;
-            }
-            if (rc == 0) {
-                dsa_mrcr_free(&rd);
-                continue;
-            }
-            if (dsa_run_has(run, row.id)) {
-                counts->resumed++;
-                continue;
-            }
-            if (submit_row(&st, &row) < 0) {
-                ret = DSA_EXIT_INTERNAL;
-                more = false;
-            }
-        }
-        if (dsa_interrupted || st.io_error || st.unreachable || ret != DSA_EXIT_OK) {
-            /* stop issuing; abort what is in flight (a rerun resends it) */
-            dsa_backend_cancel(b);
-            if (dsa_interrupted && ret == DSA_EXIT_OK)
-                ret = DSA_EXIT_INTERRUPTED;
-            break;
-        }
-        int pending = dsa_backend_poll(b, 250);
-        dsa_backend_stats(b, &counts->retries, &counts->errors);
-        if (progress)
-            progress(progress_ud, counts);
-        if (pending < 0) {
-            dsa_backend_cancel(b);
-            ret = DSA_EXIT_BACKEND;
-            break;
-        }
-        if (pending == 0 && !more)
-            break;
-    }
+    struct feed f = {.st = &st, .progress = progress, .progress_ud = progress_ud};
+    f.files = (struct dsa_mrcr_files){o->dataset_paths, (size_t)o->n_datasets, &o->filter, 0, NULL};
+    static const struct dsa_eval_feed feed = {feed_next, feed_must_stop, feed_tick, 250};
+    int ret = o->drive(b, &feed, &f, o->interrupted);
     if (st.unreachable && ret == DSA_EXIT_OK) {
         dsa_errorf("stopped: %s; finished records are kept, run the same command again "
                    "to continue",
@@ -378,7 +359,7 @@ int dsa_mrcr_eval_run(dsa_backend *b, dsa_run *run, const struct dsa_mrcr_eval_o
         ret = DSA_EXIT_IO;
     else if (st.io_error && ret == DSA_EXIT_OK)
         ret = DSA_EXIT_INTERNAL;
-    dsa_mrcr_row_release(&row);
-    dsa_mrcr_free(&rd);
+    dsa_mrcr_row_release(&f.row);
+    dsa_mrcr_files_release(&f.files);
     return ret;
 }

@@ -25,7 +25,9 @@
 
 #include "backend/backend.h"
 #include "datasets/mrcr.h"
+#include "evals/evals.h"
 #include "store/store.h"
+#include "util/shard.h"
 
 struct dsa_mrcr_eval_opts {
     const char *const *dataset_paths; /* read in order (the cache keeps one file per needle
@@ -37,9 +39,12 @@ struct dsa_mrcr_eval_opts {
     bool has_seed;
     long long seed;
     bool stream;
-    long max_model_len; /* server context (tokens), -1 unknown: no pre-count then */
-    bool count_tokens;  /* ask the backend to count prompt tokens before sending */
-    bool strip_think;   /* add score_strip_think */
+    long max_model_len;        /* server context (tokens), -1 unknown: no pre-count then */
+    bool count_tokens;         /* ask the backend to count prompt tokens before sending */
+    bool strip_think;          /* add score_strip_think */
+    struct dsa_shard shard;    /* --shard i/n: the rows of one shard (n = 0: all) */
+    volatile int *interrupted; /* set by SIGINT/SIGTERM, or NULL */
+    dsa_eval_drive_fn drive;   /* the run loop's drive (dsa_loop_drive) */
 };
 
 struct dsa_mrcr_eval_counts {
@@ -55,7 +60,7 @@ typedef void (*dsa_mrcr_eval_progress_fn)(void *ud, const struct dsa_mrcr_eval_c
 
 /*
  * Runs (or resumes) one run. Returns an enum dsa_exit: OK (every row has a record),
- * INTERRUPTED (dsa_interrupted was set: in-flight requests aborted, finished records are on
+ * INTERRUPTED (*o->interrupted was set: in-flight requests aborted, finished records are on
  * disk), DATA (the dataset is bad; printed), IO (a record could not be written; printed),
  * BACKEND (the event loop failed; printed). Failed rows do not change the return value:
  * the caller reads them from the run.

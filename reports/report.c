@@ -10,6 +10,9 @@
 #include <gsl/gsl_cdf.h>
 
 #include "reports/report.h"
+
+#include "evals/evals.h"
+#include "util/json.h"
 #include "util/buf.h"
 #include "util/fmt.h"
 
@@ -18,12 +21,6 @@
 static json_t *get(const json_t *o, const char *k)
 {
     return json_object_get(o, k);
-}
-
-static double num(const json_t *o, const char *k)
-{
-    json_t *v = json_object_get(o, k);
-    return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
 static long inum(const json_t *o, const char *k)
@@ -48,7 +45,7 @@ static bool ci_of(const json_t *ci, double *lo, double *hi)
 
 static double z_of(const json_t *doc)
 {
-    double c = num(get(doc, "method"), "confidence");
+    double c = dsa_json_num(get(doc, "method"), "confidence");
     return gsl_cdf_ugaussian_Pinv(0.5 + (isnan(c) ? 0.95 : c) / 2);
 }
 
@@ -57,7 +54,7 @@ static int bin_dec(const json_t *bin)
 {
     double lo = NAN, hi = NAN;
     ci_of(get(bin, "ci"), &lo, &hi);
-    return dsa_fmt_diff_decimals(num(bin, "diff"), lo, hi);
+    return dsa_fmt_diff_decimals(dsa_json_num(bin, "diff"), lo, hi);
 }
 
 /* every paired difference of the bin is exactly 0 (greedy runs with the same outputs) */
@@ -221,15 +218,11 @@ static size_t n_runs(const json_t *side)
 /* "MRCR 8-needle", "GSM8K" or "Comparison" */
 static void add_title(struct dsa_buf *b, const json_t *doc)
 {
-    const char *e = str(doc, "eval");
-    if (!strcmp(e, "mrcr")) {
-        json_t *nd = get(get(first_header(get(doc, "base")), "dataset"), "needles");
-        dsa_buf_adds(b, "MRCR");
-        if (json_is_integer(nd))
-            dsa_buf_addf(b, " %lld-needle", (long long)json_integer_value(nd));
-    } else {
-        dsa_buf_adds(b, !strcmp(e, "gsm8k") ? "GSM8K" : "Comparison");
-    }
+    const struct dsa_eval *e = dsa_eval_find(str(doc, "eval"));
+    dsa_buf_adds(b, e ? e->title : "Comparison");
+    json_t *nd = get(get(first_header(get(doc, "base")), "dataset"), "needles");
+    if (e && json_is_integer(nd)) /* a needle count the dataset states (MRCR) */
+        dsa_buf_addf(b, " %lld-needle", (long long)json_integer_value(nd));
 }
 
 /* the sentences shared by md and html; each call appends one paragraph's text */
@@ -245,7 +238,7 @@ static void add_runs_sentence(struct dsa_buf *b, const json_t *bin)
     else
         dsa_buf_addf(b, "Pooled over %ld vs %ld runs, the %s difference is ", rb, rc,
                      str(bin, "bin"));
-    add_diff(b, num(bin, "diff"), dec);
+    add_diff(b, dsa_json_num(bin, "diff"), dec);
     dsa_buf_adds(b, " ");
     add_ci(b, get(bin, "ci"), dec);
     dsa_buf_adds(b, ".");
@@ -255,9 +248,9 @@ static void add_runs_sentence(struct dsa_buf *b, const json_t *bin)
         const char *sep = "";
         for (int s = 0; s < 2; s++) {
             json_t *a = get(re, s ? "cand" : "base");
-            if (!isnan(num(a, "p")) && num(a, "p") < 0.01) {
+            if (!isnan(dsa_json_num(a, "p")) && dsa_json_num(a, "p") < 0.01) {
                 dsa_buf_addf(b, "%s%s F = %.2f, p = %.2g", sep, s ? "candidate" : "baseline",
-                             num(a, "F"), num(a, "p"));
+                             dsa_json_num(a, "F"), dsa_json_num(a, "p"));
                 sep = "; ";
             }
         }
@@ -305,8 +298,8 @@ static bool has_runs_note(const json_t *doc)
 static void add_identity_sentence(struct dsa_buf *b, const json_t *doc)
 {
     json_t *id = get(doc, "identity");
-    const char *ev = str(id, "eval");
-    dsa_buf_addf(b, "%s: ", !strcmp(ev, "gsm8k") ? "GSM8K" : "Outputs");
+    const struct dsa_eval *e = dsa_eval_find(str(id, "eval"));
+    dsa_buf_addf(b, "%s: ", e && e->compare_identity ? e->title : "Outputs");
     if (inum(id, "n") > 0 && inum(id, "same") == inum(id, "n"))
         dsa_buf_addf(b, "same outputs %ld/%ld", inum(id, "same"), inum(id, "n"));
     else if (inum(id, "n") > 0)
@@ -319,7 +312,8 @@ static void add_identity_sentence(struct dsa_buf *b, const json_t *doc)
                      *str(fd, "why") ? str(fd, "why") : "output", inum(fd, "offset"));
     json_t *al = get(id, "acceptance_length");
     if (json_is_object(al))
-        dsa_buf_addf(b, "; acceptance length %.4f vs %.4f", num(al, "base"), num(al, "cand"));
+        dsa_buf_addf(b, "; acceptance length %.4f vs %.4f", dsa_json_num(al, "base"),
+                     dsa_json_num(al, "cand"));
 }
 
 /* "2.4968 [2.4526, 2.5393]" */
@@ -335,11 +329,12 @@ static void add_al_value(struct dsa_buf *b, double x, const json_t *ci)
 static void add_al_change(struct dsa_buf *b, const json_t *al)
 {
     double lo, hi;
-    if (num(al, "base") == num(al, "cand") && !ci_of(get(al, "ratio_ci"), &lo, &hi)) {
-        dsa_buf_addf(b, "the same (%.4f)", num(al, "base"));
+    if (dsa_json_num(al, "base") == dsa_json_num(al, "cand") &&
+        !ci_of(get(al, "ratio_ci"), &lo, &hi)) {
+        dsa_buf_addf(b, "the same (%.4f)", dsa_json_num(al, "base"));
         return;
     }
-    dsa_buf_addf(b, "%+.1f%%", (num(al, "ratio") - 1) * 100);
+    dsa_buf_addf(b, "%+.1f%%", (dsa_json_num(al, "ratio") - 1) * 100);
     if (ci_of(get(al, "ratio_ci"), &lo, &hi))
         dsa_buf_addf(b, " [%+.1f%%, %+.1f%%]", (lo - 1) * 100, (hi - 1) * 100);
 }
@@ -355,21 +350,21 @@ static void add_acceptance_sentence(struct dsa_buf *b, const json_t *doc)
         dsa_buf_addf(b,
                      "Acceptance length (%ld paired requests, per-request draft counts, %g%% "
                      "paired bootstrap CIs): ",
-                     inum(al, "n"), num(get(doc, "method"), "confidence") * 100);
+                     inum(al, "n"), dsa_json_num(get(doc, "method"), "confidence") * 100);
     else
         dsa_buf_adds(b, "Acceptance length (from the runs' counters: no per-request counts, no "
                         "CI): ");
     dsa_buf_addf(b, "%s ", lb);
-    add_al_value(b, num(al, "base"), get(al, "base_ci"));
+    add_al_value(b, dsa_json_num(al, "base"), get(al, "base_ci"));
     dsa_buf_addf(b, ", %s ", lc);
-    add_al_value(b, num(al, "cand"), get(al, "cand_ci"));
+    add_al_value(b, dsa_json_num(al, "cand"), get(al, "cand_ci"));
     double lo, hi;
-    dsa_buf_addf(b, "; difference %+.4f", num(al, "diff"));
+    dsa_buf_addf(b, "; difference %+.4f", dsa_json_num(al, "diff"));
     if (ci_of(get(al, "diff_ci"), &lo, &hi))
         dsa_buf_addf(b, " [%+.4f, %+.4f]", lo, hi);
     dsa_buf_adds(b, ", ratio ");
-    add_al_value(b, num(al, "ratio"), get(al, "ratio_ci"));
-    dsa_buf_addf(b, " (%+.1f%%).", (num(al, "ratio") - 1) * 100);
+    add_al_value(b, dsa_json_num(al, "ratio"), get(al, "ratio_ci"));
+    dsa_buf_addf(b, " (%+.1f%%).", (dsa_json_num(al, "ratio") - 1) * 100);
 }
 
 static void add_mcnemar_sentence(struct dsa_buf *b, const json_t *mc, const char *lb,
@@ -378,7 +373,7 @@ static void add_mcnemar_sentence(struct dsa_buf *b, const json_t *mc, const char
     dsa_buf_addf(b,
                  "McNemar exact p = %.4f on the discordant pairs (%ld %s-only correct, %ld "
                  "%s-only correct).",
-                 num(mc, "p"), inum(mc, "b"), lb, inum(mc, "c"), lc);
+                 dsa_json_num(mc, "p"), inum(mc, "b"), lb, inum(mc, "c"), lc);
 }
 
 /* the "all" bin's McNemar object (binary scores, one run per side), or NULL */
@@ -439,16 +434,16 @@ static void add_cell(struct dsa_buf *b, const json_t *bin, enum table_row r)
         dsa_buf_addf(b, "%ld", inum(bin, "n"));
         break;
     case ROW_BASE:
-        add_mean(b, num(bin, "base"), dec);
+        add_mean(b, dsa_json_num(bin, "base"), dec);
         break;
     case ROW_CAND:
-        add_mean(b, num(bin, "cand"), dec);
+        add_mean(b, dsa_json_num(bin, "cand"), dec);
         break;
     case ROW_DIFF:
         if (same)
             dsa_buf_adds(b, "0 (identical)");
         else
-            add_diff(b, num(bin, "diff"), dec);
+            add_diff(b, dsa_json_num(bin, "diff"), dec);
         break;
     case ROW_CI:
         if (same)
@@ -460,19 +455,19 @@ static void add_cell(struct dsa_buf *b, const json_t *bin, enum table_row r)
         if (same || json_is_true(get(bin, "degenerate")))
             dsa_buf_adds(b, "–");
         else
-            dsa_fmt_sig(b, num(bin, "se"), 4);
+            dsa_fmt_sig(b, dsa_json_num(bin, "se"), 4);
         break;
     case ROW_MDE:
         if (same || json_is_true(get(bin, "degenerate")))
             dsa_buf_adds(b, "–");
         else
-            dsa_fmt_sig(b, num(bin, "mde80"), 3);
+            dsa_fmt_sig(b, dsa_json_num(bin, "mde80"), 3);
         break;
     case ROW_VERDICT:
         dsa_buf_adds(b, str(get(bin, "verdict"), "text"));
         break;
     case ROW_AA:
-        add_diff(b, num(get(bin, "aa"), "diff"), dec);
+        add_diff(b, dsa_json_num(get(bin, "aa"), "diff"), dec);
         dsa_buf_adds(b, " ");
         add_ci(b, get(get(bin, "aa"), "ci"), dec);
         break;
@@ -506,7 +501,7 @@ static bool row_label(struct dsa_buf *b, const json_t *doc, enum table_row r, bo
                     : r == ROW_SEL     ? "identical selections"
                                        : NULL;
     if (r == ROW_CI)
-        dsa_buf_addf(b, "%g%% CI", num(get(doc, "method"), "confidence") * 100);
+        dsa_buf_addf(b, "%g%% CI", dsa_json_num(get(doc, "method"), "confidence") * 100);
     else if (html)
         add_html(b, t);
     else
@@ -601,7 +596,7 @@ static void md_notes(struct dsa_buf *b, const json_t *doc)
 {
     json_t *bins = get(doc, "bins");
     const char *lb = str(get(doc, "base"), "label"), *lc = str(get(doc, "cand"), "label");
-    double conf = num(get(doc, "method"), "confidence") * 100;
+    double conf = dsa_json_num(get(doc, "method"), "confidence") * 100;
     bool any = false;
     for (size_t k = 0; k < json_array_size(bins); k++) {
         json_t *bin = json_array_get(bins, k);
@@ -656,8 +651,8 @@ static void md_notes(struct dsa_buf *b, const json_t *doc)
         add_md(b, lb);
         dsa_buf_adds(b, q ? "" : " (A/A)");
         int dec = dsa_fmt_decimals(hi - lo, 2, 3);
-        dsa_buf_addf(b, " | %.*f | [%.*f, %.*f] | %ld |\n", dec, num(rows2[q], "ratio"), dec, lo,
-                     dec, hi, inum(rows2[q], "n"));
+        dsa_buf_addf(b, " | %.*f | [%.*f, %.*f] | %ld |\n", dec, dsa_json_num(rows2[q], "ratio"),
+                     dec, lo, dec, hi, inum(rows2[q], "n"));
     }
     json_t *p = get(lat, "permutation");
     if (p)
@@ -686,7 +681,7 @@ static void md_runs_table(struct dsa_buf *b, const json_t *doc)
             dsa_buf_adds(b, " | ");
             add_md(b, lc);
             dsa_buf_addf(b, " | difference | %g%% CI |\n|---|---|---:|---:|---:|---|\n",
-                         num(get(doc, "method"), "confidence") * 100);
+                         dsa_json_num(get(doc, "method"), "confidence") * 100);
         }
         any = true;
         for (size_t q = 0; q <= json_array_size(runs); q++) {
@@ -699,11 +694,11 @@ static void md_runs_table(struct dsa_buf *b, const json_t *doc)
                              inum(bin, "runs_cand"));
             else
                 dsa_buf_addf(b, " | %ld vs %ld | ", inum(r, "base_run"), inum(r, "cand_run"));
-            add_mean(b, num(r, "base"), dec);
+            add_mean(b, dsa_json_num(r, "base"), dec);
             dsa_buf_adds(b, " | ");
-            add_mean(b, num(r, "cand"), dec);
+            add_mean(b, dsa_json_num(r, "cand"), dec);
             dsa_buf_adds(b, " | ");
-            add_diff(b, num(r, "diff"), dec);
+            add_diff(b, dsa_json_num(r, "diff"), dec);
             dsa_buf_adds(b, " | ");
             add_ci(b, get(r, "ci"), dec);
             dsa_buf_adds(b, " |\n");
@@ -814,12 +809,12 @@ json_t *dsa_report_rows(const json_t *doc)
         row(rows, bl, "n_excluded", (double)inum(bin, "n_excluded"), NULL, n);
         row(rows, bl, "n_dropped", (double)inum(bin, "n_dropped"), NULL, n);
         for (int s = 0; s < 2; s++) {
-            double mu = num(bin, s ? "cand" : "base"), lo, hi;
+            double mu = dsa_json_num(bin, s ? "cand" : "base"), lo, hi;
             json_t *ci = side_ci(bin, s, z, &lo, &hi) ? json_pack("[ff]", lo, hi) : NULL;
             row(rows, bl, s ? "candidate" : "baseline", mu, ci, n);
             json_decref(ci);
         }
-        row(rows, bl, "difference", num(bin, "diff"), get(bin, "ci"), n);
+        row(rows, bl, "difference", dsa_json_num(bin, "diff"), get(bin, "ci"), n);
         /* "verdict_worse" … "verdict_no_change": the difference and the interval judged */
         json_t *v = get(bin, "verdict");
         if (v) {
@@ -828,62 +823,66 @@ json_t *dsa_report_rows(const json_t *doc)
             snprintf(name, sizeof name, "verdict_%s",
                      !strcmp(w, "no change detected") ? "no_change" : w);
             bool two = !strcmp(str(v, "interval"), "two-level");
-            row(rows, bl, name, num(bin, "diff"), get(two ? get(bin, "two_level") : bin, "ci"), n);
+            row(rows, bl, name, dsa_json_num(bin, "diff"),
+                get(two ? get(bin, "two_level") : bin, "ci"), n);
         }
-        row(rows, bl, "se", num(bin, "se"), NULL, n);
-        row(rows, bl, "mde80", num(bin, "mde80"), NULL, n);
-        row(rows, bl, "rho", num(bin, "rho"), NULL, n);
+        row(rows, bl, "se", dsa_json_num(bin, "se"), NULL, n);
+        row(rows, bl, "mde80", dsa_json_num(bin, "mde80"), NULL, n);
+        row(rows, bl, "rho", dsa_json_num(bin, "rho"), NULL, n);
         json_t *runs = get(bin, "runs");
         for (size_t q = 0; q < json_array_size(runs); q++) {
             json_t *r = json_array_get(runs, q);
             char name[64];
             snprintf(name, sizeof name, "run_%ld_vs_%ld_difference", inum(r, "base_run"),
                      inum(r, "cand_run"));
-            row(rows, bl, name, num(r, "diff"), get(r, "ci"), inum(r, "n"));
+            row(rows, bl, name, dsa_json_num(r, "diff"), get(r, "ci"), inum(r, "n"));
         }
         json_t *re = get(bin, "run_effect");
         if (re) {
-            row(rows, bl, "run_effect_p_baseline", num(get(re, "base"), "p"), NULL, n);
-            row(rows, bl, "run_effect_p_candidate", num(get(re, "cand"), "p"), NULL, n);
+            row(rows, bl, "run_effect_p_baseline", dsa_json_num(get(re, "base"), "p"), NULL, n);
+            row(rows, bl, "run_effect_p_candidate", dsa_json_num(get(re, "cand"), "p"), NULL, n);
         }
         json_t *tl = get(bin, "two_level");
         if (tl)
-            row(rows, bl, "two_level_difference", num(bin, "diff"), get(tl, "ci"), inum(tl, "n"));
+            row(rows, bl, "two_level_difference", dsa_json_num(bin, "diff"), get(tl, "ci"),
+                inum(tl, "n"));
         json_t *p = get(bin, "permutation");
         if (p)
-            row(rows, bl, "permutation_p", num(p, "p"), NULL, inum(p, "N"));
+            row(rows, bl, "permutation_p", dsa_json_num(p, "p"), NULL, inum(p, "N"));
         json_t *mc = get(bin, "mcnemar");
         if (mc)
-            row(rows, bl, "mcnemar_p", num(mc, "p"), NULL, inum(mc, "b") + inum(mc, "c"));
+            row(rows, bl, "mcnemar_p", dsa_json_num(mc, "p"), NULL, inum(mc, "b") + inum(mc, "c"));
         json_t *aa = get(bin, "aa");
         if (aa)
-            row(rows, bl, "aa_difference", num(aa, "diff"), get(aa, "ci"), inum(aa, "n"));
+            row(rows, bl, "aa_difference", dsa_json_num(aa, "diff"), get(aa, "ci"), inum(aa, "n"));
     }
     json_t *lat = get(doc, "latency");
     if (json_is_object(lat)) {
-        row(rows, "latency", "median_ratio", num(lat, "ratio"), get(lat, "ci"), inum(lat, "n"));
+        row(rows, "latency", "median_ratio", dsa_json_num(lat, "ratio"), get(lat, "ci"),
+            inum(lat, "n"));
         json_t *aa = get(lat, "aa");
         if (aa)
-            row(rows, "latency", "aa_median_ratio", num(aa, "ratio"), get(aa, "ci"), inum(aa, "n"));
+            row(rows, "latency", "aa_median_ratio", dsa_json_num(aa, "ratio"), get(aa, "ci"),
+                inum(aa, "n"));
         json_t *p = get(lat, "permutation");
         if (p)
-            row(rows, "latency", "permutation_p", num(p, "p"), NULL, inum(p, "N"));
+            row(rows, "latency", "permutation_p", dsa_json_num(p, "p"), NULL, inum(p, "N"));
     }
     json_t *acc = get(doc, "acceptance");
     if (json_is_object(acc)) {
         long n = json_is_integer(get(acc, "n")) ? inum(acc, "n") : -1;
-        row(rows, "acceptance", "baseline", num(acc, "base"), get(acc, "base_ci"), n);
-        row(rows, "acceptance", "candidate", num(acc, "cand"), get(acc, "cand_ci"), n);
-        row(rows, "acceptance", "difference", num(acc, "diff"), get(acc, "diff_ci"), n);
-        row(rows, "acceptance", "ratio", num(acc, "ratio"), get(acc, "ratio_ci"), n);
+        row(rows, "acceptance", "baseline", dsa_json_num(acc, "base"), get(acc, "base_ci"), n);
+        row(rows, "acceptance", "candidate", dsa_json_num(acc, "cand"), get(acc, "cand_ci"), n);
+        row(rows, "acceptance", "difference", dsa_json_num(acc, "diff"), get(acc, "diff_ci"), n);
+        row(rows, "acceptance", "ratio", dsa_json_num(acc, "ratio"), get(acc, "ratio_ci"), n);
     }
     json_t *id = get(doc, "identity");
     if (json_is_object(id)) {
         row(rows, "outputs", "same", (double)inum(id, "same"), NULL, inum(id, "n"));
         json_t *al = get(id, "acceptance_length");
         if (json_is_object(al)) {
-            row(rows, "outputs", "acceptance_length_baseline", num(al, "base"), NULL, -1);
-            row(rows, "outputs", "acceptance_length_candidate", num(al, "cand"), NULL, -1);
+            row(rows, "outputs", "acceptance_length_baseline", dsa_json_num(al, "base"), NULL, -1);
+            row(rows, "outputs", "acceptance_length_candidate", dsa_json_num(al, "cand"), NULL, -1);
         }
     }
     return rows;
@@ -1048,7 +1047,8 @@ static bool side_ci(const json_t *bin, int s, double z, double *lo, double *hi)
 {
     if (ci_of(get(bin, s ? "cand_ci" : "base_ci"), lo, hi))
         return true;
-    double mu = num(bin, s ? "cand" : "base"), se = num(bin, s ? "cand_se" : "base_se");
+    double mu = dsa_json_num(bin, s ? "cand" : "base"),
+           se = dsa_json_num(bin, s ? "cand_se" : "base_se");
     if (isnan(mu) || isnan(se))
         return false;
     *lo = fmax(0, mu - z * se);
@@ -1064,7 +1064,7 @@ static void svg_scores(struct dsa_buf *b, const json_t *doc, double z)
     for (size_t k = 0; k < p.nb; k++)
         for (int s = 0; s < 2; s++) {
             json_t *bin = json_array_get(bins, k);
-            double mu = num(bin, s ? "cand" : "base"), l, h;
+            double mu = dsa_json_num(bin, s ? "cand" : "base"), l, h;
             if (isnan(mu))
                 continue;
             if (!side_ci(bin, s, z, &l, &h))
@@ -1079,7 +1079,7 @@ static void svg_scores(struct dsa_buf *b, const json_t *doc, double z)
     for (size_t k = 0; k < p.nb; k++) {
         json_t *bin = json_array_get(bins, k);
         for (int s = 0; s < 2; s++) {
-            double mu = num(bin, s ? "cand" : "base"), l, h;
+            double mu = dsa_json_num(bin, s ? "cand" : "base"), l, h;
             if (isnan(mu))
                 continue;
             double x = px_x(&p, k) + (s ? 9 : -9);
@@ -1152,7 +1152,7 @@ static void svg_diff(struct dsa_buf *b, const json_t *doc)
                  p.x0, px_y(&p, 0), p.x1, px_y(&p, 0));
     for (size_t k = 0; k < p.nb; k++) {
         json_t *bin = json_array_get(bins, k);
-        double d = num(bin, "diff"), l, h;
+        double d = dsa_json_num(bin, "diff"), l, h;
         if (isnan(d))
             continue;
         double x = px_x(&p, k);
@@ -1178,7 +1178,7 @@ static void svg_acceptance(struct dsa_buf *b, const json_t *doc)
     struct plot p = {70, 620, 20, 250, 0, 1, 0.1, 2};
     double lo = INFINITY, hi = -INFINITY, l, h;
     for (int s = 0; s < 2; s++) {
-        double v = num(al, s ? "cand" : "base");
+        double v = dsa_json_num(al, s ? "cand" : "base");
         lo = fmin(lo, v);
         hi = fmax(hi, v);
         if (ci_of(get(al, s ? "cand_ci" : "base_ci"), &l, &h)) {
@@ -1191,7 +1191,7 @@ static void svg_acceptance(struct dsa_buf *b, const json_t *doc)
     svg_open(b, "acceptance", "acceptance length", 2);
     svg_axes(b, &p, labels, "acceptance length");
     for (int s = 0; s < 2; s++) {
-        double x = px_x(&p, (size_t)s), v = num(al, s ? "cand" : "base");
+        double x = px_x(&p, (size_t)s), v = dsa_json_num(al, s ? "cand" : "base");
         if (ci_of(get(al, s ? "cand_ci" : "base_ci"), &l, &h))
             dsa_buf_addf(b,
                          "<line class=\"bar %s\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
@@ -1253,7 +1253,7 @@ static void html_runs(struct dsa_buf *b, const json_t *doc)
 {
     json_t *bins = get(doc, "bins");
     const char *lb = str(get(doc, "base"), "label"), *lc = str(get(doc, "cand"), "label");
-    double conf = num(get(doc, "method"), "confidence") * 100;
+    double conf = dsa_json_num(get(doc, "method"), "confidence") * 100;
     for (size_t k = 0; k < json_array_size(bins); k++) {
         json_t *bin = json_array_get(bins, k), *runs = get(bin, "runs");
         int dec = bin_dec(bin);
@@ -1274,11 +1274,11 @@ static void html_runs(struct dsa_buf *b, const json_t *doc)
             else
                 dsa_buf_addf(b, "<tr><td>pooled (%ld vs %ld)</td><td>", inum(r, "runs_base"),
                              inum(r, "runs_cand"));
-            add_mean(b, num(r, "base"), dec);
+            add_mean(b, dsa_json_num(r, "base"), dec);
             dsa_buf_adds(b, "</td><td>");
-            add_mean(b, num(r, "cand"), dec);
+            add_mean(b, dsa_json_num(r, "cand"), dec);
             dsa_buf_adds(b, "</td><td>");
-            add_diff(b, num(r, "diff"), dec);
+            add_diff(b, dsa_json_num(r, "diff"), dec);
             dsa_buf_adds(b, "</td><td>");
             add_ci(b, get(r, "ci"), dec);
             dsa_buf_adds(b, "</td></tr>\n");
@@ -1300,7 +1300,7 @@ static void html_latency(struct dsa_buf *b, const json_t *doc)
     dsa_buf_addf(b,
                  "<h3>Latency</h3>\n<table class=\"latency\"><tr><th>median per-request "
                  "ratio</th><th>ratio</th><th>%g%% CI</th><th>requests</th></tr>\n",
-                 num(get(doc, "method"), "confidence") * 100);
+                 dsa_json_num(get(doc, "method"), "confidence") * 100);
     json_t *rows2[2] = {get(lat, "aa"), lat};
     for (int q = 0; q < 2; q++) {
         double lo, hi;
@@ -1312,7 +1312,7 @@ static void html_latency(struct dsa_buf *b, const json_t *doc)
         dsa_buf_adds(b, q ? " / " : " vs ");
         add_html(b, lb);
         dsa_buf_addf(b, "%s</td><td>%.*f</td><td>[%.*f, %.*f]</td><td>%ld</td></tr>\n",
-                     q ? "" : " (A/A)", dec, num(rows2[q], "ratio"), dec, lo, dec, hi,
+                     q ? "" : " (A/A)", dec, dsa_json_num(rows2[q], "ratio"), dec, lo, dec, hi,
                      inum(rows2[q], "n"));
     }
     dsa_buf_adds(b, "</table>\n");
@@ -1354,7 +1354,7 @@ static void html_setup(struct dsa_buf *b, const json_t *doc)
 static void html_section(struct dsa_buf *b, const json_t *doc, size_t k)
 {
     const char *lb = str(get(doc, "base"), "label"), *lc = str(get(doc, "cand"), "label");
-    double conf = num(get(doc, "method"), "confidence") * 100;
+    double conf = dsa_json_num(get(doc, "method"), "confidence") * 100;
     struct dsa_buf t = DSA_BUF_INIT;
     dsa_buf_addf(b, "<section id=\"cmp%zu\">\n<h2>", k + 1);
     add_title(&t, doc);

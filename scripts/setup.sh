@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 # that renders the HTML report).
 packages=(build-essential cmake pkg-config git
           libcurl4-openssl-dev libjansson-dev libyajl-dev libpcre2-dev libgsl-dev libssl-dev
-          libmicrohttpd-dev libcmocka-dev zlib1g-dev curl openssl
+          libmicrohttpd-dev libcmocka-dev libicu-dev zlib1g-dev curl openssl
           python3 python3-numpy python3-scipy python3-prometheus-client)
 
 if [ "${DSA_SKIP_APT:-0}" != 1 ]; then

@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "commands.h"
+#include "evals/evals.h"
 #include "stats/compare.h"
+#include "util/json.h"
 #include "util/exitcode.h"
 #include "util/fmt.h"
 #include "util/msg.h"
@@ -21,12 +23,6 @@ static const char *const usage[] = {
     NULL,
 };
 
-static double num(json_t *o, const char *key)
-{
-    json_t *v = json_object_get(o, key);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
 static long inum(json_t *o, const char *key)
 {
     return (long)json_integer_value(json_object_get(o, key));
@@ -36,7 +32,7 @@ static long inum(json_t *o, const char *key)
 static int bin_decimals(json_t *b)
 {
     json_t *ci = json_object_get(b, "ci");
-    return dsa_fmt_diff_decimals(num(b, "diff"), json_real_value(json_array_get(ci, 0)),
+    return dsa_fmt_diff_decimals(dsa_json_num(b, "diff"), json_real_value(json_array_get(ci, 0)),
                                  json_real_value(json_array_get(ci, 1)));
 }
 
@@ -58,7 +54,8 @@ static void print_diff_ci(double d, json_t *ci, int dec)
 static void print_perm(json_t *p, const char *what)
 {
     printf("  run-level permutation p = %ld/%ld = %.4f (%s)%s\n", inum(p, "k"), inum(p, "N"),
-           num(p, "p"), what, json_is_true(json_object_get(p, "cannot_reach_5pct")) ? " *" : "");
+           dsa_json_num(p, "p"), what,
+           json_is_true(json_object_get(p, "cannot_reach_5pct")) ? " *" : "");
 }
 
 /* once per output: why a permutation p marked * can never be below 0.05 with these runs */
@@ -102,21 +99,21 @@ static void print_bin(json_t *b, const char *lb, const char *lc)
     json_t *v = json_object_get(b, "verdict");
     const char *reason = json_string_value(json_object_get(v, "reason"));
     bool identical = reason && !strcmp(reason, "identical");
-    printf("  %-11s %.*f\n", lb, dec, num(b, "base"));
-    printf("  %-11s %.*f\n", lc, dec, num(b, "cand"));
+    printf("  %-11s %.*f\n", lb, dec, dsa_json_num(b, "base"));
+    printf("  %-11s %.*f\n", lc, dec, dsa_json_num(b, "cand"));
     printf("  difference  ");
     if (identical) {
         printf("0 (identical: all %ld paired differences are 0)", inum(b, "n"));
     } else {
-        print_diff_ci(num(b, "diff"), json_object_get(b, "ci"), dec);
+        print_diff_ci(dsa_json_num(b, "diff"), json_object_get(b, "ci"), dec);
         if (json_is_true(json_object_get(b, "degenerate"))) {
             printf("  (all %ld paired differences are equal: no spread)", inum(b, "n"));
-        } else if (!isnan(num(b, "se"))) {
+        } else if (!isnan(dsa_json_num(b, "se"))) {
             struct dsa_buf t = DSA_BUF_INIT;
             dsa_buf_adds(&t, "  SE ");
-            dsa_fmt_sig(&t, num(b, "se"), 4);
+            dsa_fmt_sig(&t, dsa_json_num(b, "se"), 4);
             dsa_buf_adds(&t, "  MDE80 ");
-            dsa_fmt_sig(&t, num(b, "mde80"), 3);
+            dsa_fmt_sig(&t, dsa_json_num(b, "mde80"), 3);
             printf("%s", t.data);
             dsa_buf_release(&t);
         }
@@ -133,8 +130,9 @@ static void print_bin(json_t *b, const char *lb, const char *lc)
         char name[32];
         snprintf(name, sizeof name, "run %ld vs %ld", inum(r, "base_run"), inum(r, "cand_run"));
         printf("  %-11s ", name);
-        print_diff_ci(num(r, "diff"), json_object_get(r, "ci"), dec);
-        printf("  %.*f vs %.*f (n %ld)\n", dec, num(r, "base"), dec, num(r, "cand"), inum(r, "n"));
+        print_diff_ci(dsa_json_num(r, "diff"), json_object_get(r, "ci"), dec);
+        printf("  %.*f vs %.*f (n %ld)\n", dec, dsa_json_num(r, "base"), dec,
+               dsa_json_num(r, "cand"), inum(r, "n"));
     }
     json_t *re = json_object_get(b, "run_effect");
     if (json_is_true(json_object_get(re, "disagree"))) {
@@ -142,8 +140,9 @@ static void print_bin(json_t *b, const char *lb, const char *lc)
         const char *sep = "";
         for (int s = 0; s < 2; s++) {
             json_t *a = json_object_get(re, s ? "cand" : "base");
-            if (!isnan(num(a, "p")) && num(a, "p") < 0.01) {
-                printf("%s%s F = %.2f, p = %.2g", sep, s ? lc : lb, num(a, "F"), num(a, "p"));
+            if (!isnan(dsa_json_num(a, "p")) && dsa_json_num(a, "p") < 0.01) {
+                printf("%s%s F = %.2f, p = %.2g", sep, s ? lc : lb, dsa_json_num(a, "F"),
+                       dsa_json_num(a, "p"));
                 sep = "; ";
             }
         }
@@ -151,7 +150,7 @@ static void print_bin(json_t *b, const char *lb, const char *lc)
         json_t *tl = json_object_get(b, "two_level");
         if (tl) {
             printf(": two-level CI ");
-            print_diff_ci(num(b, "diff"), json_object_get(tl, "ci"), dec);
+            print_diff_ci(dsa_json_num(b, "diff"), json_object_get(tl, "ci"), dec);
         }
         printf("\n");
     }
@@ -161,7 +160,7 @@ static void print_bin(json_t *b, const char *lb, const char *lc)
     json_t *mc = json_object_get(b, "mcnemar");
     if (mc)
         printf("  McNemar exact p = %.4f (%ld %s-only correct, %ld %s-only correct)\n",
-               num(mc, "p"), inum(mc, "b"), lb, inum(mc, "c"), lc);
+               dsa_json_num(mc, "p"), inum(mc, "b"), lb, inum(mc, "c"), lc);
     json_t *sel = json_object_get(b, "selections");
     if (sel)
         printf("  %-11s %ld/%ld samples select bit-identical top-k sets\n", "selections",
@@ -169,7 +168,7 @@ static void print_bin(json_t *b, const char *lb, const char *lc)
     json_t *aa = json_object_get(b, "aa");
     if (aa) {
         printf("  %-11s ", "A/A");
-        print_diff_ci(num(aa, "diff"), json_object_get(aa, "ci"), dec);
+        print_diff_ci(dsa_json_num(aa, "diff"), json_object_get(aa, "ci"), dec);
         printf("  (n %ld)\n", inum(aa, "n"));
     }
     printf("  %-11s %s\n", "verdict", json_string_value(json_object_get(v, "text")));
@@ -200,21 +199,21 @@ static void print_acceptance(json_t *doc, const char *lb, const char *lc)
     if (per)
         printf("\nacceptance length: over %ld paired requests (per-request draft counts), %g%% "
                "paired bootstrap CIs\n",
-               inum(al, "n"), num(json_object_get(doc, "method"), "confidence") * 100);
+               inum(al, "n"), dsa_json_num(json_object_get(doc, "method"), "confidence") * 100);
     else
         printf("\nacceptance length: from the runs' counters (no per-request counts: no CI)\n");
     printf("  %-11s ", lb);
-    print_al_value(num(al, "base"), json_object_get(al, "base_ci"));
+    print_al_value(dsa_json_num(al, "base"), json_object_get(al, "base_ci"));
     printf("\n  %-11s ", lc);
-    print_al_value(num(al, "cand"), json_object_get(al, "cand_ci"));
-    printf("\n  difference  %+.4f", num(al, "diff"));
+    print_al_value(dsa_json_num(al, "cand"), json_object_get(al, "cand_ci"));
+    printf("\n  difference  %+.4f", dsa_json_num(al, "diff"));
     json_t *dci = json_object_get(al, "diff_ci");
     if (json_is_array(dci))
         printf(" [%+.4f, %+.4f]", json_real_value(json_array_get(dci, 0)),
                json_real_value(json_array_get(dci, 1)));
     printf("\n  ratio       ");
-    print_al_value(num(al, "ratio"), json_object_get(al, "ratio_ci"));
-    printf("  (%+.1f%%)\n", (num(al, "ratio") - 1) * 100);
+    print_al_value(dsa_json_num(al, "ratio"), json_object_get(al, "ratio_ci"));
+    printf("  (%+.1f%%)\n", (dsa_json_num(al, "ratio") - 1) * 100);
 }
 
 static void print_text(json_t *doc)
@@ -242,7 +241,7 @@ static void print_text(json_t *doc)
     json_t *lat = json_object_get(doc, "latency");
     if (json_is_object(lat)) {
         printf("\nlatency: median per-request ratio %s/%s with a %g%% paired bootstrap CI\n", lc,
-               lb, num(json_object_get(doc, "method"), "confidence") * 100);
+               lb, dsa_json_num(json_object_get(doc, "method"), "confidence") * 100);
         json_t *rows[2] = {json_object_get(lat, "aa"), lat};
         for (int q = 0; q < 2; q++) {
             json_t *r = rows[q], *ci = json_object_get(r, "ci");
@@ -252,7 +251,7 @@ static void print_text(json_t *doc)
                    hi = json_real_value(json_array_get(ci, 1));
             int dec = dsa_fmt_decimals(hi - lo, 2, 3);
             printf("  %-11s %.*f [%.*f, %.*f]  (%ld requests)\n", q ? lc : "A/A", dec,
-                   num(r, "ratio"), dec, lo, dec, hi, inum(r, "n"));
+                   dsa_json_num(r, "ratio"), dec, lo, dec, hi, inum(r, "n"));
         }
         json_t *perm = json_object_get(lat, "permutation");
         if (perm)
@@ -276,7 +275,8 @@ static void print_text(json_t *doc)
         }
         json_t *al = json_object_get(id, "acceptance_length");
         if (json_is_object(al))
-            printf("; acceptance length %.4f vs %.4f", num(al, "base"), num(al, "cand"));
+            printf("; acceptance length %.4f vs %.4f", dsa_json_num(al, "base"),
+                   dsa_json_num(al, "cand"));
         printf("\n");
         /* an eval's own identity report (GSM8K: evals/gsm8k_compare.c) */
         if (json_is_string(json_object_get(id, "report")))
@@ -324,6 +324,7 @@ int cmd_compare(int argc, char **argv)
     struct dsa_cmp_opts o;
     if (dsa_cmp_cli_apply(&cli, &o) < 0)
         return DSA_EXIT_USAGE;
+    o.identity_for = dsa_eval_identity_for; /* the eval table's hooks */
     if (!isnan(fail_if_worse) && !(fail_if_worse >= 0)) {
         dsa_errorf("--fail-if-worse must be >= 0, not %g", fail_if_worse);
         return DSA_EXIT_USAGE;
@@ -362,8 +363,9 @@ int cmd_compare(int argc, char **argv)
         ret = DSA_EXIT_FAIL;
     }
     json_t *id = json_object_get(doc, "identity");
-    if (json_is_object(id) && json_is_false(json_object_get(id, "identical")) &&
-        !strcmp(json_string_value(json_object_get(id, "eval")), "gsm8k")) {
+    const struct dsa_eval *ev = dsa_eval_find(json_string_value(json_object_get(id, "eval")));
+    if (json_is_object(id) && json_is_false(json_object_get(id, "identical")) && ev &&
+        ev->identity_gates) {
         dsa_errorf("outputs differ: %ld of %ld identical",
                    (long)json_integer_value(json_object_get(id, "same")),
                    (long)json_integer_value(json_object_get(id, "n")));

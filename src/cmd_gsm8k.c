@@ -26,6 +26,7 @@
 #include "commands.h"
 #include "datasets/fetch.h"
 #include "datasets/gsm8k.h"
+#include "evals/evals.h"
 #include "evals/gsm8k_extract.h"
 #include "evals/gsm8k_prompt.h"
 #include "evals/gsm8k_run.h"
@@ -33,6 +34,10 @@
 #include "evals/inproc_traces.h"
 #include "evals/mtp.h"
 #include "evals/summary.h"
+#include "run/endpoint_cli.h"
+#include "run/inproc_cli.h"
+#include "run/loop.h"
+#include "util/shard.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -62,18 +67,16 @@ static const char *const usage[] = {
 };
 
 struct opts {
-    struct dsa_strlist endpoints;
-    const char *backend, *model, *dialect, *api_key_file, *extra_body, *data, *out, *prompt,
-        *extract, *cacert, *max_memory_text;
-    long long max_memory;
-    int limit, concurrency, retries, max_tokens;
+    struct dsa_loop_endpoint ep;
+    const char *backend, *data, *out, *prompt, *extract, *shard_text;
+    struct dsa_shard shard;
+    int limit, max_tokens;
     long seed;
-    double timeout_s;
-    bool mtp, expect_mtp, print_prompts, stream, force_new, quiet, insecure, token_ids, as_json;
+    bool mtp, expect_mtp, print_prompts, stream, force_new, quiet, token_ids, as_json;
     /* --backend inprocess */
-    const char *device, *kernels_so, *traces;
-    struct dsa_strlist variants;
-    int topk, mtp_n;
+    const char *traces;
+    struct dsa_loop_inproc ip;
+    int mtp_n;
 };
 
 struct run;
@@ -98,6 +101,8 @@ struct run {
     dsa_progress *progress;
     struct item *items;
     size_t n, next, sent, n_failed;
+    size_t n_limit;           /* questions of --limit in every shard (n: this shard's) */
+    struct dsa_buf *scratch;  /* the prompt being built */
     double completion_tokens; /* of the requests sent in this process */
     struct dsa_mtp_perreq perreq;
     int write_error;
@@ -291,15 +296,18 @@ static void on_done(const struct dsa_result *res)
                           res->status != DSA_RES_OK && res->status != DSA_RES_OVER_CONTEXT);
 }
 
-static int submit_next(struct run *r, struct dsa_buf *prompt)
+/* the run loop's submit_next: 1 sent, 0 none left, -DSA_EXIT_INTERNAL */
+static int submit_next(void *ud, dsa_backend *b)
 {
+    struct run *r = ud;
+    struct dsa_buf *prompt = r->scratch;
     while (r->next < r->n && r->items[r->next].record)
         r->next++; /* finished in an earlier attempt */
     if (r->next >= r->n)
         return 0;
     struct item *it = &r->items[r->next++];
     if (build_prompt(r, (size_t)(it - r->items), prompt))
-        return -1;
+        return -DSA_EXIT_INTERNAL;
     json_t *body = request_body(r, prompt->data, prompt->len);
     struct dsa_request req = {
         .api = r->api,
@@ -309,43 +317,49 @@ static int submit_next(struct run *r, struct dsa_buf *prompt)
         .done = on_done,
         .ud = it,
     };
-    int rc = dsa_backend_submit(r->b, &req);
+    int rc = dsa_backend_submit(b, &req);
     json_decref(body);
-    if (!rc)
-        r->sent++;
-    return rc;
+    if (rc)
+        return -DSA_EXIT_INTERNAL;
+    r->sent++;
+    return 1;
+}
+
+static bool must_stop(void *ud)
+{
+    return ((struct run *)ud)->write_error;
+}
+
+static void tick(void *ud, dsa_backend *b)
+{
+    (void)b;
+    dsa_progress_poll(((struct run *)ud)->progress);
+}
+
+/* this shard's questions (all when unsharded), in index order */
+static void keep_shard(struct run *r)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "q%04zu", r->items[i].idx);
+        if (dsa_shard_keep(&r->o->shard, id))
+            r->items[k++] = r->items[i];
+    }
+    r->n = k;
 }
 
 /* ---- /metrics ---- */
 
 struct fetch_ctx {
     dsa_backend *b;
-    size_t n_endpoints;
-    long http_code; /* of the last failed read, for the caller's message */
 };
 
-/* GET /metrics of every endpoint, concatenated: summing over label sets then also sums over
-   the servers. */
+/* the backend's counters: GET /metrics of every endpoint, concatenated */
 static int fetch_metrics(void *ctx, struct dsa_buf *body)
 {
     struct fetch_ctx *f = ctx;
-    for (size_t i = 0; i < f->n_endpoints; i++) {
-        struct dsa_request req = {.api = DSA_API_GET, .path = "/metrics", .endpoint = (int)i};
-        struct dsa_result res;
-        int st = dsa_backend_call(f->b, &req, &res);
-        if (st != DSA_RES_OK) {
-            f->http_code = res.http_code;
-            dsa_errorf("cannot read /metrics of endpoint %zu: %s", i + 1,
-                       res.error ? res.error : dsa_res_status_name((enum dsa_res_status)st));
-            dsa_result_release(&res);
-            return -1;
-        }
-        dsa_buf_add(body, res.body ? res.body : "", res.body ? res.body_len : 0);
-        if (body->len && body->data[body->len - 1] != '\n')
-            dsa_buf_addch(body, '\n');
-        dsa_result_release(&res);
-    }
-    return 0;
+    return dsa_backend_metrics(f->b, body);
 }
 
 /* ---- the run ---- */
@@ -422,26 +436,25 @@ static json_t *match_json(const struct run *r, const char *model, json_t *extra)
     return m;
 }
 
-static int open_store(struct run *r, int argc, char **argv, json_t *extra, char **run_path)
+static int open_store(struct run *r, int argc, char **argv, char **run_path)
 {
     const char *model = dsa_endpoint_model(r->b);
-    json_t *params =
-        json_pack("{s:i,s:i,s:b,s:b,s:i}", "limit", (int)r->n, "concurrency", r->o->concurrency,
-                  "mtp", r->o->mtp, "stream", r->o->stream, "timeout_s", (int)r->o->timeout_s);
+    json_t *params = json_pack("{s:i,s:i,s:b,s:b,s:i}", "limit", (int)r->n_limit, "concurrency",
+                               r->o->ep.concurrency, "mtp", r->o->mtp, "stream", r->o->stream,
+                               "timeout_s", (int)r->o->ep.timeout_s);
     json_t *header = dsa_run_header_new("gsm8k", 1, argc, argv);
-    json_object_set_new(header, "match", match_json(r, model, extra));
+    json_t *match = match_json(r, model, r->o->ep.extra_body);
+    dsa_shard_match(&r->o->shard, match);
+    json_object_set_new(header, "match", match);
     json_object_set_new(header, "dataset", dataset_json(r));
     json_object_set_new(header, "backend", dsa_backend_describe(r->b));
     json_object_set_new(header, "params", params);
     *run_path = dsa_run_file_name(r->o->out, 1);
-    int rc = dsa_run_open(&r->store, *run_path, header, r->o->force_new ? DSA_RUN_FORCE_NEW : 0);
+    int rc =
+        dsa_run_open_status(&r->store, *run_path, header, r->o->force_new ? DSA_RUN_FORCE_NEW : 0);
     json_decref(header);
-    if (rc == -2)
-        return DSA_EXIT_MISMATCH;
-    if (rc == -3)
-        return DSA_EXIT_DATA;
     if (rc)
-        return DSA_EXIT_IO;
+        return rc;
     /* resume: take the records of this run's questions that an earlier attempt finished */
     for (size_t i = 0; i < r->n; i++) {
         char id[32];
@@ -460,40 +473,16 @@ static int open_store(struct run *r, int argc, char **argv, json_t *extra, char 
     return 0;
 }
 
-static int open_backend(struct run *r, json_t *extra)
+static int open_backend(struct run *r)
 {
     /* --backend inprocess never gets here (run_inprocess) */
     if (strcmp(r->o->backend, "endpoint")) {
         dsa_errorf("unknown backend '%s' (endpoint, inprocess)", r->o->backend);
         return DSA_EXIT_USAGE;
     }
-    if (!r->o->endpoints.n) {
-        dsa_errorf("gsm8k needs --endpoint URL (or --print-prompts)");
-        return DSA_EXIT_USAGE;
-    }
-    char *key = NULL;
-    if (dsa_endpoint_read_api_key(r->o->api_key_file, &key))
-        return DSA_EXIT_USAGE;
-    struct dsa_endpoint_opts eo = {
-        .urls = r->o->endpoints.v,
-        .n_urls = (int)r->o->endpoints.n,
-        .model = r->o->model,
-        .dialect = r->o->dialect,
-        .api_key = key,
-        .extra_body = extra,
-        .concurrency = r->o->concurrency,
-        .retries = r->o->retries,
-        .timeout_s = r->o->timeout_s,
-        .insecure = r->o->insecure,
-        .probe = true,
-        .cacert = r->o->cacert,
-        .max_memory = r->o->max_memory,
-    };
-    int code = DSA_EXIT_BACKEND;
-    r->b = dsa_endpoint_open(&eo, &code); /* copies the key */
-    dsa_endpoint_api_key_free(&key);
-    if (!r->b)
-        return code ? code : DSA_EXIT_BACKEND;
+    int code = dsa_loop_endpoint_open(&r->o->ep, &r->b);
+    if (code)
+        return code;
     if (r->mode->chat)
         r->api = DSA_API_CHAT;
     else if (!strcmp(dsa_endpoint_dialect(r->b), "sglang"))
@@ -521,36 +510,22 @@ static int usage_error(const char *msg)
 static int run_inprocess(struct run *r, int argc0, char **argv0)
 {
     const struct opts *o = r->o;
-    struct dsa_inproc_opts io;
-    dsa_inproc_opts_init(&io);
-    for (size_t i = 0; i < o->variants.n; i++) {
-        if (dsa_k_flags_set(&io.flags, o->variants.v[i]) < 0) {
-            dsa_errorf("unknown variant '%s' (see docs/kernels.md \"Variant flags\")",
-                       o->variants.v[i]);
-            return DSA_EXIT_USAGE;
-        }
-        io.rope_given |= !strncmp(o->variants.v[i], "rope=", 5);
-    }
-    if (o->topk != 512 && o->topk != 1024 && o->topk != 2048) {
-        dsa_errorf("--topk must be 512, 1024 or 2048");
-        return DSA_EXIT_USAGE;
-    }
-    if (o->device && strcmp(o->device, "cuda") && strcmp(o->device, "cpu")) {
-        dsa_errorf("unknown device '%s' (use cuda or cpu)", o->device);
-        return DSA_EXIT_USAGE;
-    }
+    struct dsa_inproc_run io;
+    dsa_inproc_run_init(&io);
+    int rc = dsa_loop_inproc_opts(&o->ip, &io.stack);
+    if (rc)
+        return rc;
     if (!o->out) {
         dsa_errorf("--out DIR is required with --backend inprocess");
         return DSA_EXIT_USAGE;
     }
-    io.device = o->device;
-    io.kernels_so = o->kernels_so;
-    io.topk = o->topk;
     io.mtp = o->mtp ? o->mtp_n : 0;
     io.out_dir = o->out;
     io.force_new = o->force_new;
     io.json = o->as_json;
     io.interrupted = &dsa_interrupted;
+    io.drive = dsa_loop_drive;
+    io.shard = o->shard;
     io.command = dsa_run_command_json(argc0, argv0);
     if (o->traces) { /* real activations: the traces' query rows are the decode rows */
         io.traces_dir = o->traces;
@@ -597,16 +572,15 @@ static int check_opts(struct opts *o)
 {
     if (o->limit < 0)
         return usage_error("--limit must be >= 0 (0: all questions)");
-    if (o->concurrency < 1)
-        return usage_error("--concurrency must be >= 1");
-    if (o->retries < 0)
-        return usage_error("--retries must be >= 0");
     if (o->max_tokens < 0)
         return usage_error("--max-tokens must be > 0");
-    if (!(o->timeout_s > 0))
-        return usage_error("--timeout must be > 0");
+    int rc = dsa_loop_endpoint_check(&o->ep);
+    if (rc)
+        return rc;
     if (o->expect_mtp)
         o->mtp = true;
+    if (dsa_shard_parse(o->shard_text, &o->shard) < 0)
+        return DSA_EXIT_USAGE;
     return 0;
 }
 
@@ -626,28 +600,16 @@ int cmd_gsm8k(int argc, char **argv)
         .backend = "endpoint",
         .prompt = "vllm5",
         .limit = 32,
-        .concurrency = 1,
-        .retries = 3,
         .seed = 42,
-        .timeout_s = 600,
         .token_ids = true,
-        .topk = 512,
         .mtp_n = 3,
     };
+    /* the defaults of docs/gsm8k.md */
+    dsa_loop_endpoint_init(&o.ep, 1, 3, 600, "same batches every run");
+    dsa_loop_inproc_init(&o.ip, 512);
     struct dsa_option opts[] = {
-        DSA_OPT_STRLIST(0, "endpoint", &o.endpoints, "URL",
-                        "server base URL (repeat to spread requests over replicas)"),
+        DSA_LOOP_ENDPOINT_OPTIONS(&o.ep),
         DSA_OPT_STRING(0, "backend", &o.backend, "KIND", "endpoint (default) or inprocess"),
-        DSA_OPT_STRING(0, "model", &o.model, "NAME", "model name (default: the server's first)"),
-        DSA_OPT_STRING(
-            0, "dialect", &o.dialect, "NAME",
-            "vllm, sglang (POST /generate + meta_info), llamacpp or openai (default: detect)"),
-        DSA_OPT_STRING(0, "api-key-file", &o.api_key_file, "FILE",
-                       "bearer token on its first line (default: $DSA_EVAL_API_KEY; never "
-                       "written)"),
-        DSA_OPT_STRING(0, "extra-body", &o.extra_body, "JSON",
-                       "object merged into each request, e.g. "
-                       "'{\"chat_template_kwargs\":{\"thinking\":false}}'"),
         DSA_OPT_STRING(0, "data", &o.data, "DIR",
                        "folder with test.jsonl and train.jsonl (default: the fetch cache)"),
         DSA_OPT_STRING('o', "out", &o.out, "DIR", "run folder (run-001.jsonl; resumes)"),
@@ -656,12 +618,8 @@ int cmd_gsm8k(int argc, char **argv)
         DSA_OPT_STRING(0, "extract", &o.extract, "MODE",
                        "scoring: vllm, cot-strict, gsm8k-strict, flexible (default: the mode's)"),
         DSA_OPT_INT('n', "limit", &o.limit, "N", "first N test questions (default 32; 0: all)"),
-        DSA_OPT_INT('c', "concurrency", &o.concurrency, "N",
-                    "requests in flight (default 1: same batches every run)"),
         DSA_OPT_INT(0, "max-tokens", &o.max_tokens, "N", "default: the mode's (256; sglang5 512)"),
         DSA_OPT_LONG(0, "seed", &o.seed, "N", "request seed (default 42)"),
-        DSA_OPT_INT(0, "retries", &o.retries, "N", "retries of a failed request (default 3)"),
-        DSA_OPT_DOUBLE(0, "timeout", &o.timeout_s, "S", "per-request timeout (default 600)"),
         DSA_OPT_BOOL(0, "mtp", &o.mtp, "measure the acceptance length (vLLM /metrics deltas)"),
         DSA_OPT_BOOL(0, "expect-mtp", &o.expect_mtp,
                      "--mtp, and fail (exit 4) when the server shows no speculative decoding"),
@@ -672,21 +630,12 @@ int cmd_gsm8k(int argc, char **argv)
                      "write each prompt and one NUL byte to stdout, send nothing"),
         DSA_OPT_BOOL(0, "force-new", &o.force_new,
                      "start the run file anew when it was made by another command"),
-        DSA_OPT_BOOL(0, "insecure", &o.insecure, "skip TLS certificate verification"),
-        DSA_OPT_STRING(0, "cacert", &o.cacert, "FILE",
-                       "CA bundle (PEM) for https:// (default: $CURL_CA_BUNDLE, $SSL_CERT_FILE)"),
-        DSA_OPT_STRING(0, "max-memory", &o.max_memory_text, "BYTES",
-                       "memory for responses in flight (default 256M + 16M per -c)"),
+        DSA_OPT_STRING(0, "shard", &o.shard_text, "I/N",
+                       "run shard I of N (questions split by id; join with dsa-eval merge)"),
         DSA_OPT_BOOL('q', "quiet", &o.quiet, "no progress or notes"),
         DSA_OPT_BOOL(0, "json", &o.as_json,
                      "print the summary as JSON (the summary file's document)"),
-        DSA_OPT_STRING(0, "device", &o.device, "cuda|cpu",
-                       "inprocess: where the indexer stack runs (default: cuda if present)"),
-        DSA_OPT_STRLIST(0, "variant", &o.variants, "K=V",
-                        "inprocess: a variant flag (weights=bf16, …); repeatable"),
-        DSA_OPT_STRING(0, "kernels", &o.kernels_so, "PATH.so",
-                       "inprocess: another build of dsa_kernels.h (plugin ABI)"),
-        DSA_OPT_INT(0, "topk", &o.topk, "K", "inprocess: top-k (512|1024|2048; default 512)"),
+        DSA_LOOP_INPROC_OPTIONS(&o.ip),
         DSA_OPT_STRING(0, "traces", &o.traces, "DIR",
                        "inprocess: captured model traces (manifest.jsonl) instead of the proxy"),
         DSA_OPT_END(),
@@ -701,7 +650,6 @@ int cmd_gsm8k(int argc, char **argv)
         return dsa_opt_exit(npos);
     }
     struct run r = {.o = &o};
-    json_t *extra = NULL;
     char *data_dir = NULL, *run_path = NULL;
     struct dsa_buf prompt = DSA_BUF_INIT;
     dsa_buf_init(&prompt);
@@ -730,19 +678,8 @@ int cmd_gsm8k(int argc, char **argv)
         dsa_errorf("unknown extraction '%s' (vllm, cot-strict, gsm8k-strict, flexible)", o.extract);
         goto cleanup;
     }
-    if (o.max_memory_text && (o.max_memory = dsa_parse_bytes(o.max_memory_text)) < (1LL << 20)) {
-        dsa_errorf("--max-memory must be a size of at least 1M (512M, 2G), not '%s'",
-                   o.max_memory_text);
+    if (dsa_eval_check_backend(dsa_eval_find("gsm8k"), o.backend))
         goto cleanup;
-    }
-    if (o.extra_body) {
-        json_error_t je;
-        extra = json_loads(o.extra_body, 0, &je);
-        if (!json_is_object(extra)) {
-            dsa_errorf("--extra-body must be a JSON object: %s", extra ? "not an object" : je.text);
-            goto cleanup;
-        }
-    }
     if (o.traces && strcmp(o.backend, "inprocess")) {
         dsa_errorf("--traces DIR is for --backend inprocess");
         goto cleanup;
@@ -777,14 +714,16 @@ int cmd_gsm8k(int argc, char **argv)
         ret = run_inprocess(&r, argc0, argv0);
         goto cleanup;
     }
-    if ((ret = open_backend(&r, extra)))
+    r.n_limit = r.n;
+    keep_shard(&r);
+    if ((ret = open_backend(&r)))
         goto cleanup;
     r.x = dsa_gsm8k_extractor_new();
-    if (o.out && (ret = open_store(&r, argc0, argv0, extra, &run_path)))
+    if (o.out && (ret = open_store(&r, argc0, argv0, &run_path)))
         goto cleanup;
 
     /* counters before the first request */
-    struct fetch_ctx fc = {r.b, o.endpoints.n, 0};
+    struct fetch_ctx fc = {r.b};
     struct dsa_mtp_counters before, after;
     bool have_before = false, have_after = false;
     memset(&before, 0, sizeof before);
@@ -796,46 +735,20 @@ int cmd_gsm8k(int argc, char **argv)
     size_t resumed = 0;
     for (size_t i = 0; i < r.n; i++)
         resumed += r.items[i].record != NULL;
-    if (resumed)
-        dsa_notef("resuming: %zu of %zu samples already done in '%s'%s", resumed, r.n, run_path,
-                  resumed == r.n ? ": nothing left to do" : "");
+    dsa_run_note_resume(resumed, r.n, run_path);
     r.progress = dsa_progress_new("gsm8k", r.n, resumed);
     double t0 = now_s();
 
-    ret = DSA_EXIT_OK;
-    for (;;) {
-        while (!dsa_interrupted && !r.write_error && dsa_backend_idle_slots(r.b) > 0) {
-            size_t before_next = r.next;
-            if (submit_next(&r, &prompt)) {
-                ret = DSA_EXIT_INTERNAL;
-                break;
-            }
-            if (r.next == before_next || r.next >= r.n)
-                break;
-        }
-        if (ret)
-            break;
-        if (dsa_interrupted || r.write_error) {
-            dsa_backend_cancel(r.b);
-            break;
-        }
-        /* a short wait: at --concurrency 1 each request waits for the loop to notice its
-           answer, and 200 ms measured 8 requests/s against an instant server */
-        int pending = dsa_backend_poll(r.b, 20);
-        if (pending < 0) {
-            ret = DSA_EXIT_BACKEND;
-            dsa_backend_cancel(r.b);
-            break;
-        }
-        dsa_progress_poll(r.progress);
-        if (pending == 0 && r.next >= r.n)
-            break;
-    }
+    /* a short wait: at --concurrency 1 each request waits for the loop to notice its answer,
+       and 200 ms measured 8 requests/s against an instant server */
+    static const struct dsa_eval_feed feed = {submit_next, must_stop, tick, 20};
+    r.scratch = &prompt;
+    ret = dsa_loop_drive(r.b, &feed, &r, &dsa_interrupted);
     dsa_progress_finish(r.progress);
     double wall = now_s() - t0;
-    if (!ret && r.write_error)
+    if ((ret == DSA_EXIT_OK || ret == DSA_EXIT_INTERRUPTED) && r.write_error)
         ret = DSA_EXIT_IO;
-    if (!ret && dsa_interrupted) {
+    if ((ret == DSA_EXIT_OK || ret == DSA_EXIT_INTERRUPTED) && dsa_interrupted) {
         size_t done = 0;
         for (size_t i = 0; i < r.n; i++)
             done += r.items[i].record != NULL;
@@ -913,9 +826,8 @@ cleanup:
     dsa_gsm8k_free(&r.test);
     dsa_gsm8k_free(&r.train);
     dsa_buf_release(&prompt);
-    dsa_strlist_release(&o.endpoints);
-    dsa_strlist_release(&o.variants);
-    json_decref(extra);
+    dsa_loop_endpoint_release(&o.ep);
+    dsa_loop_inproc_release(&o.ip);
     free(data_dir);
     free(run_path);
     free(argv0);

@@ -19,7 +19,12 @@
 #include "commands.h"
 #include "datasets/mrcr.h"
 #include "evals/mrcr_eval.h"
+#include "evals/evals.h"
 #include "evals/summary.h"
+#include "run/endpoint_cli.h"
+#include "run/inproc_cli.h"
+#include "run/loop.h"
+#include "util/shard.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -84,6 +89,11 @@ static void free_paths(struct dsa_strlist *paths)
     dsa_strlist_release(paths);
 }
 
+static bool shard_keep(void *ud, const char *id)
+{
+    return dsa_shard_keep(ud, id);
+}
+
 struct progress_ctx {
     dsa_progress *p;
     long seen_done, seen_retries, seen_failed;
@@ -127,36 +137,19 @@ static int print_json_summary(bool as_json, const char *out, int ret)
 
 /* --backend inprocess: the indexer stack on the dataset's prompts (evals/inproc_mrcr.h) */
 static int run_inprocess(const char *dataset, const char *out, const struct dsa_mrcr_filter *filt,
-                         const char *device, const char *kernels_so,
-                         const struct dsa_strlist *variants, int topk, int max_query, uint64_t seed,
+                         const struct dsa_loop_inproc *ip, int max_query, uint64_t seed,
                          bool force_new, const char *traces, bool as_json, bool quiet,
-                         json_t *command)
+                         json_t *command, const struct dsa_shard *shard)
 {
-    struct dsa_inproc_opts o;
-    dsa_inproc_opts_init(&o);
-    for (size_t i = 0; i < variants->n; i++) {
-        if (dsa_k_flags_set(&o.flags, variants->v[i]) < 0) {
-            dsa_errorf("unknown variant '%s' (see docs/kernels.md \"Variant flags\")",
-                       variants->v[i]);
-            return DSA_EXIT_USAGE;
-        }
-        o.rope_given |= !strncmp(variants->v[i], "rope=", 5);
-    }
-    if (device && strcmp(device, "cuda") && strcmp(device, "cpu") && strcmp(device, "auto")) {
-        dsa_errorf("unknown device '%s' (use cuda or cpu)", device);
-        return DSA_EXIT_USAGE;
-    }
-    if (topk != 512 && topk != 1024 && topk != 2048) {
-        dsa_errorf("--topk must be 512, 1024 or 2048");
-        return DSA_EXIT_USAGE;
-    }
+    struct dsa_inproc_run o;
+    dsa_inproc_run_init(&o);
+    int rc = dsa_loop_inproc_opts(ip, &o.stack);
+    if (rc)
+        return rc;
     if (max_query < 0) {
         dsa_errorf("--max-query must be >= 0");
         return DSA_EXIT_USAGE;
     }
-    o.device = device;
-    o.kernels_so = kernels_so;
-    o.topk = topk;
     o.out_dir = out;
     o.limit = filt->limit;
     o.bins_mask = filt->bins_mask;
@@ -166,6 +159,8 @@ static int run_inprocess(const char *dataset, const char *out, const struct dsa_
     o.quiet = quiet;
     o.command = command;
     o.interrupted = &dsa_interrupted;
+    o.drive = dsa_loop_drive;
+    o.shard = *shard;
     if (traces) { /* the model's activations instead of the proxy model: no dataset */
         o.traces_dir = traces;
         return print_json_summary(as_json, out, dsa_inproc_traces_run(&o));
@@ -181,7 +176,7 @@ static int run_inprocess(const char *dataset, const char *out, const struct dsa_
         return DSA_EXIT_DATA;
     }
     o.max_query = max_query;
-    o.seed = seed;
+    o.stack.seed = seed;
     o.dataset_name = dataset;
     o.datasets = paths.v;
     o.ndatasets = paths.n;
@@ -196,23 +191,21 @@ int cmd_mrcr(int argc, char **argv)
     int cmd_argc = argc;
     char **cmd_argv = argv;
     json_t *command = dsa_run_command_json(cmd_argc, cmd_argv); /* before argv is permuted */
-    struct dsa_strlist endpoints = {0};
+    struct dsa_loop_endpoint ep;
+    dsa_loop_endpoint_init(&ep, 8, 5, 1800, NULL); /* the defaults of docs/mrcr.md */
     const char *dataset = NULL, *out = NULL, *needles = "8", *bins = NULL;
-    const char *max_bin = NULL, *backend_kind = "endpoint", *model = NULL, *dialect = NULL;
-    const char *api_key_file = NULL, *extra_body_text = NULL;
-    const char *cacert = NULL, *max_memory_text = NULL;
+    const char *max_bin = NULL, *backend_kind = "endpoint";
     long limit = 0, max_tokens = 4096, seed = 0;
-    int runs = 1, concurrency = 8, retries = 5;
-    const char *device = NULL, *kernels_so = NULL, *traces = NULL;
-    struct dsa_strlist variants = {0};
-    int topk = 2048, max_query = 32;
-    double temperature = 0.0, timeout_s = 1800;
-    bool quiet = false, as_json = false, force_new = false, stream = false, insecure = false;
+    int runs = 1;
+    const char *traces = NULL;
+    struct dsa_loop_inproc ip;
+    dsa_loop_inproc_init(&ip, 2048);
+    int max_query = 32;
+    double temperature = 0.0;
+    bool quiet = false, as_json = false, force_new = false, stream = false;
     bool strip_think = false, no_count = false, retry_failed = false;
-    const char *seed_text = NULL;
+    const char *seed_text = NULL, *shard_text = NULL;
     struct dsa_option opts[] = {
-        DSA_OPT_STRLIST(0, "endpoint", &endpoints, "URL",
-                        "server base URL; repeat for data-parallel replicas"),
         DSA_OPT_STRING(0, "dataset", &dataset, "PATH|NAME",
                        "MRCR JSONL or /rows pages, or a cached dataset name (openai/mrcr)"),
         DSA_OPT_STRING('o', "out", &out, "DIR", "run directory (run-001.jsonl, ...)"),
@@ -225,38 +218,19 @@ int cmd_mrcr(int argc, char **argv)
                      "start over when the run files were made by another command"),
         DSA_OPT_BOOL(0, "retry-failed", &retry_failed,
                      "send the rows recorded as failed in the run files again"),
+        DSA_OPT_STRING(0, "shard", &shard_text, "I/N",
+                       "run shard I of N (rows split by id; join with dsa-eval merge)"),
         DSA_OPT_STRING(0, "backend", &backend_kind, "KIND", "endpoint (default) or inprocess"),
-        DSA_OPT_STRING(0, "device", &device, "cuda|cpu",
-                       "inprocess: where the indexer stack runs (default: cuda if present)"),
-        DSA_OPT_STRLIST(
-            0, "variant", &variants, "K=V",
-            "inprocess: a variant flag (weights=bf16, rope=interleaved, …); repeatable"),
-        DSA_OPT_STRING(0, "kernels", &kernels_so, "PATH.so",
-                       "inprocess: another build of dsa_kernels.h (plugin ABI)"),
-        DSA_OPT_INT(0, "topk", &topk, "K", "inprocess: top-k of the indexer (512|1024|2048)"),
+        DSA_LOOP_INPROC_OPTIONS(&ip),
         DSA_OPT_STRING(0, "traces", &traces, "DIR",
                        "inprocess: captured model traces (manifest.jsonl) instead of the proxy"),
         DSA_OPT_INT(0, "max-query", &max_query, "N",
                     "inprocess: query rows = the last N question tokens (default 32, 0 = all)"),
-        DSA_OPT_STRING(0, "model", &model, "NAME", "model name (default: from /v1/models)"),
-        DSA_OPT_STRING(0, "dialect", &dialect, "D",
-                       "vllm, sglang, llamacpp or openai (default: detect)"),
-        DSA_OPT_STRING(0, "api-key-file", &api_key_file, "FILE",
-                       "bearer token file (default: $DSA_EVAL_API_KEY)"),
-        DSA_OPT_BOOL(0, "insecure", &insecure, "do not verify TLS certificates (dangerous)"),
-        DSA_OPT_STRING(0, "cacert", &cacert, "FILE",
-                       "CA bundle (PEM) for https:// (default: $CURL_CA_BUNDLE, $SSL_CERT_FILE)"),
-        DSA_OPT_STRING(0, "max-memory", &max_memory_text, "BYTES",
-                       "memory for responses in flight (default 256M + 16M per -c)"),
-        DSA_OPT_INT('c', "concurrency", &concurrency, "N", "requests in flight (default 8)"),
+        DSA_LOOP_ENDPOINT_OPTIONS(&ep),
         DSA_OPT_LONG(0, "max-tokens", &max_tokens, "N", "max_tokens per request (default 4096)"),
         DSA_OPT_DOUBLE(0, "temperature", &temperature, "T", "sampling temperature (default 0)"),
         DSA_OPT_STRING(0, "seed", &seed_text, "N", "sampling seed sent with every request"),
-        DSA_OPT_STRING(0, "extra-body", &extra_body_text, "JSON",
-                       "object merged into every request body"),
         DSA_OPT_BOOL(0, "stream", &stream, "stream responses (records ttft_ms, decode_ms)"),
-        DSA_OPT_INT(0, "retries", &retries, "N", "retries per request (default 5)"),
-        DSA_OPT_DOUBLE(0, "timeout", &timeout_s, "S", "seconds per attempt (default 1800)"),
         DSA_OPT_BOOL(0, "no-count-tokens", &no_count,
                      "skip the /tokenize pre-count (over-context rows then come from 400s)"),
         DSA_OPT_BOOL(0, "strip-think", &strip_think,
@@ -266,9 +240,8 @@ int cmd_mrcr(int argc, char **argv)
         DSA_OPT_END(),
     };
     int ret = DSA_EXIT_USAGE;
-    char *api_key = NULL;
     struct dsa_strlist dataset_paths = {0};
-    json_t *extra_body = NULL, *runs_records = NULL, *backend_id = NULL;
+    json_t *runs_records = NULL, *backend_id = NULL;
     dsa_backend *b = NULL;
     struct dsa_mrcr_eval_opts eo;
     memset(&eo, 0, sizeof eo);
@@ -287,12 +260,14 @@ int cmd_mrcr(int argc, char **argv)
         dsa_errorf("--out DIR is required");
         goto cleanup;
     }
-    if (runs < 1 || runs > 999 || concurrency < 1 || concurrency > 65536 || retries < 0 ||
-        max_tokens < 1 || timeout_s <= 0 || limit < 0 || temperature < 0) {
-        dsa_errorf("--runs (1..999), --concurrency (1..65536), --retries (>= 0), --max-tokens, "
-                   "--timeout (> 0), --limit and --temperature (>= 0) must be in range");
+    if (runs < 1 || runs > 999 || max_tokens < 1 || limit < 0 || temperature < 0) {
+        dsa_errorf("--runs (1..999), --max-tokens (> 0), --limit and --temperature (>= 0) must "
+                   "be in range");
         goto cleanup;
     }
+    if ((ret = dsa_loop_endpoint_check(&ep)))
+        goto cleanup;
+    ret = DSA_EXIT_USAGE;
     if (seed_text) {
         char *end;
         errno = 0;
@@ -302,6 +277,10 @@ int cmd_mrcr(int argc, char **argv)
             goto cleanup;
         }
     }
+    if (dsa_shard_parse(shard_text, &eo.shard) < 0)
+        goto cleanup;
+    eo.interrupted = &dsa_interrupted;
+    eo.drive = dsa_loop_drive;
     if (dsa_mrcr_parse_needles(needles, &eo.filter.needles_mask) < 0)
         goto cleanup;
     if (bins && dsa_mrcr_parse_bins(bins, &eo.filter.bins_mask) < 0)
@@ -313,21 +292,6 @@ int cmd_mrcr(int argc, char **argv)
         eo.filter.bins_mask = eo.filter.bins_mask ? eo.filter.bins_mask & m : m;
     }
     eo.filter.limit = limit;
-    long long max_memory = 0;
-    if (max_memory_text && (max_memory = dsa_parse_bytes(max_memory_text)) < (1LL << 20)) {
-        dsa_errorf("--max-memory must be a size of at least 1M (512M, 2G), not '%s'",
-                   max_memory_text);
-        goto cleanup;
-    }
-    if (extra_body_text) {
-        json_error_t je;
-        extra_body = json_loads(extra_body_text, 0, &je);
-        if (!json_is_object(extra_body)) {
-            dsa_errorf("--extra-body is not a JSON object: %s",
-                       extra_body ? "another JSON value" : je.text);
-            goto cleanup;
-        }
-    }
     if (traces && strcmp(backend_kind, "inprocess")) {
         dsa_errorf("--traces DIR is for --backend inprocess");
         goto cleanup;
@@ -336,15 +300,17 @@ int cmd_mrcr(int argc, char **argv)
         dsa_errorf("--traces DIR replaces --dataset (the traces hold the prompts)");
         goto cleanup;
     }
+    if (dsa_eval_check_backend(dsa_eval_find("mrcr"), backend_kind))
+        goto cleanup;
     if (!strcmp(backend_kind, "inprocess")) {
         if (retry_failed) {
             dsa_errorf("--retry-failed is for --backend endpoint (an in-process row fails "
                        "the same way every time)");
             goto cleanup;
         }
-        ret = run_inprocess(dataset ? dataset : DSA_SAMPLE_MRCR_DEFAULT, out, &eo.filter, device,
-                            kernels_so, &variants, topk, max_query, seed_text ? (uint64_t)seed : 1,
-                            force_new, traces, as_json, quiet, command);
+        ret = run_inprocess(dataset ? dataset : DSA_SAMPLE_MRCR_DEFAULT, out, &eo.filter, &ip,
+                            max_query, seed_text ? (uint64_t)seed : 1, force_new, traces, as_json,
+                            quiet, command, &eo.shard);
         goto cleanup;
     }
     if (!dataset)
@@ -353,7 +319,7 @@ int cmd_mrcr(int argc, char **argv)
         dsa_errorf("unknown backend '%s' (endpoint or inprocess)", backend_kind);
         goto cleanup;
     }
-    if (endpoints.n == 0) {
+    if (ep.urls.n == 0) {
         dsa_errorf("--endpoint URL is required with --backend endpoint");
         goto cleanup;
     }
@@ -361,13 +327,9 @@ int cmd_mrcr(int argc, char **argv)
         ret = DSA_EXIT_DATA;
         goto cleanup;
     }
-    if (dsa_endpoint_read_api_key(api_key_file, &api_key) < 0) {
-        ret = DSA_EXIT_USAGE;
-        goto cleanup;
-    }
 
     /* the dataset first: a bad file is reported before any network traffic */
-    long total = 0;
+    long total = 0, total_all = 0; /* this shard's rows, and every shard's */
     json_t *dataset_id =
         json_pack("{s:s, s:[], s:o}", "name", dataset, "files", "revision", json_null());
     json_t *shas = json_array();
@@ -380,7 +342,8 @@ int cmd_mrcr(int argc, char **argv)
             ret = DSA_EXIT_DATA;
             goto cleanup;
         }
-        total += dsa_mrcr_nselected(rd);
+        total_all += dsa_mrcr_nselected(rd);
+        total += dsa_mrcr_nselected_if(rd, shard_keep, &eo.shard);
         json_array_append_new(
             json_object_get(dataset_id, "files"),
             json_pack("{s:s, s:s}", "path", dataset_paths.v[i], "sha256", dsa_mrcr_sha256(rd)));
@@ -395,7 +358,7 @@ int cmd_mrcr(int argc, char **argv)
         dsa_mrcr_free(&rd);
     }
     json_object_set_new(dataset_id, "bins", json_string(bins_src));
-    if (total == 0) {
+    if (total_all == 0) { /* an empty shard of rows that exist is a run of nothing */
         dsa_errorf("no rows of '%s' pass the filters (--needles %s%s%s)", dataset, needles,
                    bins ? " --bins " : "", bins ? bins : "");
         json_decref(dataset_id);
@@ -404,27 +367,9 @@ int cmd_mrcr(int argc, char **argv)
         goto cleanup;
     }
 
-    struct dsa_endpoint_opts bo = {
-        .urls = endpoints.v,
-        .n_urls = (int)endpoints.n,
-        .model = model,
-        .dialect = dialect,
-        .api_key = api_key,
-        .extra_body = extra_body,
-        .concurrency = concurrency,
-        .retries = retries,
-        .timeout_s = timeout_s,
-        .insecure = insecure,
-        .probe = true,
-        .cacert = cacert,
-        .max_memory = max_memory,
-    };
-    int open_code;
-    b = dsa_endpoint_open(&bo, &open_code);
-    if (!b) {
+    if ((ret = dsa_loop_endpoint_open(&ep, &b))) {
         json_decref(dataset_id);
         json_decref(shas);
-        ret = open_code;
         goto cleanup;
     }
     backend_id = dsa_backend_describe(b);
@@ -442,7 +387,7 @@ int cmd_mrcr(int argc, char **argv)
     /* what must be equal for a resume: the rows, the model and everything in the body */
     json_t *params = json_pack(
         "{s:I, s:f, s:o, s:O?}", "max_tokens", (json_int_t)max_tokens, "temperature", temperature,
-        "seed", seed_text ? json_integer(seed) : json_null(), "extra_body", extra_body);
+        "seed", seed_text ? json_integer(seed) : json_null(), "extra_body", ep.extra_body);
     json_t *filters = json_pack("{s:s, s:s?, s:s?, s:I}", "needles", needles, "bins", bins,
                                 "max_bin", max_bin, "limit", (json_int_t)limit);
     json_t *match =
@@ -450,11 +395,12 @@ int cmd_mrcr(int argc, char **argv)
                   shas, "dataset_revision", json_incref(json_object_get(dataset_id, "revision")),
                   "backend", "endpoint", "model", dsa_endpoint_model(b), "params", params,
                   "filters", filters, "strip_think", strip_think);
+    dsa_shard_match(&eo.shard, match);
     json_t *run_params = json_deep_copy(params);
     json_object_set_new(run_params, "stream", json_boolean(stream));
-    json_object_set_new(run_params, "concurrency", json_integer(concurrency));
-    json_object_set_new(run_params, "retries", json_integer(retries));
-    json_object_set_new(run_params, "timeout_s", json_real(timeout_s));
+    json_object_set_new(run_params, "concurrency", json_integer(ep.concurrency));
+    json_object_set_new(run_params, "retries", json_integer(ep.retries));
+    json_object_set_new(run_params, "timeout_s", json_real(ep.timeout_s));
     json_object_set_new(run_params, "count_tokens", json_boolean(!no_count));
     json_object_set_new(run_params, "filters", filters);
     json_decref(params);
@@ -471,21 +417,16 @@ int cmd_mrcr(int argc, char **argv)
         dsa_run *run = NULL;
         unsigned flags =
             (force_new ? DSA_RUN_FORCE_NEW : 0) | (retry_failed ? DSA_RUN_RETRY_FAILED : 0);
-        int orc = dsa_run_open(&run, path, header, flags);
+        ret = dsa_run_open_status(&run, path, header, flags);
         json_decref(header);
-        if (orc < 0) {
-            ret = orc == -2 ? DSA_EXIT_MISMATCH : orc == -3 ? DSA_EXIT_DATA : DSA_EXIT_IO;
+        if (ret != DSA_EXIT_OK) {
             free(path);
             break;
         }
         char label[48];
         snprintf(label, sizeof label, "mrcr run %d/%d", ri, runs);
         size_t resumed = dsa_run_count(run);
-        size_t done = resumed < (size_t)total ? resumed : (size_t)total;
-        /* a rerun says what it found (README: "Run it again and it resumes") */
-        if (resumed)
-            dsa_notef("resuming: %zu of %zu samples already done in '%s'%s", done, (size_t)total,
-                      path, done == (size_t)total ? ": nothing left to do" : "");
+        dsa_run_note_resume(resumed, (size_t)total, path);
         struct progress_ctx pc = {NULL, 0, 0, 0};
         if (!quiet)
             pc.p = dsa_progress_new(label, (size_t)total,
@@ -512,13 +453,8 @@ int cmd_mrcr(int argc, char **argv)
         }
         dsa_run_free(&run);
         /* the summary reads the file back: records resumed and new, in file order */
-        json_t *h = NULL, *recs = NULL;
-        if (dsa_run_load(path, &h, &recs) == 0) {
-            json_array_append_new(runs_records, recs);
-            json_decref(h);
-        } else if (ret == DSA_EXIT_OK) {
+        if (dsa_run_load_into(path, runs_records) < 0 && ret == DSA_EXIT_OK)
             ret = DSA_EXIT_IO;
-        }
         free(path);
     }
     json_decref(run_params);
@@ -550,14 +486,12 @@ int cmd_mrcr(int argc, char **argv)
     }
 
 cleanup:
-    dsa_strlist_release(&variants);
+    dsa_loop_inproc_release(&ip);
     dsa_backend_free(&b);
     json_decref(backend_id);
     json_decref(runs_records);
-    json_decref(extra_body);
     json_decref(command);
-    dsa_endpoint_api_key_free(&api_key);
     free_paths(&dataset_paths);
-    dsa_strlist_release(&endpoints);
+    dsa_loop_endpoint_release(&ep);
     return ret;
 }

@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "stats/compare.h"
+#include "util/json.h"
 #include "util/exitcode.h"
 #include "util/msg.h"
 #include "util/opt.h"
@@ -20,20 +21,14 @@ static const char *const usage[] = {
     NULL,
 };
 
-static double num(json_t *o, const char *k)
-{
-    json_t *v = json_object_get(o, k);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
 /* one bin planned by samples: greedy runs that are identical, or one run */
 static void print_by_samples(json_t *b, double detect)
 {
     bool identical = !strcmp(json_string_value(json_object_get(b, "why")), "identical runs");
-    printf(" %6.3f %9.3f  %s; MDE80 %.3f with these %lld samples", num(b, "mean"),
-           sqrt(num(b, "var_sample")),
+    printf(" %6.3f %9.3f  %s; MDE80 %.3f with these %lld samples", dsa_json_num(b, "mean"),
+           sqrt(dsa_json_num(b, "var_sample")),
            identical ? "runs identical (greedy): more runs do not help" : "one run†",
-           num(b, "mde_n"), (long long)json_integer_value(json_object_get(b, "n")));
+           dsa_json_num(b, "mde_n"), (long long)json_integer_value(json_object_get(b, "n")));
     json_t *need = json_object_get(b, "samples_needed");
     if (!isnan(detect) && json_is_integer(need))
         printf(", %lld samples to detect %.3f", (long long)json_integer_value(need), detect);
@@ -51,12 +46,12 @@ static void print_by_samples(json_t *b, double detect)
  */
 static void print_plan(json_t *doc, long max_runs)
 {
-    double detect = num(doc, "detect");
+    double detect = dsa_json_num(doc, "detect");
     printf("Runs per side ");
     if (!isnan(detect))
         printf("to detect a change of %.3f ", detect);
-    printf("(power %g%%, two-sided %g%%), from %s (%lld run%s)\n", num(doc, "power") * 100,
-           num(doc, "confidence") * 100, json_string_value(json_object_get(doc, "source")),
+    printf("(power %g%%, two-sided %g%%), from %s (%lld run%s)\n", dsa_json_num(doc, "power") * 100,
+           dsa_json_num(doc, "confidence") * 100, json_string_value(json_object_get(doc, "source")),
            (long long)json_integer_value(json_object_get(doc, "runs")),
            json_integer_value(json_object_get(doc, "runs")) == 1 ? "" : "s");
     json_t *bins = json_object_get(doc, "bins");
@@ -74,7 +69,7 @@ static void print_plan(json_t *doc, long max_runs)
         printf("%-*s %5lld %4lld", 8 + extra, label,
                (long long)json_integer_value(json_object_get(b, "n")),
                (long long)json_integer_value(json_object_get(b, "runs")));
-        if (isnan(num(b, "mean"))) {
+        if (isnan(dsa_json_num(b, "mean"))) {
             printf("  n/a: %s\n", json_string_value(json_object_get(b, "no_figure")));
             continue;
         }
@@ -86,8 +81,9 @@ static void print_plan(json_t *doc, long max_runs)
             print_by_samples(b, detect);
             continue;
         }
-        printf(" %6.3f %9.3f %7.3f  %6.3f", num(b, "mean"), sqrt(num(b, "var_sample")),
-               sqrt(num(b, "var_resid")), sqrt(num(b, "var_run")));
+        printf(" %6.3f %9.3f %7.3f  %6.3f", dsa_json_num(b, "mean"),
+               sqrt(dsa_json_num(b, "var_sample")), sqrt(dsa_json_num(b, "var_resid")),
+               sqrt(dsa_json_num(b, "var_run")));
         json_t *need = json_object_get(b, "runs_needed");
         if (json_is_integer(need))
             printf(" %11lld ", (long long)json_integer_value(need));
@@ -95,7 +91,7 @@ static void print_plan(json_t *doc, long max_runs)
             printf(" %11s ", "-");
         json_t *mde = json_object_get(b, "mde");
         for (size_t q = 0; q < json_array_size(mde); q++)
-            printf(" %.3f", num(json_array_get(mde, q), "mde"));
+            printf(" %.3f", dsa_json_num(json_array_get(mde, q), "mde"));
         printf("\n");
     }
     if (any_same)

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "commands.h"
+#include "evals/evals.h"
 #include "reports/report.h"
 #include "stats/compare.h"
 #include "util/buf.h"
@@ -153,6 +154,7 @@ int cmd_report(int argc, char **argv)
     struct dsa_cmp_opts o;
     if (dsa_cmp_cli_apply(&cli, &o) < 0)
         return DSA_EXIT_USAGE;
+    o.identity_for = dsa_eval_identity_for; /* the eval table's hooks */
     json_t **docs = NULL;
     int status, nd = load_all(n, argv, &o, cli.baseline_aa, &docs, &status);
     if (nd < 0)

@@ -46,6 +46,7 @@ int cmd_merge(int argc, char **argv);
 int cmd_mrcr(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_ruler(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 
 /* sub-commands of `dsa-eval grade` (rows of grade_subs[] in src/cmd_grade.c) */

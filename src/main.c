@@ -33,6 +33,8 @@ const struct dsa_command dsa_commands[] = {
      "run MRCR multi-needle against an endpoint (or in-process), binned by context length"},
     {"plan", cmd_plan, 0, "runs needed per side to detect a given change"},
     {"report", cmd_report, 0, "markdown, HTML (SVG plots), CSV or JSON report of a comparison"},
+    {"ruler", cmd_ruler, DSA_CMD_INTERRUPTIBLE,
+     "NVIDIA RULER synthetic tasks (niah, vt, cwe) at 4k..1m against endpoints or in-process"},
     {"version", cmd_version, 0, "print version, build and library information"},
     {NULL, NULL, 0, NULL},
 };

@@ -50,6 +50,11 @@ void dsa_backend_stats(const dsa_backend *b, long *retries, long *errors)
     b->ops->stats(b, retries, errors);
 }
 
+int dsa_backend_metrics(dsa_backend *b, struct dsa_buf *out)
+{
+    return b->ops->metrics(b, out);
+}
+
 void dsa_backend_free(dsa_backend **b)
 {
     if (!*b)

@@ -8,17 +8,24 @@
  *   poll()      one turn of the event loop: starts queued requests up to the concurrency
  *               limit, moves bytes, runs the callbacks of finished requests, retries
  *   cancel()    abort everything queued and in flight (callbacks run with DSA_RES_CANCELLED)
+ *   metrics()   the backend's counters as Prometheus text (endpoint: GET /metrics of every
+ *               server, concatenated; in-process: seconds per stage of the indexer stack)
+ *
+ * Two implementations: the endpoint (endpoint.h: libcurl, dialects) and the in-process
+ * backend (inprocess.h: the indexer stack, which serves DSA_API_SELECT and DSA_API_MTP_VERIFY
+ * as described in inprocess_backend.c). The run loop (src/run/loop.h) drives either the same
+ * way.
  *
  * One thread drives it: submit/poll/cancel are called from the same thread, and callbacks
  * run inside poll() (or cancel()). A callback may submit further requests (e.g. the chat
  * request after its /tokenize count).
  *
- * Typical loop (evals/):
+ * The loop (src/run/loop.c, dsa_loop_drive):
  *
  *   while (!done) {
- *       while (!dsa_interrupted && more_rows && dsa_backend_idle_slots(b) > 0)
+ *       while (!*interrupted && more_rows && dsa_backend_idle_slots(b) > 0)
  *           dsa_backend_submit(b, &req);            // req.done = on_done
- *       if (dsa_interrupted) { dsa_backend_cancel(b); break; }
+ *       if (*interrupted) { dsa_backend_cancel(b); break; }
  *       if (dsa_backend_poll(b, 200) == 0 && !more_rows) done = true;
  *   }
  *
@@ -63,6 +70,8 @@ enum dsa_api {
     DSA_API_GENERATE,
     DSA_API_TOKENIZE,
     DSA_API_GET,
+    DSA_API_SELECT,     /* in-process: the indexer's top-k selection of one conversation */
+    DSA_API_MTP_VERIFY, /* in-process: batched MTP verify rows against one row at a time */
 };
 
 enum dsa_res_status {
@@ -118,7 +127,9 @@ struct dsa_request {
     void *ud;
 };
 
-/* The vtable each backend fills (endpoint.c; the in-process backend later). */
+struct dsa_buf;
+
+/* The vtable each backend fills (endpoint.c, inprocess_backend.c). */
 struct dsa_backend_ops {
     const char *kind; /* "endpoint", "inprocess" */
     json_t *(*describe)(dsa_backend *b);
@@ -127,6 +138,7 @@ struct dsa_backend_ops {
     void (*cancel)(dsa_backend *b);
     int (*idle_slots)(const dsa_backend *b);
     void (*stats)(const dsa_backend *b, long *retries, long *errors);
+    int (*metrics)(dsa_backend *b, struct dsa_buf *out);
     void (*free)(dsa_backend *b);
 };
 
@@ -150,6 +162,8 @@ void dsa_backend_cancel(dsa_backend *b);
 int dsa_backend_idle_slots(const dsa_backend *b);
 /* Totals so far: retried attempts and requests that ended FAILED (for the progress line). */
 void dsa_backend_stats(const dsa_backend *b, long *retries, long *errors);
+/* Appends the backend's counters (Prometheus text) to out. Returns 0, or -1 (printed). */
+int dsa_backend_metrics(dsa_backend *b, struct dsa_buf *out);
 void dsa_backend_free(dsa_backend **b);
 
 /*

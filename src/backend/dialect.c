@@ -2,6 +2,7 @@
  * SPDX-License-Identifier: GPL-3.0-or-later */
 #include "backend/dialect.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "backend/llamacpp.h"
@@ -70,5 +71,12 @@ const struct dsa_dialect *dsa_dialect_detect(const char *owned_by)
 
 const char *dsa_dialect_names(void)
 {
-    return "vllm, sglang, llamacpp, openai";
+    /* from the rows, so that a new row shows in --help and in messages */
+    static char names[256];
+    if (!names[0])
+        for (size_t i = 0; i < sizeof dialects / sizeof dialects[0]; i++) {
+            size_t len = strlen(names);
+            snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", dialects[i].name);
+        }
+    return names;
 }

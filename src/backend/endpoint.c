@@ -800,6 +800,8 @@ static const char *default_path(const struct ep *ep, enum dsa_api api)
     case DSA_API_TOKENIZE:
         return ep->dialect->tokenize_path;
     case DSA_API_GET:
+    case DSA_API_SELECT:
+    case DSA_API_MTP_VERIFY:
         return NULL;
     }
     return NULL;
@@ -808,6 +810,8 @@ static const char *default_path(const struct ep *ep, enum dsa_api api)
 static int ep_submit(dsa_backend *b, const struct dsa_request *req)
 {
     struct ep *ep = (struct ep *)b;
+    if (req->api == DSA_API_SELECT || req->api == DSA_API_MTP_VERIFY)
+        return dsa_errorf("an endpoint does not run in-process selections");
     const char *path = req->path ? req->path : default_path(ep, req->api);
     if (req->endpoint >= ep->n_servers)
         return dsa_errorf("request for endpoint %d, but only %d given", req->endpoint,
@@ -935,6 +939,29 @@ static void ep_stats(const dsa_backend *b, long *retries, long *errors)
     *errors = ep->total_errors;
 }
 
+/* GET /metrics of every server, concatenated: summing a counter over its label sets then also
+   sums it over the servers */
+static int ep_metrics(dsa_backend *b, struct dsa_buf *out)
+{
+    const struct ep *ep = (const struct ep *)b;
+    for (int i = 0; i < ep->n_servers; i++) {
+        struct dsa_request req = {.api = DSA_API_GET, .path = "/metrics", .endpoint = i};
+        struct dsa_result res;
+        int st = dsa_backend_call(b, &req, &res);
+        if (st != DSA_RES_OK) {
+            dsa_errorf("cannot read /metrics of endpoint %d: %s", i + 1,
+                       res.error ? res.error : dsa_res_status_name((enum dsa_res_status)st));
+            dsa_result_release(&res);
+            return -1;
+        }
+        dsa_buf_add(out, res.body ? res.body : "", res.body ? res.body_len : 0);
+        if (out->len && out->data[out->len - 1] != '\n')
+            dsa_buf_addch(out, '\n');
+        dsa_result_release(&res);
+    }
+    return 0;
+}
+
 static json_t *ep_describe(dsa_backend *b)
 {
     struct ep *ep = (struct ep *)b;
@@ -986,6 +1013,7 @@ static const struct dsa_backend_ops endpoint_ops = {
     .cancel = ep_cancel,
     .idle_slots = ep_idle_slots,
     .stats = ep_stats,
+    .metrics = ep_metrics,
     .free = ep_free,
 };
 

@@ -72,8 +72,6 @@ void dsa_inproc_opts_init(struct dsa_inproc_opts *o)
     dsa_k_flags_default(&o->flags);
     o->topk = 2048;
     o->seed = 1;
-    o->max_query = 32;
-    o->mtp = 3;
 }
 
 dsa_inproc *dsa_inproc_new(const struct dsa_inproc_opts *o)
@@ -896,6 +894,21 @@ void dsa_inproc_trace_inputs_release(struct dsa_inproc_inputs *in)
     free((void *)in->q_f32);
     free((void *)in->ln_w); /* the tables' block */
     dsa_inproc_inputs_release(in);
+}
+
+void dsa_inproc_rows_sha256(const int32_t *sel, long rows, int K, char hex[65])
+{
+    dsa_sha256 *h = dsa_sha256_new();
+    for (long r = 0; r < rows; r++) {
+        int32_t cnt = 0;
+        const int32_t *row = sel + (size_t)r * K;
+        while (cnt < K && row[cnt] >= 0)
+            cnt++;
+        dsa_sha256_update(h, &cnt, 4); /* x86/arm little-endian hosts: int32 LE */
+        dsa_sha256_update(h, row, (size_t)cnt * 4);
+    }
+    dsa_sha256_final_hex(h, hex);
+    dsa_sha256_free(&h);
 }
 
 double dsa_inproc_recall(int32_t *idx, int32_t *golden, int M, int K, double *per_row, char hex[65])

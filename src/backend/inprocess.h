@@ -27,37 +27,30 @@
 #include "dsa_kernels.h"
 #include "kernels/trace.h"
 
-/* Options of an in-process run (`--backend inprocess` of mrcr and gsm8k). */
+/* Options of the indexer stack (`--backend inprocess`): the stack alone; what an eval runs on
+   it is in its requests (inprocess_backend.c) and its run options (evals/inproc_header.h). */
 struct dsa_inproc_opts {
     const char *device;     /* "auto" (NULL), "cuda" or "cpu" */
     const char *kernels_so; /* --kernels PATH.so, or NULL */
     struct dsa_k_flags flags;
-    int topk;      /* 512, 1024 or 2048 (default 2048) */
-    uint64_t seed; /* proxy model seed (default 1) */
-    int max_query; /* MRCR: query rows = the last max_query tokens of the question (0 = all) */
-    int mtp;       /* GSM8K: draft tokens N; rows per verify step = N + 1 */
-    /* the evaluation's input and output */
-    const char *dataset_name;    /* as given (--dataset), for the header */
-    const char *const *datasets; /* resolved files, read in order into one run file */
-    size_t ndatasets;
-    const char *out_dir;
-    long limit;            /* rows per (needles, bin), 0 = all */
-    unsigned bins_mask;    /* 0 = all */
-    unsigned needles_mask; /* 0 = all */
-    bool force_new;
-    bool json;                 /* the caller prints the summary as JSON: no text table on stdout */
-    bool quiet;                /* no progress meter (-q) */
-    const char *traces_dir;    /* --traces DIR: captured model traces instead of the proxy model */
-    bool rope_given;           /* --variant rope=… given: it overrides the traces' "rope" */
-    json_t *command;           /* the command line as dsa_run_command_json() made it (borrowed), for
-                                  the run header; NULL = none */
-    volatile int *interrupted; /* set by SIGINT/SIGTERM (commands.h), or NULL */
+    int topk;        /* 512, 1024 or 2048 (default 2048) */
+    uint64_t seed;   /* proxy model seed (default 1) */
+    bool rope_given; /* --variant rope=… given: it overrides a trace's "rope" */
 };
 
-/* Defaults: flags per dsa_k_flags_default, topk 2048, seed 1, max_query 32, mtp 3. */
+/* Defaults: flags per dsa_k_flags_default, topk 2048, seed 1. */
 void dsa_inproc_opts_init(struct dsa_inproc_opts *o);
 
 typedef struct dsa_inproc dsa_inproc;
+
+/* The in-process backend behind the vtable of backend.h (inprocess_backend.c): the stack of
+   dsa_inproc_new(o) serving DSA_API_SELECT and DSA_API_MTP_VERIFY requests, one per poll().
+   NULL with one line printed when the stack cannot start (exit DSA_EXIT_BACKEND). Freeing it
+   frees the stack and unloads a plugin. */
+struct dsa_backend;
+struct dsa_backend *dsa_inproc_backend_new(const struct dsa_inproc_opts *o);
+/* "cpu", "cuda" (the device the stack runs on) */
+const char *dsa_inproc_backend_device(struct dsa_backend *b);
 
 /* Picks the implementation (plugin, or device), prints one line on failure and returns NULL
    (exit DSA_EXIT_BACKEND). */
@@ -175,6 +168,10 @@ double dsa_inproc_agreement(const int32_t *a, const int32_t *b, int k);
    numbers into layers and returns their count, or -1 (printed) on a malformed list. */
 int dsa_inproc_trace_layers(const dsa_trace *tr, int *layers, int cap);
 void dsa_inproc_trace_inputs_release(struct dsa_inproc_inputs *in);
+
+/* hex = sha256 over rows [0, rows) of sel [rows, K] (each sorted, -1 padded): per row its count
+   as int32 LE, then its positions as int32 LE (the records' selection_sha256) */
+void dsa_inproc_rows_sha256(const int32_t *sel, long rows, int K, char hex[65]);
 
 /* Sorts each row of idx and golden ascending and returns the mean recall@k of idx against
    golden over the M rows (per_row[M] optional); hex = sha256 over the rows of (count as int32

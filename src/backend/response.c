@@ -212,6 +212,8 @@ static int parse_json(struct dsa_resp *r, enum dsa_api api, json_t *v)
         break;
     }
     case DSA_API_GET:
+    case DSA_API_SELECT: /* in-process only: never parsed from HTTP */
+    case DSA_API_MTP_VERIFY:
         break;
     }
     json_decref(r->raw);

@@ -14,16 +14,6 @@ void dsa_sse_init(struct dsa_sse *p, dsa_sse_cb cb, void *ud)
     dsa_buf_init(&p->event);
 }
 
-void dsa_sse_reset(struct dsa_sse *p)
-{
-    dsa_buf_reset(&p->line);
-    dsa_buf_reset(&p->data);
-    dsa_buf_reset(&p->event);
-    p->has_data = false;
-    p->after_cr = false;
-    p->failed = false;
-}
-
 void dsa_sse_release(struct dsa_sse *p)
 {
     dsa_buf_release(&p->line);

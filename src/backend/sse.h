@@ -44,8 +44,6 @@ struct dsa_sse {
 void dsa_sse_init(struct dsa_sse *p, dsa_sse_cb cb, void *ud);
 /* Feeds bytes. Returns 0, the callback's non-zero value, or -1 if a line is too long. */
 int dsa_sse_feed(struct dsa_sse *p, const char *bytes, size_t len);
-/* Forgets any partial event (for reuse on a retried request). */
-void dsa_sse_reset(struct dsa_sse *p);
 void dsa_sse_release(struct dsa_sse *p);
 
 #endif

@@ -18,7 +18,6 @@
 
 #include "stats/compare.h"
 
-#include "evals/gsm8k_compare.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -26,16 +25,6 @@
 #include "util/msg.h"
 #include "util/opt.h"
 #include "util/url.h"
-
-/* Eval-specific identity hooks: the GSM8K engineer adds {"gsm8k", dsa_gsm8k_compare_identity}
-   here (and its #include above). Evals without a row get dsa_cmp_identity_builtin(). */
-static const struct {
-    const char *eval;
-    dsa_cmp_identity_fn fn;
-} dsa_cmp_identity_hooks[] = {
-    {"gsm8k", dsa_gsm8k_compare_identity},
-    {NULL, NULL},
-};
 
 /* ---- loading --------------------------------------------------------------------------- */
 
@@ -1186,8 +1175,8 @@ json_t *dsa_cmp_build(const struct dsa_cmp_side *base, const struct dsa_cmp_side
                       const struct dsa_cmp_side *aa, const struct dsa_cmp_opts *opts)
 {
     const struct dsa_cmp_side *sides[3] = {base, cand, aa};
-    /* a GSM8K run beside an MRCR run shares no sample worth pairing: say so, before the bins
-       (GSM8K's one bin "all") produce a puzzling message */
+    /* runs of two evals share no sample worth pairing: say so, before the bins (an eval
+       without bins has the one bin "all") produce a puzzling message */
     for (int k = 1; k < (aa ? 3 : 2); k++) {
         const char *e0 = side_eval(base), *ek = side_eval(sides[k]);
         if (e0 && ek && strcmp(e0, ek)) {
@@ -1276,13 +1265,13 @@ json_t *dsa_cmp_build(const struct dsa_cmp_side *base, const struct dsa_cmp_side
         }
     json_object_set_new(doc, "excluded", excl);
 
-    /* eval-specific identity (GSM8K outputs and acceptance length) */
+    /* the eval's own identity (its hook, through opts: stats name no eval), or the built-in
+       check for runs that name no eval (plain score files) */
     json_t *ident = NULL;
-    dsa_cmp_identity_fn fn = dsa_cmp_identity_builtin;
-    for (size_t h = 0; ev && dsa_cmp_identity_hooks[h].eval; h++)
-        if (!strcmp(dsa_cmp_identity_hooks[h].eval, ev))
-            fn = dsa_cmp_identity_hooks[h].fn;
-    if (fn != dsa_cmp_identity_builtin || !ev || !strcmp(ev, "gsm8k"))
+    dsa_cmp_identity_fn fn = !ev                  ? dsa_cmp_identity_builtin
+                             : opts->identity_for ? opts->identity_for(ev)
+                                                  : NULL;
+    if (fn)
         ident = fn(base, cand);
     json_object_set_new(doc, "identity", ident ? ident : json_null());
     json_t *al = dsa_cmp_acceptance(base, cand, cfg);

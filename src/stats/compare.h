@@ -41,6 +41,10 @@ void dsa_cmp_side_release(struct dsa_cmp_side *side);
    Returns 0, or -1 with one line printed. Initialise the side with {0} first. */
 int dsa_cmp_side_add(struct dsa_cmp_side *side, const char *path, json_t *header, json_t *records);
 
+/* an eval's identity check of two sides (see dsa_cmp_identity_builtin below) */
+typedef json_t *(*dsa_cmp_identity_fn)(const struct dsa_cmp_side *base,
+                                       const struct dsa_cmp_side *cand);
+
 struct dsa_cmp_opts {
     struct dsa_boot_cfg boot;
     const char *label_base; /* display labels (reports); never part of a stream seed */
@@ -48,6 +52,9 @@ struct dsa_cmp_opts {
     double fail_if_worse;    /* NAN = off; else flag bins whose CI lies wholly below -x */
     int threads;             /* bins computed in parallel; results never depend on it */
     double fail_if_al_drops; /* NAN = off; else flag an acceptance-length ratio CI below 1 - x */
+    /* the identity hook of an eval named by the run headers (the eval table's lookup,
+       evals/evals.h), NULL for none; runs that name no eval get dsa_cmp_identity_builtin */
+    dsa_cmp_identity_fn (*identity_for)(const char *eval);
 };
 
 /*
@@ -57,13 +64,12 @@ struct dsa_cmp_opts {
  *     {"eval": "gsm8k", "n": 32, "same": 32, "identical": true,
  *      "first_diff": null | {"id": "q0017", "offset": 812},
  *      "acceptance_length": {"base": 3.4904, "cand": 3.4904} | null}
- * or NULL when there is nothing to compare. "identical": false makes `compare` exit 1 for
- * GSM8K runs. Hooks are looked up by the run headers' "eval" in dsa_cmp_identity_hooks[]
- * (compare.c); an eval without a hook gets the built-in check when its records carry
- * "output" strings (byte equality per id) and its headers an acceptance length.
+ * or NULL when there is nothing to compare. "identical": false makes `compare` exit 1 for an
+ * eval whose row says so (evals/evals.h identity_gates). Hooks are looked up by the run
+ * headers' "eval" through dsa_cmp_opts.identity_for (the eval table); runs that name no eval
+ * get the built-in check when their records carry "output" strings (byte equality per id)
+ * and their headers an acceptance length.
  */
-typedef json_t *(*dsa_cmp_identity_fn)(const struct dsa_cmp_side *base,
-                                       const struct dsa_cmp_side *cand);
 json_t *dsa_cmp_identity_builtin(const struct dsa_cmp_side *base, const struct dsa_cmp_side *cand);
 
 /* Builds the comparison document; `aa` (a second set of baseline runs, A/A noise) may be

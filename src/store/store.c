@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "util/buf.h"
+#include "util/exitcode.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/lines.h"
@@ -703,11 +704,6 @@ json_t *dsa_run_records(const dsa_run *r)
     return a;
 }
 
-const char *dsa_run_path(const dsa_run *r)
-{
-    return r->path;
-}
-
 size_t dsa_run_resumed(const dsa_run *r)
 {
     return r->resumed;
@@ -842,4 +838,42 @@ json_t *dsa_run_header_new(const char *eval, int run_index, int argc, char **arg
                           dsa_run_command_json(argc, argv), "eval", eval, "run", run_index,
                           "created", now, "match", "dataset", "backend", "params");
     return h;
+}
+
+int dsa_run_exit_status(int store_code)
+{
+    switch (store_code) {
+    case 0:
+        return DSA_EXIT_OK;
+    case -2:
+        return DSA_EXIT_MISMATCH;
+    case -3:
+        return DSA_EXIT_DATA;
+    default:
+        return DSA_EXIT_IO;
+    }
+}
+
+int dsa_run_open_status(dsa_run **run, const char *path, json_t *header, unsigned flags)
+{
+    return dsa_run_exit_status(dsa_run_open(run, path, header, flags));
+}
+
+void dsa_run_note_resume(size_t resumed, size_t total, const char *path)
+{
+    /* a rerun says what it found (README: "Run it again and it resumes") */
+    size_t done = resumed < total ? resumed : total;
+    if (resumed)
+        dsa_notef("resuming: %zu of %zu samples already done in '%s'%s", done, total, path,
+                  done == total ? ": nothing left to do" : "");
+}
+
+int dsa_run_load_into(const char *path, json_t *runs)
+{
+    json_t *h = NULL, *recs = NULL;
+    if (dsa_run_load(path, &h, &recs) < 0)
+        return -1;
+    json_array_append_new(runs, recs);
+    json_decref(h);
+    return 0;
 }

@@ -86,7 +86,6 @@ json_t *dsa_run_record(const dsa_run *r, size_t i);
 /* a snapshot of all records in file order: a new array (new reference) holding references
    to the run's records, e.g. for dsa_summary_new() at the end of a run */
 json_t *dsa_run_records(const dsa_run *r);
-const char *dsa_run_path(const dsa_run *r);
 /* the header on disk: the earlier one when resumed, else the caller's completed with
    "dsa_eval_run", "tool" and "created" when it left them out (borrowed) */
 json_t *dsa_run_header(const dsa_run *r);
@@ -125,6 +124,18 @@ char *dsa_run_match_diff(json_t *a, json_t *b);
    dsa_run_command_json), "eval", "run", "created" (now, UTC), and empty "match", "dataset",
    "backend" and "params" objects for the caller to fill before dsa_run_open(). */
 json_t *dsa_run_header_new(const char *eval, int run_index, int argc, char **argv);
+
+/* dsa_run_open() with its codes as an enum dsa_exit, the one place they are turned into exit
+   statuses: DSA_EXIT_OK, DSA_EXIT_IO (write error or locked), DSA_EXIT_MISMATCH (another
+   command's header), DSA_EXIT_DATA (unreadable). */
+int dsa_run_open_status(dsa_run **run, const char *path, json_t *header, unsigned flags);
+/* dsa_run_open()'s return value as an enum dsa_exit (0 -> DSA_EXIT_OK) */
+int dsa_run_exit_status(int store_code);
+/* Loads the records of `path` (dsa_run_load) and appends them, as one array, to `runs` (the
+   per-run arrays a summary reads). Returns 0 or -1 (printed). */
+int dsa_run_load_into(const char *path, json_t *runs);
+/* "resuming: D of N samples already done in 'P'[: nothing left to do]" when resumed > 0 */
+void dsa_run_note_resume(size_t resumed, size_t total, const char *path);
 
 /* "DIR/run-001.jsonl" for run index 1; caller frees */
 char *dsa_run_file_name(const char *dir, int run_index);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 #include "util/json.h"
 
+#include <math.h>
+
 #include <string.h>
 
 #include "util/msg.h"
@@ -96,17 +98,10 @@ bool dsa_json_get_int(json_t *obj, const char *key, bool optional, long long *ou
     return true;
 }
 
-bool dsa_json_get_num(json_t *obj, const char *key, bool optional, double *out,
-                      const struct dsa_json_where *w)
+double dsa_json_num(const json_t *obj, const char *key)
 {
-    bool missing;
-    json_t *v = get(obj, key, optional, &missing, w);
-    if (missing)
-        return optional;
-    if (!json_is_number(v))
-        return type_error(key, "a number", w);
-    *out = json_number_value(v);
-    return true;
+    json_t *v = json_object_get(obj, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
 char *dsa_json_dumps_line(const json_t *v)

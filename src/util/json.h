@@ -34,8 +34,10 @@ bool dsa_json_get_str(json_t *obj, const char *key, bool optional, const char **
                       const struct dsa_json_where *w);
 bool dsa_json_get_int(json_t *obj, const char *key, bool optional, long long *out,
                       const struct dsa_json_where *w);
-bool dsa_json_get_num(json_t *obj, const char *key, bool optional, double *out,
-                      const struct dsa_json_where *w);
+
+/* The number under key, or NaN when it is absent or not a number (readers of documents this
+   tool wrote, where a missing value prints as NaN rather than failing) */
+double dsa_json_num(const json_t *obj, const char *key);
 
 /* Compact single-line dump with sorted keys and round-trippable reals (%.17g), as used in
    every JSONL file we write. Caller frees. */

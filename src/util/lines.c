@@ -79,11 +79,6 @@ off_t dsa_lines_next_offset(const dsa_lines *r)
     return r->next_offset;
 }
 
-const char *dsa_lines_path(const dsa_lines *r)
-{
-    return r->path;
-}
-
 void dsa_lines_free(dsa_lines **rp)
 {
     dsa_lines *r = *rp;

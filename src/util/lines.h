@@ -25,7 +25,6 @@ bool dsa_lines_unterminated(const dsa_lines *r);
 /* byte offset of the start of the line last returned, and of the next line */
 off_t dsa_lines_offset(const dsa_lines *r);
 off_t dsa_lines_next_offset(const dsa_lines *r);
-const char *dsa_lines_path(const dsa_lines *r);
 void dsa_lines_free(dsa_lines **r);
 
 #endif

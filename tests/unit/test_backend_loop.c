@@ -22,6 +22,7 @@
 #include "backend/backend.h"
 #include "backend/endpoint.h"
 #include "evals/mrcr_eval.h"
+#include "run/loop.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/hash.h"
@@ -712,7 +713,8 @@ static void test_mrcr_eval_records(void **state)
                                    .max_tokens = 64,
                                    .temperature = 0,
                                    .max_model_len = -1,
-                                   .strip_think = true};
+                                   .strip_think = true,
+                                   .drive = dsa_loop_drive};
     struct dsa_mrcr_eval_counts c;
     assert_int_equal(dsa_mrcr_eval_run(b, run, &o, NULL, NULL, &c), 0);
     assert_int_equal(c.ok, 2);
@@ -787,8 +789,11 @@ static void test_mrcr_eval_auth_stop(void **state)
     dsa_backend *b = open_client(1, 1, 0, 10, NULL, NULL);
     dsa_run *run = fx.run;
     const char *paths[] = {fx.ds};
-    struct dsa_mrcr_eval_opts o = {
-        .dataset_paths = paths, .n_datasets = 1, .max_tokens = 64, .max_model_len = -1};
+    struct dsa_mrcr_eval_opts o = {.dataset_paths = paths,
+                                   .n_datasets = 1,
+                                   .max_tokens = 64,
+                                   .max_model_len = -1,
+                                   .drive = dsa_loop_drive};
     struct dsa_mrcr_eval_counts c;
     assert_int_equal(dsa_mrcr_eval_run(b, run, &o, NULL, NULL, &c), 4); /* DSA_EXIT_BACKEND */
     assert_int_equal(dsa_run_count(run), 1);

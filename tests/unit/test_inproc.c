@@ -17,6 +17,7 @@
 
 #include "dsa_numeric.h"
 #include "evals/inproc_mrcr.h"
+#include "run/loop.h"
 #include "kernels/proxy.h"
 #include "store/store.h"
 
@@ -35,16 +36,17 @@ static json_t *load_records(const char *out)
 
 static void run(const char *out, const char *variant)
 {
-    struct dsa_inproc_opts o;
-    dsa_inproc_opts_init(&o);
-    o.device = "cpu";
+    struct dsa_inproc_run o;
+    dsa_inproc_run_init(&o);
+    o.stack.device = "cpu";
     const char *files[] = {dataset};
     o.datasets = files;
     o.ndatasets = 1;
     o.out_dir = out;
     o.max_query = 4;
+    o.drive = dsa_loop_drive;
     if (variant)
-        assert_int_equal(dsa_k_flags_set(&o.flags, variant), 0);
+        assert_int_equal(dsa_k_flags_set(&o.stack.flags, variant), 0);
     assert_int_equal(dsa_inproc_mrcr_run(&o), 0);
 }
 

@@ -1,0 +1,44 @@
+/* The eval table; see evals.h.
+ * SPDX-License-Identifier: GPL-3.0-or-later */
+#include "evals/evals.h"
+
+#include <string.h>
+
+#include "evals/gsm8k_compare.h"
+#include "util/msg.h"
+
+const struct dsa_eval dsa_evals[] = {
+    /* name, title, inprocess, compare_identity, identity_gates */
+    {"gsm8k", "GSM8K", true, dsa_gsm8k_compare_identity, true},
+    {"mrcr", "MRCR", true, NULL, false},
+    {"ruler", "RULER", true, NULL, false},
+    {NULL, NULL, false, NULL, false},
+};
+
+bool dsa_eval_run_stopper(const struct dsa_result *r)
+{
+    return r->status == DSA_RES_FAILED &&
+           (r->unreachable || r->http_code == 401 || r->http_code == 403);
+}
+
+const struct dsa_eval *dsa_eval_find(const char *name)
+{
+    for (const struct dsa_eval *e = dsa_evals; name && e->name; e++)
+        if (!strcmp(e->name, name))
+            return e;
+    return NULL;
+}
+
+dsa_cmp_identity_fn dsa_eval_identity_for(const char *name)
+{
+    const struct dsa_eval *e = dsa_eval_find(name);
+    return e ? e->compare_identity : NULL;
+}
+
+int dsa_eval_check_backend(const struct dsa_eval *e, const char *kind)
+{
+    if (strcmp(kind, "inprocess") || e->inprocess)
+        return 0;
+    return dsa_errorf("'%s' does not run in-process (--backend inprocess); use --endpoint",
+                      e->name);
+}

@@ -1,0 +1,273 @@
+/* Unit tests of the run loop (src/run, util/shard, the store's exit statuses): --shard parsing and
+ * the id hash split (vectors from an independent Python computation of splitmix64(fnv1a64(id))),
+ * the store's codes as exit statuses, the drive loop over a fake backend (everything answered; a
+ * signal cancels what is in flight; a stop and a submit error end it), and the eval table's backend
+ * check. SPDX-License-Identifier: GPL-3.0-or-later */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backend/backend.h"
+#include "evals/evals.h"
+#include "run/loop.h"
+#include "store/store.h"
+#include "util/shard.h"
+#include "util/exitcode.h"
+
+static void test_shard_parse(void **state)
+{
+    (void)state;
+    struct dsa_shard s;
+    assert_int_equal(dsa_shard_parse(NULL, &s), 0);
+    assert_int_equal(s.n, 0);
+    assert_int_equal(dsa_shard_parse("2/5", &s), 0);
+    assert_int_equal(s.i, 2);
+    assert_int_equal(s.n, 5);
+    assert_int_equal(dsa_shard_parse("1/1", &s), 0);
+    const char *bad[] = {"0/2",  "3/2",     "1/0",  "2",    "a/b", "1/2x",
+                         "-1/2", "1/65537", " 1/2", "+1/2", ""};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++)
+        assert_int_equal(dsa_shard_parse(bad[k], &s), -1);
+}
+
+static void test_shard_vectors(void **state)
+{
+    (void)state;
+    /* 1 + splitmix64(fnv1a64(id)) mod n, computed in Python from the published constants */
+    const char *ids[] = {"q0000", "q0001", "q0002", "q0003",    "q0004",
+                         "q0005", "q0006", "q0007", "n8/r0000", "n2/r0123"};
+    const int of3[] = {3, 2, 1, 1, 1, 3, 1, 1, 2, 1};
+    const int of4[] = {4, 1, 3, 4, 1, 1, 1, 2, 1, 3};
+    for (size_t k = 0; k < sizeof ids / sizeof *ids; k++)
+        for (int i = 1; i <= 4; i++) {
+            struct dsa_shard s3 = {i, 3}, s4 = {i, 4};
+            if (i <= 3)
+                assert_int_equal(dsa_shard_keep(&s3, ids[k]), of3[k] == i);
+            assert_int_equal(dsa_shard_keep(&s4, ids[k]), of4[k] == i);
+        }
+    struct dsa_shard none = {0, 0}, one = {1, 1};
+    assert_true(dsa_shard_keep(&none, "q0000"));
+    assert_true(dsa_shard_keep(&one, "q0000"));
+    assert_true(dsa_shard_keep(NULL, "q0000"));
+}
+
+static void test_shard_partition(void **state)
+{
+    (void)state;
+    /* every id in exactly one shard, for every n; and no shard of 7 empty over 1000 ids */
+    for (int n = 1; n <= 8; n++) {
+        int per[9] = {0};
+        for (int q = 0; q < 1000; q++) {
+            char id[16];
+            snprintf(id, sizeof id, "q%04d", q);
+            int in = 0;
+            for (int i = 1; i <= n; i++) {
+                struct dsa_shard s = {i, n};
+                if (dsa_shard_keep(&s, id)) {
+                    in++;
+                    per[i]++;
+                }
+            }
+            assert_int_equal(in, 1);
+        }
+        for (int i = 1; i <= n; i++)
+            assert_true(per[i] > 1000 / n / 2);
+    }
+}
+
+static void test_shard_match(void **state)
+{
+    (void)state;
+    json_t *m = json_object();
+    struct dsa_shard none = {0, 0}, s = {2, 3};
+    dsa_shard_match(&none, m);
+    assert_int_equal(json_object_size(m), 0);
+    dsa_shard_match(&s, m);
+    assert_string_equal(json_string_value(json_object_get(m, "shard")), "2/3");
+    json_decref(m);
+}
+
+static void test_store_exit(void **state)
+{
+    (void)state;
+    assert_int_equal(dsa_run_exit_status(0), DSA_EXIT_OK);
+    assert_int_equal(dsa_run_exit_status(-1), DSA_EXIT_IO);
+    assert_int_equal(dsa_run_exit_status(-2), DSA_EXIT_MISMATCH);
+    assert_int_equal(dsa_run_exit_status(-3), DSA_EXIT_DATA);
+}
+
+/* ---- a fake backend: a window of `slots` requests, each answered on the next poll ---- */
+
+struct fake {
+    struct dsa_backend base;
+    int slots;
+    struct dsa_request q[8];
+    int nq;
+    int answered, cancelled, polls;
+    volatile int *raise_at_poll; /* sets *flag at poll number `at` */
+    int at;
+};
+
+static json_t *f_describe(dsa_backend *b)
+{
+    (void)b;
+    return json_object();
+}
+static int f_submit(dsa_backend *b, const struct dsa_request *r)
+{
+    struct fake *f = (struct fake *)b;
+    f->q[f->nq++] = *r;
+    return 0;
+}
+static void answer(const struct dsa_request *r, enum dsa_res_status st)
+{
+    struct dsa_result res;
+    memset(&res, 0, sizeof res);
+    res.status = st;
+    res.ud = r->ud;
+    r->done(&res);
+}
+static int f_poll(dsa_backend *b, int ms)
+{
+    (void)ms;
+    struct fake *f = (struct fake *)b;
+    if (++f->polls == f->at && f->raise_at_poll)
+        *f->raise_at_poll = 1;
+    if (f->nq) {
+        answer(&f->q[0], DSA_RES_OK);
+        memmove(f->q, f->q + 1, (size_t)(f->nq - 1) * sizeof *f->q);
+        f->nq--;
+        f->answered++;
+    }
+    return f->nq;
+}
+static void f_cancel(dsa_backend *b)
+{
+    struct fake *f = (struct fake *)b;
+    while (f->nq) {
+        answer(&f->q[--f->nq], DSA_RES_CANCELLED);
+        f->cancelled++;
+    }
+}
+static int f_idle(const dsa_backend *b)
+{
+    const struct fake *f = (const struct fake *)b;
+    return f->slots - f->nq;
+}
+static void f_stats(const dsa_backend *b, long *r, long *e)
+{
+    (void)b;
+    *r = *e = 0;
+}
+static int f_metrics(dsa_backend *b, struct dsa_buf *out)
+{
+    (void)b;
+    (void)out;
+    return 0;
+}
+static void f_free(dsa_backend *b)
+{
+    (void)b;
+}
+static const struct dsa_backend_ops fake_ops = {"fake", f_describe, f_submit,  f_poll, f_cancel,
+                                                f_idle, f_stats,    f_metrics, f_free};
+
+struct eval {
+    int n, next, done, cancelled, stop_after, fail_at;
+};
+static void on_done(const struct dsa_result *r)
+{
+    struct eval *e = r->ud;
+    if (r->status == DSA_RES_CANCELLED)
+        e->cancelled++;
+    else
+        e->done++;
+}
+static int next(void *ud, dsa_backend *b)
+{
+    struct eval *e = ud;
+    if (e->next == e->n)
+        return 0;
+    if (e->fail_at && e->next == e->fail_at)
+        return -DSA_EXIT_DATA;
+    e->next++;
+    struct dsa_request r = {.api = DSA_API_SELECT, .done = on_done, .ud = e};
+    return dsa_backend_submit(b, &r) ? -DSA_EXIT_INTERNAL : 1;
+}
+static bool stop(void *ud)
+{
+    struct eval *e = ud;
+    return e->stop_after && e->done >= e->stop_after;
+}
+
+static void test_drive(void **state)
+{
+    (void)state;
+    static const struct dsa_eval_feed hooks = {next, stop, NULL, 0};
+    volatile int flag = 0;
+
+    /* everything submitted and answered, the window never exceeded */
+    struct fake f = {.base = {&fake_ops}, .slots = 3};
+    struct eval e = {.n = 10};
+    assert_int_equal(dsa_loop_drive(&f.base, &hooks, &e, &flag), DSA_EXIT_OK);
+    assert_int_equal(e.done, 10);
+    assert_int_equal(f.answered, 10);
+
+    /* the signal: no more submissions, the window cancelled, exit 130 */
+    struct fake g = {.base = {&fake_ops}, .slots = 3, .raise_at_poll = &flag, .at = 2};
+    struct eval e2 = {.n = 10};
+    assert_int_equal(dsa_loop_drive(&g.base, &hooks, &e2, &flag), DSA_EXIT_INTERRUPTED);
+    assert_int_equal(e2.done, 2);
+    assert_int_equal(e2.cancelled, 2);
+    assert_int_equal(e2.next, 4);
+    flag = 0;
+
+    /* the eval's stop: cancelled, exit 0 (the eval says why) */
+    struct fake h = {.base = {&fake_ops}, .slots = 2};
+    struct eval e3 = {.n = 10, .stop_after = 3};
+    assert_int_equal(dsa_loop_drive(&h.base, &hooks, &e3, &flag), DSA_EXIT_OK);
+    assert_int_equal(e3.done, 3);
+    assert_int_equal(e3.cancelled, 1);
+
+    /* a submit error ends the run with its status */
+    struct fake k = {.base = {&fake_ops}, .slots = 2};
+    struct eval e4 = {.n = 10, .fail_at = 4};
+    assert_int_equal(dsa_loop_drive(&k.base, &hooks, &e4, &flag), DSA_EXIT_DATA);
+    assert_int_equal(e4.done + e4.cancelled, 4);
+}
+
+static void test_eval_table(void **state)
+{
+    (void)state;
+    assert_non_null(dsa_eval_find("mrcr"));
+    assert_non_null(dsa_eval_find("gsm8k"));
+    assert_null(dsa_eval_find("nope"));
+    assert_null(dsa_eval_find(NULL));
+    assert_string_equal(dsa_eval_find("gsm8k")->title, "GSM8K");
+    assert_non_null(dsa_eval_identity_for("gsm8k"));
+    assert_null(dsa_eval_identity_for("mrcr"));
+    for (const struct dsa_eval *e = dsa_evals; e->name; e++) {
+        assert_int_equal(dsa_eval_check_backend(e, "endpoint"), 0);
+        assert_int_equal(dsa_eval_check_backend(e, "inprocess"), e->inprocess ? 0 : -1);
+    }
+    struct dsa_eval endpoint_only = {"x", "X", false, NULL, false};
+    assert_int_equal(dsa_eval_check_backend(&endpoint_only, "inprocess"), -1);
+    assert_int_equal(dsa_eval_check_backend(&endpoint_only, "endpoint"), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shard_parse),     cmocka_unit_test(test_shard_vectors),
+        cmocka_unit_test(test_shard_partition), cmocka_unit_test(test_shard_match),
+        cmocka_unit_test(test_store_exit),      cmocka_unit_test(test_drive),
+        cmocka_unit_test(test_eval_table),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
