@@ -481,15 +481,21 @@ static void add_excluded_counts(struct dsa_buf *out, json_t *list, size_t n_runs
     json_t *item;
     json_array_foreach(list, i, item)
     {
-        char cls[64], key[192];
+        char cls[64];
         reason_class(json_string_value(json_object_get(item, "reason")), cls, sizeof cls);
-        snprintf(key, sizeof key, "%s\t%s", json_string_value(json_object_get(item, "bin")), cls);
-        json_t *g = json_object_get(groups, key);
+        /* a run file's bin label can be anything, of any length: the key is built whole and
+           the group keeps its parts, so nothing is parsed back out of it */
+        const char *bin = json_string_value(json_object_get(item, "bin"));
+        struct dsa_buf key = DSA_BUF_INIT;
+        dsa_buf_addf(&key, "%s\t%s", bin ? bin : "?", cls);
+        json_t *g = json_object_get(groups, key.data);
         if (!g) {
-            g = json_pack("{s:I,s:{}}", "records", (json_int_t)0, "ids");
-            json_object_set_new(groups, key, g);
-            json_array_append_new(order, json_string(key));
+            g = json_pack("{s:I,s:{},s:s,s:s}", "records", (json_int_t)0, "ids", "bin",
+                          bin ? bin : "?", "reason", cls);
+            json_object_set_new(groups, key.data, g);
+            json_array_append_new(order, json_string(key.data));
         }
+        dsa_buf_release(&key);
         json_object_set_new(g, "records",
                             json_integer(json_integer_value(json_object_get(g, "records")) + 1));
         json_object_set_new(json_object_get(g, "ids"),
@@ -502,9 +508,8 @@ static void add_excluded_counts(struct dsa_buf *out, json_t *list, size_t n_runs
         json_t *g = json_object_get(groups, key);
         size_t recs = (size_t)json_integer_value(json_object_get(g, "records"));
         size_t ids = json_object_size(json_object_get(g, "ids"));
-        const char *tab = strchr(key, '\t');
-        dsa_buf_addf(out, "  %.*s  %s  %zu sample%s", (int)(tab - key), key, tab + 1, ids,
-                     ids == 1 ? "" : "s");
+        dsa_buf_addf(out, "  %s  %s  %zu sample%s", json_string_value(json_object_get(g, "bin")),
+                     json_string_value(json_object_get(g, "reason")), ids, ids == 1 ? "" : "s");
         if (n_runs > 1 && recs == ids * n_runs)
             dsa_buf_addf(out, " × %zu runs", n_runs);
         else if (recs != ids)

@@ -157,6 +157,39 @@ static void test_excluded_counts(void **state)
     json_decref(doc);
 }
 
+/* an excluded record whose bin label is longer than any fixed key buffer (libFuzzer's
+   fuzz_run_file found the old 192-byte key losing its tab and the printer reading past it) */
+static void test_excluded_long_bin(void **state)
+{
+    (void)state;
+    char bin[301];
+    memset(bin, 'b', 300);
+    bin[300] = 0;
+    struct dsa_buf runs = DSA_BUF_INIT;
+    dsa_buf_addf(&runs,
+                 "[[{\"id\":\"a\",\"bin\":\"≤8K\",\"bin_tokens\":8192,\"score\":1},"
+                 "{\"id\":\"x\",\"bin\":\"%s\",\"status\":\"excluded\",\"score\":null,"
+                 "\"error\":\"over_context: 9 prompt tokens\"}]]",
+                 bin);
+    json_t *doc = json_loads(runs.data, 0, NULL);
+    assert_non_null(doc);
+    json_t *s = dsa_summary_new(doc);
+    struct dsa_buf b = DSA_BUF_INIT, want = DSA_BUF_INIT;
+    dsa_summary_render_text(s, &b);
+    dsa_buf_addf(&want,
+                 "excluded: 1 (the ids are in --json and the run files)\n  %s  over_context  1 "
+                 "sample\n",
+                 bin);
+    const char *tail = strstr(b.data, "excluded: ");
+    assert_non_null(tail);
+    assert_string_equal(tail, want.data);
+    dsa_buf_release(&want);
+    dsa_buf_release(&b);
+    dsa_buf_release(&runs);
+    json_decref(s);
+    json_decref(doc);
+}
+
 /* GSM8K: one bin "all", score = correct 0/1: a single row, no prefix or exact columns */
 static void test_gsm(void **state)
 {
@@ -383,6 +416,7 @@ int main(void)
         cmocka_unit_test(test_one),
         cmocka_unit_test(test_two),
         cmocka_unit_test(test_excluded_counts),
+        cmocka_unit_test(test_excluded_long_bin),
         cmocka_unit_test(test_gsm),
         cmocka_unit_test(test_needles),
         cmocka_unit_test(test_json_document),
