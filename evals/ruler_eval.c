@@ -281,3 +281,39 @@ int dsa_ruler_eval_run(dsa_backend *b, dsa_run *run, const struct dsa_ruler_eval
     int ret = o->drive(b, o->inprocess ? &ip_feed : &ep_feed, &st, o->interrupted);
     return st.ret ? st.ret : ret;
 }
+
+/* one length's sums for the in-process summary */
+struct len_sum {
+    int n;
+    double score, needle, needle_gold;
+};
+
+void dsa_ruler_inproc_summary_print(json_t *runs_records)
+{
+    struct len_sum sums[DSA_RULER_NLENGTHS] = {{0}};
+    struct dsa_inproc_stage_sum stages = {{0}, 0};
+    size_t i, j;
+    json_t *recs, *rec;
+    json_array_foreach(runs_records, i, recs) json_array_foreach(recs, j, rec)
+    {
+        const char *st = json_string_value(json_object_get(rec, "status"));
+        long tokens = (long)json_integer_value(json_object_get(rec, "bin_tokens"));
+        int l = 0;
+        while (l < DSA_RULER_NLENGTHS && (4096L << l) != tokens)
+            l++;
+        if (!st || strcmp(st, "ok") || l == DSA_RULER_NLENGTHS)
+            continue;
+        sums[l].n++;
+        sums[l].score += json_number_value(json_object_get(rec, "score"));
+        sums[l].needle += json_number_value(json_object_get(rec, "needle_retention"));
+        sums[l].needle_gold += json_number_value(json_object_get(rec, "needle_retention_golden"));
+        dsa_inproc_stage_sum_add(&stages, rec);
+    }
+    printf("%-6s %5s %12s %8s %15s\n", "bin", "rows", "recall@k", "needle", "needle(golden)");
+    for (int l = 0; l < DSA_RULER_NLENGTHS; l++)
+        if (sums[l].n)
+            printf("%-6s %5d %12.4f %8.3f %15.3f\n", dsa_ruler_length_name(l), sums[l].n,
+                   sums[l].score / sums[l].n, sums[l].needle / sums[l].n,
+                   sums[l].needle_gold / sums[l].n);
+    dsa_inproc_stage_sum_print(&stages);
+}

@@ -53,4 +53,14 @@ long dsa_ruler_eval_count(const struct dsa_ruler_eval_opts *o);
 int dsa_ruler_eval_run(dsa_backend *b, dsa_run *run, const struct dsa_ruler_eval_opts *o,
                        dsa_progress *pg);
 
+/* The text summary of in-process runs (records of every run: an array of arrays), printed
+   to stdout in place of the endpoint table (whose columns are for answers, not selections):
+ *
+ *   bin      rows     recall@k   needle  needle(golden)
+ *   4k          6       0.9910    1.000           1.000
+ *   µs per context token: 788.3 = proxy 70.8 + S1 13.6 + … + host 1.3
+ *
+ * one row per length (ascending), the means over the ok records of every run. */
+void dsa_ruler_inproc_summary_print(json_t *runs_records);
+
 #endif

@@ -248,8 +248,12 @@ int cmd_ruler(int argc, char **argv)
         goto cleanup;
     for (int ri = 1; ri <= c.runs && ret == DSA_EXIT_OK; ri++)
         ret = run_one(&c, &eo, h, b, command, ri, runs_records);
-    if ((ret == DSA_EXIT_OK || ret == DSA_EXIT_INTERRUPTED) && json_array_size(runs_records))
-        dsa_summary_print(runs_records, c.as_json, stdout);
+    if ((ret == DSA_EXIT_OK || ret == DSA_EXIT_INTERRUPTED) && json_array_size(runs_records)) {
+        if (eo.inprocess && !c.as_json)
+            dsa_ruler_inproc_summary_print(runs_records);
+        else
+            dsa_summary_print(runs_records, c.as_json, stdout);
+    }
     if (ret == DSA_EXIT_OK && failed_count(runs_records)) {
         dsa_warnf("%ld samples failed after retries and are not scored (see the summary)",
                   failed_count(runs_records));

@@ -128,6 +128,19 @@ for r in recs:
 # multikey_1 holds three needles of other keys: distractors
 assert recs[1]["distractor_tokens"] > 0 and recs[0]["distractor_tokens"] == 0, recs
 PY
+cp "$TMP/out" "$TMP/i.out"
+"$DSA_PYTHON" - "$TMP/i/run-001.jsonl" "$TMP/i.out" <<'PY' && ok "in-process summary: recall@k and needle retention by length" || { not_ok "in-process summary: recall@k and needle retention by length"; sed 's/^/#   /' "$TMP/i.out"; }
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()[1:]]
+out = open(sys.argv[2]).read().splitlines()
+n = len(recs)
+mean = lambda k: sum(r[k] for r in recs) / n
+want = ["%-6s %5s %12s %8s %15s" % ("bin", "rows", "recall@k", "needle", "needle(golden)"),
+        "%-6s %5d %12.4f %8.3f %15.3f" % ("4k", n, mean("score"), mean("needle_retention"),
+                                           mean("needle_retention_golden"))]
+assert out[:2] == want, (out, want)
+assert out[2].startswith("µs per context token: "), out
+PY
 
 # bad input: one line, the documented exit code, nothing written
 expect_code 2 "unknown task" "$DSA_BIN" ruler --endpoint "$URL" --out "$TMP/x" --tasks niah_single_9
