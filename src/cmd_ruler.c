@@ -61,6 +61,8 @@ static json_t *match_json(const struct ruler_cli *c, const struct dsa_ruler_eval
         json_object_set(m, "variant", json_object_get(id, "variant"));
         json_object_set(m, "topk", json_object_get(id, "topk"));
         json_object_set_new(m, "max_query", json_integer(eo->max_query));
+        /* the samples plant their needles' retrieval structure in the proxy, as MRCR rows do */
+        json_object_set_new(m, "proxy", json_string(DSA_INPROC_PROXY_MRCR));
     } else {
         json_object_set_new(m, "api", json_string(eo->completions ? "completions" : "chat"));
         json_object_set_new(m, "model", json_string(dsa_endpoint_model(b)));
@@ -81,6 +83,9 @@ static int run_one(const struct ruler_cli *c, const struct dsa_ruler_eval_opts *
         "haystack", dsa_ruler_haystack_name(h), "haystack_sha256", dsa_ruler_haystack_sha256(h),
         "haystack_words", (json_int_t)dsa_ruler_haystack_words(h), "backend",
         dsa_backend_describe(b), "params", "limit", c->limit);
+    if (eo->inprocess)
+        json_object_set_new(json_object_get(header, "backend"), "proxy",
+                            json_string(DSA_INPROC_PROXY_MRCR));
     char *path = dsa_run_file_name(c->out, ri);
     dsa_run *run = NULL;
     int ret = dsa_run_open_status(&run, path, header, c->force_new ? DSA_RUN_FORCE_NEW : 0);

@@ -119,6 +119,8 @@ import json, sys
 L = open(sys.argv[1]).read().splitlines()
 h = json.loads(L[0])
 assert h["match"]["backend"] == "inprocess" and h["backend"]["device"] == "cpu", h["match"]
+# the needles' retrieval structure is planted in the proxy: named as for MRCR rows
+assert h["match"]["proxy"] == "proxy-v2" and h["backend"]["proxy"] == "proxy-v2", h
 recs = [json.loads(l) for l in L[1:]]
 assert [r["id"] for r in recs] == ["niah_single_2/4k/0000", "niah_multikey_1/4k/0000"]
 for r in recs:
