@@ -325,6 +325,7 @@ int cmd_compare(int argc, char **argv)
     if (dsa_cmp_cli_apply(&cli, &o) < 0)
         return DSA_EXIT_USAGE;
     o.identity_for = dsa_eval_identity_for; /* the eval table's hooks */
+    o.acceptance_for = dsa_eval_acceptance_for;
     if (!isnan(fail_if_worse) && !(fail_if_worse >= 0)) {
         dsa_errorf("--fail-if-worse must be >= 0, not %g", fail_if_worse);
         return DSA_EXIT_USAGE;
