@@ -44,6 +44,12 @@ dsa_cmp_acceptance_fn dsa_eval_acceptance_for(const char *name)
     return e ? e->compare_acceptance : NULL;
 }
 
+void dsa_eval_cmp_hooks(struct dsa_cmp_opts *o)
+{
+    o->identity_for = dsa_eval_identity_for;
+    o->acceptance_for = dsa_eval_acceptance_for;
+}
+
 int dsa_eval_check_backend(const struct dsa_eval *e, const char *kind)
 {
     if (strcmp(kind, "inprocess") || e->inprocess)

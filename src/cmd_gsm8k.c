@@ -50,11 +50,9 @@ static const char *const usage[] = {
 
 struct opts {
     struct dsa_loop_endpoint ep;
-    const char *backend, *data, *out, *prompt, *extract, *shard_text;
-    struct dsa_shard shard;
-    int limit, max_tokens;
-    long seed;
-    bool mtp, expect_mtp, print_prompts, stream, force_new, quiet, token_ids, as_json;
+    struct dsa_gsm8k_eval_opts ev; /* the eval's options, set in place */
+    const char *prompt, *extract, *shard_text;
+    bool print_prompts, quiet;
     /* --backend inprocess */
     const char *traces;
     struct dsa_loop_inproc ip;
@@ -64,8 +62,8 @@ struct opts {
 static int open_backend(const struct opts *o, dsa_backend **b)
 {
     /* --backend inprocess never gets here (run_inprocess) */
-    if (strcmp(o->backend, "endpoint")) {
-        dsa_errorf("unknown backend '%s' (endpoint, inprocess)", o->backend);
+    if (strcmp(o->ev.backend, "endpoint")) {
+        dsa_errorf("unknown backend '%s' (endpoint, inprocess)", o->ev.backend);
         return DSA_EXIT_USAGE;
     }
     return dsa_loop_endpoint_open(&o->ep, b);
@@ -100,17 +98,17 @@ static int run_inprocess(const struct opts *o, dsa_gsm8k_eval *ev, int argc0, ch
     int rc = dsa_loop_inproc_opts(&o->ip, &io.stack);
     if (rc)
         return rc;
-    if (!o->out) {
+    if (!o->ev.out) {
         dsa_errorf("--out DIR is required with --backend inprocess");
         return DSA_EXIT_USAGE;
     }
-    io.mtp = o->mtp ? o->mtp_n : 0;
-    io.out_dir = o->out;
-    io.force_new = o->force_new;
-    io.json = o->as_json;
+    io.mtp = o->ev.mtp ? o->mtp_n : 0;
+    io.out_dir = o->ev.out;
+    io.force_new = o->ev.force_new;
+    io.json = o->ev.as_json;
     io.interrupted = &dsa_interrupted;
     io.drive = dsa_loop_drive;
-    io.shard = o->shard;
+    io.shard = o->ev.shard;
     io.command = dsa_run_command_json(argc0, argv0);
     if (o->traces) { /* real activations: the traces' query rows are the decode rows */
         io.traces_dir = o->traces;
@@ -120,63 +118,42 @@ static int run_inprocess(const struct opts *o, dsa_gsm8k_eval *ev, int argc0, ch
     }
     int ret = dsa_gsm8k_eval_inprocess(ev, &io);
     /* --json is honoured by every backend */
-    if (o->as_json && (ret == DSA_EXIT_OK || ret == DSA_EXIT_FAIL))
-        print_inprocess_json(o->out);
+    if (o->ev.as_json && (ret == DSA_EXIT_OK || ret == DSA_EXIT_FAIL))
+        print_inprocess_json(o->ev.out);
     json_decref(io.command);
     return ret;
 }
 
 static int check_opts(struct opts *o)
 {
-    if (o->limit < 0)
+    if (o->ev.limit < 0)
         return usage_error("--limit must be >= 0 (0: all questions)");
-    if (o->max_tokens < 0)
+    if (o->ev.max_tokens < 0)
         return usage_error("--max-tokens must be > 0");
     int rc = dsa_loop_endpoint_check(&o->ep);
     if (rc)
         return rc;
-    if (o->expect_mtp)
-        o->mtp = true;
-    if (dsa_shard_parse(o->shard_text, &o->shard) < 0)
+    /* what the run header records of the endpoint options */
+    o->ev.concurrency = o->ep.concurrency;
+    o->ev.timeout_s = o->ep.timeout_s;
+    o->ev.extra_body = o->ep.extra_body;
+    if (o->ev.expect_mtp)
+        o->ev.mtp = true;
+    if (dsa_shard_parse(o->shard_text, &o->ev.shard) < 0)
         return DSA_EXIT_USAGE;
     return 0;
-}
-
-/* the eval's options from the command's, checked */
-static struct dsa_gsm8k_eval_opts eval_opts(const struct opts *o, int argc0, char **argv0)
-{
-    return (struct dsa_gsm8k_eval_opts){
-        .data_dir = o->data,
-        .limit = o->limit,
-        .max_tokens = o->max_tokens,
-        .seed = o->seed,
-        .token_ids = o->token_ids,
-        .stream = o->stream,
-        .mtp = o->mtp,
-        .expect_mtp = o->expect_mtp,
-        .force_new = o->force_new,
-        .as_json = o->as_json,
-        .out = o->out,
-        .backend = o->backend,
-        .concurrency = o->ep.concurrency,
-        .timeout_s = o->ep.timeout_s,
-        .extra_body = o->ep.extra_body,
-        .shard = o->shard,
-        .argc = argc0,
-        .argv = argv0,
-        .interrupted = &dsa_interrupted,
-        .drive = dsa_loop_drive,
-    };
 }
 
 int cmd_gsm8k(int argc, char **argv)
 {
     struct opts o = {
-        .backend = "endpoint",
+        .ev.backend = "endpoint",
         .prompt = "vllm5",
-        .limit = 32,
-        .seed = 42,
-        .token_ids = true,
+        .ev.limit = 32,
+        .ev.seed = 42,
+        .ev.token_ids = true,
+        .ev.interrupted = &dsa_interrupted,
+        .ev.drive = dsa_loop_drive,
         .mtp_n = 3,
     };
     /* the defaults of docs/gsm8k.md */
@@ -184,31 +161,32 @@ int cmd_gsm8k(int argc, char **argv)
     dsa_loop_inproc_init(&o.ip, 512);
     struct dsa_option opts[] = {
         DSA_LOOP_ENDPOINT_OPTIONS(&o.ep),
-        DSA_OPT_STRING(0, "backend", &o.backend, "KIND", "endpoint (default) or inprocess"),
-        DSA_OPT_STRING(0, "data", &o.data, "DIR",
+        DSA_OPT_STRING(0, "backend", &o.ev.backend, "KIND", "endpoint (default) or inprocess"),
+        DSA_OPT_STRING(0, "data", &o.ev.data_dir, "DIR",
                        "folder with test.jsonl and train.jsonl (default: the fetch cache)"),
-        DSA_OPT_STRING('o', "out", &o.out, "DIR", "run folder (run-001.jsonl; resumes)"),
+        DSA_OPT_STRING('o', "out", &o.ev.out, "DIR", "run folder (run-001.jsonl; resumes)"),
         DSA_OPT_STRING(0, "prompt", &o.prompt, "MODE",
                        "vllm5 (default), cot8, gsm8k, sglang5, chat"),
         DSA_OPT_STRING(0, "extract", &o.extract, "MODE",
                        "scoring: vllm, cot-strict, gsm8k-strict, flexible (default: the mode's)"),
-        DSA_OPT_INT('n', "limit", &o.limit, "N", "first N test questions (default 32; 0: all)"),
-        DSA_OPT_INT(0, "max-tokens", &o.max_tokens, "N", "default: the mode's (256; sglang5 512)"),
-        DSA_OPT_LONG(0, "seed", &o.seed, "N", "request seed (default 42)"),
-        DSA_OPT_BOOL(0, "mtp", &o.mtp, "measure the acceptance length (vLLM /metrics deltas)"),
-        DSA_OPT_BOOL(0, "expect-mtp", &o.expect_mtp,
+        DSA_OPT_INT('n', "limit", &o.ev.limit, "N", "first N test questions (default 32; 0: all)"),
+        DSA_OPT_INT(0, "max-tokens", &o.ev.max_tokens, "N",
+                    "default: the mode's (256; sglang5 512)"),
+        DSA_OPT_LONG(0, "seed", &o.ev.seed, "N", "request seed (default 42)"),
+        DSA_OPT_BOOL(0, "mtp", &o.ev.mtp, "measure the acceptance length (vLLM /metrics deltas)"),
+        DSA_OPT_BOOL(0, "expect-mtp", &o.ev.expect_mtp,
                      "--mtp, and fail (exit 4) when the server shows no speculative decoding"),
-        DSA_OPT_BOOL(0, "stream", &o.stream, "stream responses (SSE)"),
-        DSA_OPT_BOOL(0, "token-ids", &o.token_ids,
+        DSA_OPT_BOOL(0, "stream", &o.ev.stream, "stream responses (SSE)"),
+        DSA_OPT_BOOL(0, "token-ids", &o.ev.token_ids,
                      "ask for token ids (vLLM return_token_ids; default on)"),
         DSA_OPT_BOOL(0, "print-prompts", &o.print_prompts,
                      "write each prompt and one NUL byte to stdout, send nothing"),
-        DSA_OPT_BOOL(0, "force-new", &o.force_new,
+        DSA_OPT_BOOL(0, "force-new", &o.ev.force_new,
                      "start the run file anew when it was made by another command"),
         DSA_OPT_STRING(0, "shard", &o.shard_text, "I/N",
                        "run shard I of N (questions split by id; join with dsa-eval merge)"),
         DSA_OPT_BOOL('q', "quiet", &o.quiet, "no progress or notes"),
-        DSA_OPT_BOOL(0, "json", &o.as_json,
+        DSA_OPT_BOOL(0, "json", &o.ev.as_json,
                      "print the summary as JSON (the summary file's document)"),
         DSA_LOOP_INPROC_OPTIONS(&o.ip),
         DSA_OPT_STRING(0, "traces", &o.traces, "DIR",
@@ -219,19 +197,20 @@ int cmd_gsm8k(int argc, char **argv)
     int argc0 = argc;
     char **argv0 = dsa_xcalloc((size_t)argc + 1, sizeof *argv0);
     memcpy(argv0, argv, (size_t)argc * sizeof *argv);
+    o.ev.argc = argc0;
+    o.ev.argv = argv0;
     int npos = dsa_opt_parse(&argc, argv, opts, usage);
     if (npos < 0) {
         free(argv0);
         return dsa_opt_exit(npos);
     }
-    struct dsa_gsm8k_eval_opts eo;
     dsa_gsm8k_eval *ev = NULL;
     dsa_backend *b = NULL;
     int ret = DSA_EXIT_USAGE;
     dsa_msg_quiet = dsa_msg_quiet || o.quiet;
 
     /* in-process, "--mtp N" names the draft count: the N is left as a positional argument */
-    if (npos == 1 && o.mtp && !strcmp(o.backend, "inprocess") && argv[0][0] >= '0' &&
+    if (npos == 1 && o.ev.mtp && !strcmp(o.ev.backend, "inprocess") && argv[0][0] >= '0' &&
         argv[0][0] <= '9' && !argv[0][1]) {
         o.mtp_n = argv[0][0] - '0';
         npos = 0;
@@ -243,19 +222,18 @@ int cmd_gsm8k(int argc, char **argv)
     if ((ret = check_opts(&o)))
         goto cleanup;
     ret = DSA_EXIT_USAGE;
-    eo = eval_opts(&o, argc0, argv0);
-    if (!(eo.mode = dsa_gsm8k_mode_find(o.prompt))) {
+    if (!(o.ev.mode = dsa_gsm8k_mode_find(o.prompt))) {
         dsa_errorf("unknown prompt mode '%s' (vllm5, cot8, gsm8k, sglang5, chat)", o.prompt);
         goto cleanup;
     }
-    eo.extract = eo.mode->extract;
-    if (o.extract && dsa_gsm8k_extract_parse(o.extract, &eo.extract)) {
+    o.ev.extract = o.ev.mode->extract;
+    if (o.extract && dsa_gsm8k_extract_parse(o.extract, &o.ev.extract)) {
         dsa_errorf("unknown extraction '%s' (vllm, cot-strict, gsm8k-strict, flexible)", o.extract);
         goto cleanup;
     }
-    if (dsa_eval_check_backend(dsa_eval_find("gsm8k"), o.backend))
+    if (dsa_eval_check_backend(dsa_eval_find("gsm8k"), o.ev.backend))
         goto cleanup;
-    if (o.traces && strcmp(o.backend, "inprocess")) {
+    if (o.traces && strcmp(o.ev.backend, "inprocess")) {
         dsa_errorf("--traces DIR is for --backend inprocess");
         goto cleanup;
     }
@@ -263,12 +241,12 @@ int cmd_gsm8k(int argc, char **argv)
         ret = run_inprocess(&o, NULL, argc0, argv0);
         goto cleanup;
     }
-    ev = dsa_gsm8k_eval_new(&eo);
+    ev = dsa_gsm8k_eval_new(&o.ev);
     if ((ret = dsa_gsm8k_eval_load(ev)))
         goto cleanup;
     if (o.print_prompts)
         ret = dsa_gsm8k_eval_print_prompts(ev, stdout);
-    else if (!strcmp(o.backend, "inprocess"))
+    else if (!strcmp(o.ev.backend, "inprocess"))
         ret = run_inprocess(&o, ev, argc0, argv0);
     else if (!(ret = open_backend(&o, &b)))
         ret = dsa_gsm8k_eval_run(ev, b);
