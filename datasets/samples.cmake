@@ -7,8 +7,9 @@ list(SORT DSA_SAMPLE_FILES)
 set(DSA_SAMPLES_C ${CMAKE_BINARY_DIR}/generated/dsa_samples_data.c)
 add_custom_command(OUTPUT ${DSA_SAMPLES_C}
   COMMAND ${CMAKE_COMMAND} -DOUT=${DSA_SAMPLES_C} "-DFILES=${DSA_SAMPLE_FILES}"
-    -P ${CMAKE_SOURCE_DIR}/datasets/embed_samples.cmake
-  DEPENDS ${DSA_SAMPLE_FILES} ${CMAKE_SOURCE_DIR}/datasets/embed_samples.cmake
+    -DHEADER=datasets/samples.h -DSTRUCT=dsa_sample -DTABLE=dsa_samples
+    -P ${CMAKE_SOURCE_DIR}/datasets/embed.cmake
+  DEPENDS ${DSA_SAMPLE_FILES} ${CMAKE_SOURCE_DIR}/datasets/embed.cmake
   COMMENT "Embedding datasets/samples/*.jsonl"
   VERBATIM)
 target_sources(dsacore PRIVATE ${DSA_SAMPLES_C})

@@ -4,15 +4,16 @@
 
 #include <string.h>
 
+#include "evals/gsm8k_acceptance.h"
 #include "evals/gsm8k_compare.h"
 #include "util/msg.h"
 
 const struct dsa_eval dsa_evals[] = {
-    /* name, title, inprocess, compare_identity, identity_gates */
-    {"gsm8k", "GSM8K", true, dsa_gsm8k_compare_identity, true},
-    {"mrcr", "MRCR", true, NULL, false},
-    {"ruler", "RULER", true, NULL, false},
-    {NULL, NULL, false, NULL, false},
+    /* name, title, inprocess, compare_identity, identity_gates, compare_acceptance */
+    {"gsm8k", "GSM8K", true, dsa_gsm8k_compare_identity, true, dsa_gsm8k_acceptance},
+    {"mrcr", "MRCR", true, NULL, false, NULL},
+    {"ruler", "RULER", true, NULL, false, NULL},
+    {NULL, NULL, false, NULL, false, NULL},
 };
 
 bool dsa_eval_run_stopper(const struct dsa_result *r)
@@ -33,6 +34,20 @@ dsa_cmp_identity_fn dsa_eval_identity_for(const char *name)
 {
     const struct dsa_eval *e = dsa_eval_find(name);
     return e ? e->compare_identity : NULL;
+}
+
+dsa_cmp_acceptance_fn dsa_eval_acceptance_for(const char *name)
+{
+    if (!name)
+        return dsa_gsm8k_acceptance;
+    const struct dsa_eval *e = dsa_eval_find(name);
+    return e ? e->compare_acceptance : NULL;
+}
+
+void dsa_eval_cmp_hooks(struct dsa_cmp_opts *o)
+{
+    o->identity_for = dsa_eval_identity_for;
+    o->acceptance_for = dsa_eval_acceptance_for;
 }
 
 int dsa_eval_check_backend(const struct dsa_eval *e, const char *kind)

@@ -43,6 +43,8 @@ struct dsa_eval {
        exit 1 when identity_gates */
     dsa_cmp_identity_fn compare_identity;
     bool identity_gates;
+    /* compare's "acceptance" of two sides (speculative decoding), NULL: none */
+    dsa_cmp_acceptance_fn compare_acceptance;
 };
 
 /* A failure that is the server's state, not the sample's: nothing listening, the key refused
@@ -57,6 +59,11 @@ extern const struct dsa_eval dsa_evals[];
 const struct dsa_eval *dsa_eval_find(const char *name);
 /* The identity hook of an eval (compare's dsa_cmp_opts.identity_for), NULL when it has none. */
 dsa_cmp_identity_fn dsa_eval_identity_for(const char *name);
+/* The acceptance hook of an eval (compare's dsa_cmp_opts.acceptance_for). Runs that name no
+   eval (name NULL: plain score files) get GSM8K's, which reads any counts they carry. */
+dsa_cmp_acceptance_fn dsa_eval_acceptance_for(const char *name);
+/* Sets compare's lookups of the eval hooks (identity_for, acceptance_for) to the table's. */
+void dsa_eval_cmp_hooks(struct dsa_cmp_opts *o);
 /* Checks that `name` runs on backend `kind` ("endpoint", "inprocess"). Returns 0, or -1 with
    one line printed: "'ruler' does not run in-process (--backend inprocess); use --endpoint". */
 int dsa_eval_check_backend(const struct dsa_eval *e, const char *kind);

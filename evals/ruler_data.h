@@ -1,7 +1,7 @@
 /*
  * The RULER eval's shipped data (datasets/ruler/: the public-domain haystack and the word
  * lists, provenance in its README.md), embedded in the binary at build time by
- * datasets/ruler/embed.cmake. Internal to evals/ruler_*.c.
+ * datasets/embed.cmake. Internal to evals/ruler_*.c.
  * Ownership: the table and its bytes are static and read-only.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */

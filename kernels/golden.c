@@ -121,29 +121,6 @@ void dsa_golden_logits_q8(int M, int H, long NK, const uint8_t *q8, const void *
         }
 }
 
-void dsa_golden_logits_f64(int M, int H, long NK, const double *q, const double *w, const double *k,
-                           const int32_t *start, const int32_t *end, double *out)
-{
-    for (int m = 0; m < M; m++)
-        for (long s = 0; s < NK; s++) {
-            double *o = out + (size_t)m * NK + s;
-            if (s < start[m] || s >= end[m]) {
-                *o = -INFINITY;
-                continue;
-            }
-            double acc = 0.0;
-            for (int h = 0; h < H; h++) {
-                const double *qh = q + ((size_t)m * H + h) * 128, *kk = k + (size_t)s * 128;
-                double dot = 0.0;
-                for (int i = 0; i < 128; i++)
-                    dot += qh[i] * kk[i];
-                if (dot > 0.0)
-                    acc += w[(size_t)m * H + h] * dot;
-            }
-            *o = acc;
-        }
-}
-
 struct vi {
     double v;
     long i;

@@ -38,11 +38,6 @@ void dsa_golden_logits_q8(int M, int H, long NK, const uint8_t *q8, const void *
                           const uint8_t *k8, const float *ks, const int32_t *start,
                           const int32_t *end, double *out);
 
-/* "ideal" logits from unquantized fp64 q [M,H,128], k [NK,128], w [M,H] (fp64 folded
-   weights without the q scale): sum_h w*relu(q.k); -inf outside [start, end). */
-void dsa_golden_logits_f64(int M, int H, long NK, const double *q, const double *w, const double *k,
-                           const int32_t *start, const int32_t *end, double *out);
-
 /* top-k of v[0..len) by (value desc, index asc): writes min(k, len) indices, sorted that way,
    then -1 up to k. NaN-free input. */
 void dsa_golden_topk_f64(const double *v, long len, int k, int32_t *idx);

@@ -21,7 +21,5 @@ void dsa_kernels_unload(void);
 /* "cuda", "cpu" or "auto" (cuda when a GPU is usable, else cpu) -> api; prints and returns
    NULL when "cuda" is asked for and unavailable, or the name is unknown. */
 const struct dsa_kernels_api *dsa_kernels_pick(const char *device);
-/* true when this binary has CUDA kernels and a usable GPU */
-bool dsa_kernels_have_cuda(void);
 
 #endif

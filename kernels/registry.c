@@ -39,11 +39,6 @@ size_t dsa_cuda_l2_bytes(void)
 }
 #endif
 
-bool dsa_kernels_have_cuda(void)
-{
-    return dsa_kernels_cuda() != NULL;
-}
-
 const struct dsa_kernels_api *dsa_kernels_pick(const char *device)
 {
     if (!device || !strcmp(device, "auto")) {

@@ -282,8 +282,3 @@ const char *dsa_trace_meta(const dsa_trace *t, const char *key)
 {
     return t->meta ? json_string_value(json_object_get(t->meta, key)) : NULL;
 }
-
-size_t dsa_trace_count(const dsa_trace *t)
-{
-    return t->n;
-}

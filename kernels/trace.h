@@ -50,6 +50,5 @@ void dsa_trace_free(dsa_trace **t);
 const struct dsa_trace_tensor *dsa_trace_get(const dsa_trace *t, const char *name);
 /* a "__metadata__" string, or NULL */
 const char *dsa_trace_meta(const dsa_trace *t, const char *key);
-size_t dsa_trace_count(const dsa_trace *t);
 
 #endif

@@ -324,7 +324,7 @@ int cmd_compare(int argc, char **argv)
     struct dsa_cmp_opts o;
     if (dsa_cmp_cli_apply(&cli, &o) < 0)
         return DSA_EXIT_USAGE;
-    o.identity_for = dsa_eval_identity_for; /* the eval table's hooks */
+    dsa_eval_cmp_hooks(&o);
     if (!isnan(fail_if_worse) && !(fail_if_worse >= 0)) {
         dsa_errorf("--fail-if-worse must be >= 0, not %g", fail_if_worse);
         return DSA_EXIT_USAGE;
@@ -340,9 +340,7 @@ int cmd_compare(int argc, char **argv)
     if (ret)
         return ret;
     if (as_json) {
-        char *s = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-        printf("%s\n", s);
-        free(s);
+        dsa_json_print_doc(doc, stdout);
     } else {
         print_text(doc);
     }

@@ -246,15 +246,8 @@ int cmd_mrcr(int argc, char **argv)
     struct dsa_mrcr_eval_opts eo;
     memset(&eo, 0, sizeof eo);
 
-    int n = dsa_opt_parse(&argc, argv, opts, usage);
-    if (n < 0) {
-        ret = dsa_opt_exit(n);
+    if (dsa_opt_parse_no_args(&argc, argv, opts, usage, &ret))
         goto cleanup;
-    }
-    if (n > 0) {
-        dsa_errorf("unexpected argument '%s' (see 'dsa-eval mrcr --help')", argv[0]);
-        goto cleanup;
-    }
     dsa_msg_quiet = quiet;
     if (!out) {
         dsa_errorf("--out DIR is required");

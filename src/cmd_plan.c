@@ -163,9 +163,7 @@ int cmd_plan(int argc, char **argv)
     if (!doc)
         return DSA_EXIT_DATA;
     if (as_json) {
-        char *s = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-        printf("%s\n", s);
-        free(s);
+        dsa_json_print_doc(doc, stdout);
     } else {
         print_plan(doc, runs);
     }

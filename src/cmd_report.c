@@ -154,7 +154,7 @@ int cmd_report(int argc, char **argv)
     struct dsa_cmp_opts o;
     if (dsa_cmp_cli_apply(&cli, &o) < 0)
         return DSA_EXIT_USAGE;
-    o.identity_for = dsa_eval_identity_for; /* the eval table's hooks */
+    dsa_eval_cmp_hooks(&o);
     json_t **docs = NULL;
     int status, nd = load_all(n, argv, &o, cli.baseline_aa, &docs, &status);
     if (nd < 0)

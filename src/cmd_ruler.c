@@ -223,15 +223,8 @@ int cmd_ruler(int argc, char **argv)
     dsa_backend *b = NULL;
     json_t *runs_records = json_array();
     int ret = DSA_EXIT_USAGE;
-    int n = dsa_opt_parse(&argc, argv, opts, usage);
-    if (n < 0) {
-        ret = dsa_opt_exit(n);
+    if (dsa_opt_parse_no_args(&argc, argv, opts, usage, &ret))
         goto cleanup;
-    }
-    if (n > 0) {
-        dsa_errorf("unexpected argument '%s' (see 'dsa-eval ruler --help')", argv[0]);
-        goto cleanup;
-    }
     dsa_msg_quiet = c.quiet;
     if ((ret = check(&c, &eo)))
         goto cleanup;

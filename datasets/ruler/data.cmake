@@ -9,8 +9,9 @@ list(SORT DSA_RULER_FILES)
 set(DSA_RULER_C ${CMAKE_BINARY_DIR}/generated/dsa_ruler_data.c)
 add_custom_command(OUTPUT ${DSA_RULER_C}
   COMMAND ${CMAKE_COMMAND} -DOUT=${DSA_RULER_C} "-DFILES=${DSA_RULER_FILES}"
-    -P ${CMAKE_SOURCE_DIR}/datasets/ruler/embed.cmake
-  DEPENDS ${DSA_RULER_FILES} ${CMAKE_SOURCE_DIR}/datasets/ruler/embed.cmake
+    -DHEADER=evals/ruler_data.h -DSTRUCT=dsa_ruler_blob -DTABLE=dsa_ruler_blobs -DCHARS=1
+    -P ${CMAKE_SOURCE_DIR}/datasets/embed.cmake
+  DEPENDS ${DSA_RULER_FILES} ${CMAKE_SOURCE_DIR}/datasets/embed.cmake
   COMMENT "Embedding datasets/ruler/*.txt"
   VERBATIM)
 target_sources(dsacore PRIVATE ${DSA_RULER_C})

@@ -45,6 +45,12 @@ int dsa_cmp_side_add(struct dsa_cmp_side *side, const char *path, json_t *header
 typedef json_t *(*dsa_cmp_identity_fn)(const struct dsa_cmp_side *base,
                                        const struct dsa_cmp_side *cand);
 
+/* an eval's statistic of speculative decoding over two sides (compare's "acceptance": schema in
+   docs/compare.md "Acceptance length"), NULL when it has none; a new reference */
+typedef json_t *(*dsa_cmp_acceptance_fn)(const struct dsa_cmp_side *base,
+                                         const struct dsa_cmp_side *cand,
+                                         const struct dsa_boot_cfg *cfg);
+
 struct dsa_cmp_opts {
     struct dsa_boot_cfg boot;
     const char *label_base; /* display labels (reports); never part of a stream seed */
@@ -55,6 +61,9 @@ struct dsa_cmp_opts {
     /* the identity hook of an eval named by the run headers (the eval table's lookup,
        evals/evals.h), NULL for none; runs that name no eval get dsa_cmp_identity_builtin */
     dsa_cmp_identity_fn (*identity_for)(const char *eval);
+    /* the acceptance hook of an eval (the eval table's lookup; called with NULL for runs
+       that name no eval), NULL: no "acceptance" for any run */
+    dsa_cmp_acceptance_fn (*acceptance_for)(const char *eval);
 };
 
 /*
@@ -77,12 +86,11 @@ json_t *dsa_cmp_identity_builtin(const struct dsa_cmp_side *base, const struct d
 json_t *dsa_cmp_build(const struct dsa_cmp_side *base, const struct dsa_cmp_side *cand,
                       const struct dsa_cmp_side *aa, const struct dsa_cmp_opts *opts);
 
-/* Acceptance length of both sides (docs/compare.md "Acceptance length"): per-request counts
-   paired by id with bootstrap CIs of the difference and the ratio, else the headers' counter
-   deltas without CIs. Returns {"source": "per-request"|"counters", "n", "base", "cand",
-   "diff", "ratio", "diff_ci", "ratio_ci", "base_ci"?, "cand_ci"?} or NULL (new reference). */
-json_t *dsa_cmp_acceptance(const struct dsa_cmp_side *base, const struct dsa_cmp_side *cand,
-                           const struct dsa_boot_cfg *cfg);
+/* The acceptance length a run header records ("acceptance_length", or "mtp" of it) in the
+   first run of s that has one; false when none does. */
+bool dsa_cmp_header_al(const struct dsa_cmp_side *s, double *al);
+/* [lo, hi] as a JSON array, or null when an end is not finite (new reference) */
+json_t *dsa_cmp_json_ci(double lo, double hi);
 
 /* Verdicts (docs/compare.md "Verdicts"). dsa_cmp_bin_verdict() judges one bin object of the
    document from its CI, two-level CI and MDE80 (tolerance: --fail-if-worse X, or NAN) and

@@ -2,7 +2,7 @@
 #include "util/json.h"
 
 #include <math.h>
-
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/msg.h"
@@ -102,6 +102,13 @@ double dsa_json_num(const json_t *obj, const char *key)
 {
     json_t *v = json_object_get(obj, key);
     return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+void dsa_json_print_doc(const json_t *v, FILE *out)
+{
+    char *s = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    fprintf(out, "%s\n", s);
+    free(s);
 }
 
 char *dsa_json_dumps_line(const json_t *v)

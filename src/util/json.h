@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* Where a JSON value came from, for error messages. */
 struct dsa_json_where {
@@ -42,5 +43,8 @@ double dsa_json_num(const json_t *obj, const char *key);
 /* Compact single-line dump with sorted keys and round-trippable reals (%.17g), as used in
    every JSONL file we write. Caller frees. */
 char *dsa_json_dumps_line(const json_t *v);
+/* Writes v indented by 2, keys in insertion order, reals round-trippable, then a newline:
+   the documents that `--json` prints. */
+void dsa_json_print_doc(const json_t *v, FILE *out);
 
 #endif

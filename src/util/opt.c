@@ -42,6 +42,23 @@ int dsa_opt_exit(int err)
     return err == DSA_OPT_HELP ? DSA_EXIT_OK : DSA_EXIT_USAGE;
 }
 
+int dsa_opt_parse_no_args(int *argc, char **argv, const struct dsa_option *opts,
+                          const char *const *usage, int *status)
+{
+    const char *name = argv[0]; /* the subcommand: positionals move over it */
+    int n = dsa_opt_parse(argc, argv, opts, usage);
+    if (n < 0) {
+        *status = dsa_opt_exit(n);
+        return 1;
+    }
+    if (n > 0) {
+        dsa_errorf("unexpected argument '%s' (see 'dsa-eval %s --help')", argv[0], name);
+        *status = DSA_EXIT_USAGE;
+        return 1;
+    }
+    return 0;
+}
+
 void dsa_strlist_push(struct dsa_strlist *l, const char *s)
 {
     l->v = dsa_xrealloc(l->v, (l->n + 1) * sizeof *l->v);

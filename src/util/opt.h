@@ -105,6 +105,11 @@ int dsa_opt_parse(int *argc, char **argv, const struct dsa_option *opts, const c
 const char *dsa_opt_strerror(int err);
 /* Maps a negative dsa_opt_parse result to an exit status: 0 for --help, 2 otherwise. */
 int dsa_opt_exit(int err);
+/* dsa_opt_parse() for a command that takes no positional argument. Returns 0 to go on, or 1
+   to end with *status: 0 after --help, 2 after a usage error (printed; a leftover argument
+   is one: "unexpected argument 'x' (see 'dsa-eval mrcr --help')"). */
+int dsa_opt_parse_no_args(int *argc, char **argv, const struct dsa_option *opts,
+                          const char *const *usage, int *status);
 /* Prints the usage lines and the option table to `out` (stdout for --help). */
 void dsa_opt_print_usage(void *out, const char *const *usage, const struct dsa_option *opts);
 

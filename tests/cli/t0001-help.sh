@@ -28,6 +28,12 @@ grep -qx "dsa-eval: --runs: expected a number: 'three'" "$TMP/err" && ok "bad va
 expect_code 2 "bad number, --opt=value form" "$DSA_BIN" compare a b --resamples=lots
 grep -qx "dsa-eval: --resamples: expected a number: 'lots'" "$TMP/err" && ok "bad --opt=value names the option" \
     || not_ok "bad --opt=value names the option"
+# a stray argument to a command that takes none: one line naming it and the command's help
+for cmd in mrcr ruler; do
+    expect_code 2 "$cmd: stray argument" "$DSA_BIN" "$cmd" stray --out "$TMP/o"
+    grep -qx "dsa-eval: unexpected argument 'stray' (see 'dsa-eval $cmd --help')" "$TMP/err" \
+        && ok "$cmd: the stray argument named" || not_ok "$cmd: the stray argument named"
+done
 
 # a reader that stops early (| head) ends the output quietly, as git does: no message, and
 # the shell sees SIGPIPE (141), not the I/O error status 5

@@ -59,8 +59,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FILE *saved = stderr;
     stderr = null_out;
     if (side_from_text(&b, "base", text, lb) == 0 && side_from_text(&c, "cand", ct, lc) == 0) {
-        struct dsa_cmp_opts o = {DSA_BOOT_CFG_INIT,    "base", "cand", 0.01, 2, 0.05,
-                                 dsa_eval_identity_for};
+        struct dsa_cmp_opts o = {
+            DSA_BOOT_CFG_INIT,      "base", "cand", 0.01, 2, 0.05, dsa_eval_identity_for,
+            dsa_eval_acceptance_for};
         o.boot.resamples = 100;
         json_t *doc = dsa_cmp_build(&b, &c, NULL, &o);
         if (doc) {

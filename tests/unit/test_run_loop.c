@@ -15,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "evals/evals.h"
+#include "evals/gsm8k_acceptance.h"
 #include "run/loop.h"
 #include "store/store.h"
 #include "util/shard.h"
@@ -252,11 +253,16 @@ static void test_eval_table(void **state)
     assert_string_equal(dsa_eval_find("gsm8k")->title, "GSM8K");
     assert_non_null(dsa_eval_identity_for("gsm8k"));
     assert_null(dsa_eval_identity_for("mrcr"));
+    /* the acceptance length is GSM8K's hook; runs that name no eval get it too */
+    assert_ptr_equal(dsa_eval_acceptance_for("gsm8k"), dsa_gsm8k_acceptance);
+    assert_ptr_equal(dsa_eval_acceptance_for(NULL), dsa_gsm8k_acceptance);
+    assert_null(dsa_eval_acceptance_for("mrcr"));
+    assert_null(dsa_eval_acceptance_for("nope"));
     for (const struct dsa_eval *e = dsa_evals; e->name; e++) {
         assert_int_equal(dsa_eval_check_backend(e, "endpoint"), 0);
         assert_int_equal(dsa_eval_check_backend(e, "inprocess"), e->inprocess ? 0 : -1);
     }
-    struct dsa_eval endpoint_only = {"x", "X", false, NULL, false};
+    struct dsa_eval endpoint_only = {"x", "X", false, NULL, false, NULL};
     assert_int_equal(dsa_eval_check_backend(&endpoint_only, "inprocess"), -1);
     assert_int_equal(dsa_eval_check_backend(&endpoint_only, "endpoint"), 0);
 }
