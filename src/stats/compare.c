@@ -755,25 +755,16 @@ static void job_merge(struct bin_job *j)
     j->res.tl_hi = j->tl.tl_hi;
 }
 
-struct job_pool {
+/* the items in the order they are handed out (par_for's k-th item) */
+struct job_order {
     const struct job_item *items;
     const size_t *order; /* the items, largest first */
-    size_t n;
-    size_t next;
-    pthread_mutex_t lock;
 };
 
-static void *job_worker(void *arg)
+static void job_one(void *ud, size_t k)
 {
-    struct job_pool *p = arg;
-    for (;;) {
-        pthread_mutex_lock(&p->lock);
-        size_t k = p->next++;
-        pthread_mutex_unlock(&p->lock);
-        if (k >= p->n)
-            return NULL;
-        item_run(&p->items[p->order[k]]);
-    }
+    const struct job_order *o = ud;
+    item_run(&o->items[o->order[k]]);
 }
 
 /* An item's work: B x m index draws, each feeding a few sums (pooled: the statistic and each
@@ -813,23 +804,10 @@ static void jobs_run(struct bin_job *jobs, size_t n, int threads)
     }
     size_t *order = dsa_xmalloc((ni + 1) * sizeof *order);
     order_by_cost(items, ni, order);
-    struct job_pool p = {items, order, ni, 0, PTHREAD_MUTEX_INITIALIZER};
-    size_t extra = threads > 1 ? (size_t)threads - 1 : 0;
-    if (extra > ni)
-        extra = ni;
-    pthread_t *tid = dsa_xcalloc(extra + 1, sizeof *tid);
-    size_t started = 0;
-    for (size_t t = 0; t < extra; t++)
-        if (pthread_create(&tid[t], NULL, job_worker, &p) == 0)
-            started++;
-        else
-            break;
-    job_worker(&p);
-    for (size_t t = 0; t < started; t++)
-        pthread_join(tid[t], NULL);
+    struct job_order jo = {items, order};
+    par_for(ni, threads, job_one, &jo);
     for (size_t k = 0; k < n; k++)
         job_merge(&jobs[k]);
-    free(tid);
     free(order);
     free(items);
 }
