@@ -120,3 +120,23 @@ void dsa_inproc_stage_sum_print(const struct dsa_inproc_stage_sum *s)
         printf("%s %s %.1f", i ? " +" : "", label[i], s->us[i] / (double)s->tokens);
     printf("\n");
 }
+
+void dsa_inproc_bin_sum_add(struct dsa_inproc_bin_sum *s, json_t *rec)
+{
+    s->n++;
+    s->score += json_number_value(json_object_get(rec, "score"));
+    s->needle += json_number_value(json_object_get(rec, "needle_retention"));
+    s->needle_gold += json_number_value(json_object_get(rec, "needle_retention_golden"));
+}
+
+void dsa_inproc_bin_table_print(const char *const *labels, const struct dsa_inproc_bin_sum *sums,
+                                int nbins, const struct dsa_inproc_stage_sum *stages)
+{
+    printf("%-6s %5s %12s %8s %15s\n", "bin", "rows", "recall@k", "needle", "needle(golden)");
+    for (int b = 0; b < nbins; b++)
+        if (sums[b].n)
+            printf("%-6s %5d %12.4f %8.3f %15.3f\n", labels[b], sums[b].n,
+                   sums[b].score / sums[b].n, sums[b].needle / sums[b].n,
+                   sums[b].needle_gold / sums[b].n);
+    dsa_inproc_stage_sum_print(stages);
+}

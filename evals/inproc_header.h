@@ -85,4 +85,20 @@ void dsa_inproc_stage_sum_add(struct dsa_inproc_stage_sum *s, json_t *rec);
    record had times) */
 void dsa_inproc_stage_sum_print(const struct dsa_inproc_stage_sum *s);
 
+/* One bin's sums of in-process records for the text summary: rows, and Σ of score (recall@k),
+   needle_retention and needle_retention_golden. Plain values, zero-initialised. */
+struct dsa_inproc_bin_sum {
+    int n;
+    double score, needle, needle_gold;
+};
+void dsa_inproc_bin_sum_add(struct dsa_inproc_bin_sum *s, json_t *rec);
+/*
+ *   bin      rows     recall@k   needle  needle(golden)
+ *   ≤8K         3       0.9885    0.348           0.353
+ *   µs per context token: 94.1 = proxy 3.0 + S1 2.1 + … + host 0.5
+ * the bins with rows, in the given order (labels[b] for sums[b]), then the stage line
+ */
+void dsa_inproc_bin_table_print(const char *const *labels, const struct dsa_inproc_bin_sum *sums,
+                                int nbins, const struct dsa_inproc_stage_sum *stages);
+
 #endif

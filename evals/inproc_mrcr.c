@@ -19,11 +19,6 @@
 #include "util/msg.h"
 #include "util/progress.h"
 
-struct bin_sum {
-    int n;
-    double score, needle, needle_gold;
-};
-
 struct state {
     const struct dsa_inproc_run *o;
     struct dsa_inproc_sink sink;
@@ -134,7 +129,7 @@ static int bin_of(json_t *rec)
  */
 static int summarize(const dsa_run *run, bool print)
 {
-    struct bin_sum sums[DSA_MRCR_NBINS] = {{0}};
+    struct dsa_inproc_bin_sum sums[DSA_MRCR_NBINS] = {{0}};
     struct dsa_inproc_stage_sum stages = {{0}, 0};
     int ret = DSA_EXIT_OK;
     for (size_t i = 0; i < dsa_run_count(run); i++) {
@@ -144,21 +139,15 @@ static int summarize(const dsa_run *run, bool print)
             ret = DSA_EXIT_FAIL;
             continue;
         }
-        sums[b].n++;
-        sums[b].score += json_real_value(json_object_get(rec, "score"));
-        sums[b].needle += json_number_value(json_object_get(rec, "needle_retention"));
-        sums[b].needle_gold += json_number_value(json_object_get(rec, "needle_retention_golden"));
+        dsa_inproc_bin_sum_add(&sums[b], rec);
         dsa_inproc_stage_sum_add(&stages, rec);
     }
     if (!print)
         return ret;
-    printf("%-6s %5s %12s %8s %15s\n", "bin", "rows", "recall@k", "needle", "needle(golden)");
+    const char *labels[DSA_MRCR_NBINS];
     for (int b = 0; b < DSA_MRCR_NBINS; b++)
-        if (sums[b].n)
-            printf("%-6s %5d %12.4f %8.3f %15.3f\n", dsa_mrcr_bin_label(b), sums[b].n,
-                   sums[b].score / sums[b].n, sums[b].needle / sums[b].n,
-                   sums[b].needle_gold / sums[b].n);
-    dsa_inproc_stage_sum_print(&stages);
+        labels[b] = dsa_mrcr_bin_label(b);
+    dsa_inproc_bin_table_print(labels, sums, DSA_MRCR_NBINS, &stages);
     return ret;
 }
 

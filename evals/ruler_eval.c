@@ -282,15 +282,9 @@ int dsa_ruler_eval_run(dsa_backend *b, dsa_run *run, const struct dsa_ruler_eval
     return st.ret ? st.ret : ret;
 }
 
-/* one length's sums for the in-process summary */
-struct len_sum {
-    int n;
-    double score, needle, needle_gold;
-};
-
 void dsa_ruler_inproc_summary_print(json_t *runs_records)
 {
-    struct len_sum sums[DSA_RULER_NLENGTHS] = {{0}};
+    struct dsa_inproc_bin_sum sums[DSA_RULER_NLENGTHS] = {{0}};
     struct dsa_inproc_stage_sum stages = {{0}, 0};
     size_t i, j;
     json_t *recs, *rec;
@@ -303,17 +297,11 @@ void dsa_ruler_inproc_summary_print(json_t *runs_records)
             l++;
         if (!st || strcmp(st, "ok") || l == DSA_RULER_NLENGTHS)
             continue;
-        sums[l].n++;
-        sums[l].score += json_number_value(json_object_get(rec, "score"));
-        sums[l].needle += json_number_value(json_object_get(rec, "needle_retention"));
-        sums[l].needle_gold += json_number_value(json_object_get(rec, "needle_retention_golden"));
+        dsa_inproc_bin_sum_add(&sums[l], rec);
         dsa_inproc_stage_sum_add(&stages, rec);
     }
-    printf("%-6s %5s %12s %8s %15s\n", "bin", "rows", "recall@k", "needle", "needle(golden)");
+    const char *labels[DSA_RULER_NLENGTHS];
     for (int l = 0; l < DSA_RULER_NLENGTHS; l++)
-        if (sums[l].n)
-            printf("%-6s %5d %12.4f %8.3f %15.3f\n", dsa_ruler_length_name(l), sums[l].n,
-                   sums[l].score / sums[l].n, sums[l].needle / sums[l].n,
-                   sums[l].needle_gold / sums[l].n);
-    dsa_inproc_stage_sum_print(&stages);
+        labels[l] = dsa_ruler_length_name(l);
+    dsa_inproc_bin_table_print(labels, sums, DSA_RULER_NLENGTHS, &stages);
 }
