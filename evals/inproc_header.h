@@ -26,6 +26,9 @@ struct dsa_inproc_run {
     long limit;            /* rows per (needles, bin), 0 = all */
     unsigned bins_mask;    /* 0 = all */
     unsigned needles_mask; /* 0 = all */
+    unsigned tasks_mask;   /* RULER traces: bit t = enum dsa_ruler_task t, 0 = all */
+    const char *eval;      /* --traces: "mrcr" (NULL) or "ruler": the manifest's bins and ids;
+                              RULER's lengths go in bins_mask */
     bool force_new;
     bool json;                 /* the caller prints the summary as JSON: no text table on stdout */
     bool quiet;                /* no progress meter (-q) */

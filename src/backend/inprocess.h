@@ -40,6 +40,10 @@ struct dsa_inproc_opts {
 
 /* Defaults: flags per dsa_k_flags_default, topk 2048, seed 1. */
 void dsa_inproc_opts_init(struct dsa_inproc_opts *o);
+/* What a trace file (kernels/trace.h) says of the stack that must run it: its index heads (the
+   q_raw of its first layer: 32 or 64) and its RoPE layout ("__metadata__" "rope", unless
+   o->rope_given). Returns 0, or -1 (printed: the file cannot be read, an unknown rope). */
+int dsa_inproc_opts_from_trace(struct dsa_inproc_opts *o, const char *path);
 
 typedef struct dsa_inproc dsa_inproc;
 
@@ -49,6 +53,10 @@ typedef struct dsa_inproc dsa_inproc;
    frees the stack and unloads a plugin. */
 struct dsa_backend;
 struct dsa_backend *dsa_inproc_backend_new(const struct dsa_inproc_opts *o);
+/* The error of a trace request whose trace cannot be read or does not fit the stack (printed
+   when it happened): FAILED without `unreachable`, a data error rather than a device error. */
+#define DSA_INPROC_BAD_TRACE "bad trace (printed above)"
+
 /* "cpu", "cuda" (the device the stack runs on) */
 const char *dsa_inproc_backend_device(struct dsa_backend *b);
 

@@ -22,6 +22,26 @@
  *                       logits_identical, first_diff_step, steps, rows, prompt_tokens,
  *                       context_tokens, mtp, topk, selection_sha256}
  *
+ * and the same two on a captured trace (a row of scripts/capture_traces.py, kernels/trace.h;
+ * inprocess_trace.c) instead of the proxy model, when the body names one:
+ *
+ *   DSA_API_SELECT      body {"trace": path, "needles": [[lo, hi]...]}: every layer of the
+ *                       file (its q/k/w and the model's own top-k) through the stack and the
+ *                       golden model. raw = {layers: [{layer, recall, recall_last,
+ *                       model_agreement, model_agreement_golden, needle_retention,
+ *                       needle_retention_golden, needle_retention_model, selection_sha256}],
+ *                       context_tokens, query_tokens, needle_tokens, topk, elapsed_ms,
+ *                       stage_us_per_token (all layers)}; the needle measures of the last
+ *                       query row over the union of the ranges, null without one, the model
+ *                       measures null when the trace holds no top-k of this k
+ *   DSA_API_MTP_VERIFY  body {"trace": path, "mtp": N}: per layer the trace's query rows
+ *                       (consecutive positions) as decode rows in verify steps of N+1. raw =
+ *                       {layers: [{layer, identical, logits_identical, steps,
+ *                       selection_sha256}], rows, mtp, topk}
+ *
+ * A trace that cannot be read or does not fit the stack (printed) ends FAILED without
+ * `unreachable`, with the error DSA_INPROC_BAD_TRACE.
+ *
  * A request the stack cannot run (a device error) ends FAILED with `unreachable` set: the run
  * stops, as it does when a server goes away. An empty prompt ends FAILED without it.
  * SPDX-License-Identifier: GPL-3.0-or-later
@@ -33,6 +53,7 @@
 
 #include "backend/backend.h"
 #include "backend/inprocess.h"
+#include "backend/inprocess_trace.h"
 #include "datasets/tokenize.h"
 #include "kernels/plugin.h"
 #include "util/buf.h"
@@ -49,7 +70,7 @@ struct queued {
 struct ib {
     struct dsa_backend base;
     dsa_inproc *ip;
-    int topk;
+    int topk, heads;
     struct queued *q; /* FIFO of at most one waiting request (idle_slots says 1 when empty) */
     size_t nq, cap;
     long failed;
@@ -328,6 +349,21 @@ static void run_mtp(struct ib *b, struct queued *q)
     free(sel);
 }
 
+/* a request on a captured trace (inprocess_trace.h) */
+static void run_trace(struct ib *b, struct queued *q)
+{
+    json_t *raw = NULL;
+    int rc = q->api == DSA_API_SELECT
+                 ? dsa_inproc_trace_select(b->ip, b->heads, b->topk, q->body, &raw)
+                 : dsa_inproc_trace_mtp(b->ip, b->heads, b->topk, q->body, &raw);
+    if (rc == DSA_INPROC_TRACE_OK)
+        answer_raw(q, raw);
+    else if (rc == DSA_INPROC_TRACE_BAD)
+        answer(q, DSA_RES_FAILED, DSA_INPROC_BAD_TRACE, false, NULL);
+    else
+        stack_failed(b, q);
+}
+
 static json_t *ib_describe(dsa_backend *base)
 {
     return dsa_inproc_describe(((struct ib *)base)->ip);
@@ -359,7 +395,9 @@ static int ib_poll(dsa_backend *base, int timeout_ms)
         struct queued q = b->q[0];
         memmove(b->q, b->q + 1, (b->nq - 1) * sizeof *b->q);
         b->nq--;
-        if (q.api == DSA_API_SELECT)
+        if (json_object_get(q.body, "trace"))
+            run_trace(b, &q);
+        else if (q.api == DSA_API_SELECT)
             run_select(b, &q);
         else
             run_mtp(b, &q);
@@ -433,6 +471,7 @@ dsa_backend *dsa_inproc_backend_new(const struct dsa_inproc_opts *o)
     b->base.ops = &ib_ops;
     b->ip = ip;
     b->topk = o->topk;
+    b->heads = o->flags.heads;
     return &b->base;
 }
 
