@@ -114,6 +114,8 @@ struct dsa_ruler_sample {
     char *input;          /* the whole prompt: task template + answer prefix */
     size_t input_len;     /* bytes */
     size_t answer_prefix; /* byte offset in input where the answer prefix starts */
+    size_t question;      /* byte offset in input where the question after the context starts
+                             (it runs to the end of input, answer prefix included) */
     char **outputs;       /* the expected outputs (references) */
     size_t noutputs;
     enum dsa_ruler_metric metric;

@@ -69,6 +69,7 @@ void dsa_ruler_build_cwe(const struct dsa_ruler_gen *g, size_t n, struct dsa_rul
     dsa_buf_adds(&out, cwe_task);
     size_t nw = n < num_cw ? num_cw : n;
     cwe_list(rng, h, nw, (size_t)g->c->a, (size_t)g->c->b, num_cw, &out, common, s);
+    s->question = out.len;
     dsa_buf_adds(&out, cwe_question);
     s->answer_prefix = out.len;
     dsa_buf_adds(&out, cwe_prefix);

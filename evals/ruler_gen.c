@@ -141,7 +141,7 @@ void dsa_ruler_clear(struct dsa_ruler_sample *s)
     s->input = NULL;
     s->outputs = NULL;
     s->spans = NULL;
-    s->input_len = s->noutputs = s->nspans = s->answer_prefix = 0;
+    s->input_len = s->noutputs = s->nspans = s->answer_prefix = s->question = 0;
 }
 
 static long build_count(const struct dsa_ruler_gen *g, dsa_ruler_build_fn build, size_t n,
@@ -159,6 +159,7 @@ static void take(struct dsa_ruler_sample *a, struct dsa_ruler_sample *b)
     a->input = b->input;
     a->input_len = b->input_len;
     a->answer_prefix = b->answer_prefix;
+    a->question = b->question;
     a->outputs = b->outputs;
     a->noutputs = b->noutputs;
     a->spans = b->spans;

@@ -284,6 +284,7 @@ void dsa_ruler_build_niah(const struct dsa_ruler_gen *g, size_t n, struct dsa_ru
     format(&in, head.data, v, q.data);
     size_t base = in.len;
     dsa_buf_add(&in, ctx.data, ctx.len);
+    s->question = in.len;
     format(&in, cut + strlen("{context}"), v, q.data);
     s->answer_prefix = in.len;
     format(&in, prefix.data, v, q.data);

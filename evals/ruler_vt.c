@@ -66,7 +66,7 @@ static void make_chains(gsl_rng *rng, size_t nchains, size_t hops, size_t k, str
    (RULER then replaces ". \n" by ".\n", which these pieces never contain), the template and
    the answer prefix. Spans: the first chain's statements, relative to out's start. */
 static void vt_text(gsl_rng *rng, size_t n, const struct chains *ch, struct dsa_ruler_sample *s,
-                    struct dsa_buf *out, size_t *prefix_at)
+                    struct dsa_buf *out, size_t *question_at, size_t *prefix_at)
 {
     size_t base = out->len, per = ch->hops + 1;
     dsa_buf_adds(out, vt_task);
@@ -101,6 +101,7 @@ static void vt_text(gsl_rng *rng, size_t n, const struct chains *ch, struct dsa_
                 dsa_ruler_add_span(s, lo - base, out->len - base, DSA_RULER_SPAN_ANSWER);
     }
     free(piece);
+    *question_at = out->len;
     dsa_buf_addf(out, vt_question, ch->value);
     *prefix_at = out->len;
     dsa_buf_addf(out, vt_prefix, (int)per, ch->value);
@@ -114,7 +115,7 @@ static void build_icl(const struct dsa_ruler_gen *g, size_t n, struct dsa_ruler_
     struct chains ch;
     make_chains(rng, 1, 4, 3, &ch); /* RULER: k = 3, hops min(10, num_hops) */
     struct dsa_buf out = DSA_BUF_INIT;
-    vt_text(rng, n, &ch, NULL, &out, &s->answer_prefix);
+    vt_text(rng, n, &ch, NULL, &out, &s->question, &s->answer_prefix);
     for (size_t j = 0; j <= ch.hops; j++)
         dsa_ruler_add_output(s, ch.var[j]);
     s->input = dsa_buf_detach(&out, &s->input_len);
@@ -181,7 +182,7 @@ void dsa_ruler_build_vt(const struct dsa_ruler_gen *g, size_t n, struct dsa_rule
         dsa_buf_adds(&out, "\n\n");
     }
     size_t base = out.len;
-    vt_text(rng, n, &ch, s, &out, &s->answer_prefix);
+    vt_text(rng, n, &ch, s, &out, &s->question, &s->answer_prefix);
     for (size_t i = 0; i < s->nspans; i++) {
         s->spans[i].lo += base;
         s->spans[i].hi += base;

@@ -1,6 +1,8 @@
 /*
  * dsa-eval datasets: make, fetch and describe the datasets the evaluations read.
  *   synth mrcr   synthetic MRCR rows in the real schema (datasets/synth.h)
+ *   synth ruler  the RULER samples `dsa-eval ruler` sends, with their needles' positions
+ *                (evals/ruler_json.h)
  *   fetch X      download MRCR rows or GSM8K files into the cache (datasets/fetch.h)
  *   info FILE    rows per needle count and bin, sha256, revision, bin source
  * SPDX-License-Identifier: GPL-3.0-or-later
@@ -17,6 +19,8 @@
 #include "datasets/mrcr.h"
 #include "datasets/samples.h"
 #include "datasets/synth.h"
+#include "evals/ruler.h"
+#include "evals/ruler_json.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
 #include "util/fs.h"
@@ -26,6 +30,8 @@
 static const char *const datasets_usage[] = {
     "dsa-eval datasets synth mrcr [--needles N,..] [--bins 8k,16k,..|--max-bin K] "
     "[--per-bin N] [--seed S] -o FILE",
+    "dsa-eval datasets synth ruler [--tasks LIST] [--lengths LIST] [--limit N] [--seed N] "
+    "[--haystack FILE] -o FILE",
     "dsa-eval datasets fetch mrcr [--needles 2,4,8] [--revision SHA] [--base-url URL] "
     "[--hub-url URL] [--page-rows L]",
     "dsa-eval datasets fetch gsm8k [--split test|train|all] [--base-url URL]",
@@ -102,6 +108,85 @@ static int synth_mrcr(int argc, char **argv)
         return DSA_EXIT_INTERRUPTED;
     }
     return dsa_atomic_commit(&a) ? DSA_EXIT_IO : DSA_EXIT_OK;
+}
+
+/* writes the samples beside the target and renames, as synth mrcr: a failed run leaves none */
+static int write_ruler(const char *out, const struct dsa_ruler_opts *o)
+{
+    struct dsa_atomic a;
+    FILE *f = stdout;
+    bool to_stdout = !strcmp(out, "-");
+    if (!to_stdout) {
+        if (dsa_atomic_open(&a, out))
+            return DSA_EXIT_IO;
+        f = a.f;
+    }
+    int rc = dsa_ruler_samples_write(f, o);
+    if (!rc)
+        return to_stdout || !dsa_atomic_commit(&a) ? DSA_EXIT_OK : DSA_EXIT_IO;
+    if (!to_stdout)
+        dsa_atomic_abort(&a);
+    if (rc == DSA_RULER_EINTR) {
+        dsa_errorf("interrupted; '%s' was not written", out);
+        return DSA_EXIT_INTERRUPTED;
+    }
+    if (rc == DSA_RULER_ESTOP) {
+        dsa_errorf("cannot write '%s': %s", out, strerror(errno));
+        return DSA_EXIT_IO;
+    }
+    dsa_errorf("cannot make a RULER sample: %s", dsa_ruler_strerror(rc));
+    return DSA_EXIT_DATA;
+}
+
+static int synth_ruler(int argc, char **argv)
+{
+    static const char *const usage[] = {
+        "dsa-eval datasets synth ruler [--tasks LIST] [--lengths LIST] [--limit N] [--seed N] "
+        "[--haystack FILE] -o FILE",
+        NULL};
+    const char *tasks = "all", *lengths = "4k,8k,16k", *haystack = NULL, *out = NULL;
+    int limit = 10;
+    long seed = 0;
+    struct dsa_option opts[] = {
+        DSA_OPT_STRING(0, "tasks", &tasks, "LIST", "niah_single_1,…,vt,cwe or all (default all)"),
+        DSA_OPT_STRING(0, "lengths", &lengths, "LIST", "4k,8k,16k,…,1m or all (default 4k,8k,16k)"),
+        DSA_OPT_INT(0, "limit", &limit, "N", "samples per task and length (default 10)"),
+        DSA_OPT_LONG(0, "seed", &seed, "N", "sample seed (default 0), as dsa-eval ruler's"),
+        DSA_OPT_STRING(0, "haystack", &haystack, "FILE",
+                       "essay text or PaulGrahamEssays.json (default: the shipped substitute)"),
+        DSA_OPT_STRING('o', "output", &out, "FILE", "write the JSONL here ('-' = stdout)"),
+        DSA_OPT_END(),
+    };
+    int n = dsa_opt_parse(&argc, argv, opts, usage);
+    if (n < 0)
+        return dsa_opt_exit(n);
+    if (n > 0)
+        return usage_error("unexpected argument '%s'", argv[0]);
+    if (!out)
+        return usage_error("%s: -o FILE is required", "synth ruler");
+    if (limit < 1 || seed < 0)
+        return usage_error("--limit must be >= 1 and --seed >= 0%s", "");
+    struct dsa_ruler_opts o = {0, 0, limit, (unsigned long)seed, NULL, &dsa_interrupted};
+    const char *bad = NULL;
+    if (dsa_ruler_parse_tasks(tasks, &o.tasks_mask, &bad)) {
+        dsa_errorf("unknown RULER task '%s' (see docs/ruler.md \"Tasks\")", bad ? bad : tasks);
+        return DSA_EXIT_USAGE;
+    }
+    if (dsa_ruler_parse_lengths(lengths, &o.lengths_mask, &bad)) {
+        dsa_errorf("unknown RULER length '%s' (4k, 8k, …, 1m)", bad ? bad : lengths);
+        return DSA_EXIT_USAGE;
+    }
+    int herr = 0;
+    dsa_ruler_haystack *h = dsa_ruler_haystack_new(haystack, &herr);
+    if (!h) {
+        dsa_errorf("cannot use haystack '%s': %s", haystack ? haystack : "(shipped)",
+                   dsa_ruler_strerror(herr));
+        return DSA_EXIT_DATA;
+    }
+    o.haystack = h;
+    int ret = write_ruler(out, &o);
+    dsa_ruler_haystack_free(&h);
+    return ret;
 }
 
 /*
@@ -299,8 +384,10 @@ int cmd_datasets(int argc, char **argv)
             printf("usage: %s\n", datasets_usage[0]);
             return DSA_EXIT_OK;
         }
+        if (argc >= 3 && !strcmp(argv[2], "ruler"))
+            return synth_ruler(argc - 2, argv + 2);
         if (argc < 3 || strcmp(argv[2], "mrcr"))
-            return usage_error("%s: only 'synth mrcr' exists", "synth");
+            return usage_error("%s: 'synth mrcr' or 'synth ruler'", "synth");
         return synth_mrcr(argc - 2, argv + 2);
     }
     if (!strcmp(sub, "fetch"))

@@ -123,9 +123,12 @@ static void check_sample(const struct dsa_ruler_sample *s, long slack)
     for (size_t i = 0; i < s->noutputs; i++) /* RULER asserts the same */
         assert_non_null(strstr(s->input, s->outputs[i]));
     assert_true(s->answer_prefix < s->input_len);
+    /* the question follows the context: after every needle, before the answer prefix */
+    assert_true(s->question > 0 && s->question < s->answer_prefix);
+    assert_true(s->input[s->question] == '\n');
     for (size_t i = 0; i < s->nspans; i++) {
         assert_true(s->spans[i].lo < s->spans[i].hi);
-        assert_true(s->spans[i].hi <= s->answer_prefix);
+        assert_true(s->spans[i].hi <= s->question);
         if (i)
             assert_true(s->spans[i - 1].hi <= s->spans[i].lo);
     }
