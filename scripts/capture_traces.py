@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 # Capture DeepSeek-V3.2 lightning-indexer traces with the upstream model code (Hugging Face
-# transformers), for `dsa-eval kernels trace` and `dsa-eval mrcr --backend inprocess --traces DIR`
-# (docs/kernels.md "Capturing traces from a model").
+# transformers), for `dsa-eval kernels trace` and `dsa-eval mrcr|ruler --backend inprocess --traces
+# DIR` (docs/kernels.md "Capturing traces from a model").
 #
 #   capture_traces.py capture --model PATH | --tiny [--layers 0,1] [--rows 4] --dataset F.jsonl --out DIR
 #   capture_traces.py parity  --tiny --contexts 4096,8192,... --out DIR
 #
-# capture: every prompt of an MRCR JSONL file goes through prefill with a forward hook on every
+# capture: every prompt of an MRCR JSONL file, or of a RULER samples file (`dsa-eval datasets synth
+# ruler`: the prompts `dsa-eval ruler` sends, with their needles' byte positions), goes through
+# prefill with a forward hook on every
 # layer's indexer module; per row one safetensors file holds, per captured layer, the indexer's
 # inputs as the stack takes them (k_raw = wk(x), the k LayerNorm, q_raw = wq_b(q_resid) and
 # w_raw = weights_proj(x) of the query rows) and the model's own top-k indices, with the RoPE
-# table the model used; DIR/manifest.jsonl has one line per row (id, bin, needle and question
+# table the model used; DIR/manifest.jsonl has one line per row (id, bin, needle(s) and question
 # token spans). parity: layer 0 of the model at long contexts, where a full prefill would not fit
 # (the eager indexer materialises [S*H, T] scores): the model's own indexer forward runs on the
 # query rows against every key, and its selection is compared with an fp64 replica of the golden
@@ -52,10 +54,12 @@ class WordTokenizer:
         self.name = "words-crc32-%d" % vocab
 
     def encode(self, text):
-        out = []
-        for w in re.findall(r"\w+|[^\w\s]", text):
-            out.append(16 + zlib.crc32(w.encode("utf-8")) % (self.vocab - 16))
-        return out
+        return [t for t, _, _ in self.encode_offsets(text)]
+
+    def encode_offsets(self, text):
+        """(id, start, end) per token, the offsets in characters of text."""
+        return [(16 + zlib.crc32(m.group().encode("utf-8")) % (self.vocab - 16), m.start(), m.end())
+                for m in re.finditer(r"\w+|[^\w\s]", text)]
 
     def tag(self, role):
         return [{"system": 1, "user": 2, "assistant": 3}.get(role, 4), 5]
@@ -70,6 +74,10 @@ class HFTokenizer:
 
     def encode(self, text):
         return self.tok.encode(text, add_special_tokens=False)
+
+    def encode_offsets(self, text):
+        enc = self.tok(text, add_special_tokens=False, return_offsets_mapping=True)
+        return [(t, a, b) for t, (a, b) in zip(enc["input_ids"], enc["offset_mapping"])]
 
     def tag(self, role):
         return self.encode("<|%s|>\n" % role)
@@ -117,6 +125,82 @@ def mrcr_rows(path):
             if b is None:
                 b = BLOCK_TO_BIN[(r // 100) % 8]
             yield "n%d/r%04d" % (n, r), b, msgs, dmi + 1
+
+
+def ruler_rows(path):
+    """The rows of a RULER samples file (`dsa-eval datasets synth ruler`), in file order."""
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                assert row["eval"] == "ruler" and isinstance(row["prompt"], str)
+                row["needles"], row["question"]["bytes"]
+            except (ValueError, KeyError, TypeError, AssertionError) as e:
+                sys.exit("capture_traces: cannot parse line %d of '%s' as a RULER sample: %s" %
+                         (lineno, path, e))
+            yield row
+
+
+def is_ruler(path):
+    """A RULER samples file: its first row says "eval": "ruler" (MRCR rows have no "eval")."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                try:
+                    return json.loads(line).get("eval") == "ruler"
+                except ValueError:
+                    return False
+    return False
+
+
+def token_span(offs, lo, hi):
+    """[first, last+1) of the tokens (id, start, end) that overlap characters [lo, hi), as
+    dsa-eval's dsa_ruler_needle_tokens maps a span: every token that overlaps it."""
+    first = next((i for i, (_, a, b) in enumerate(offs) if b > lo), len(offs))
+    last = first
+    while last < len(offs) and offs[last][1] < hi:
+        last += 1
+    return first, last
+
+
+def render_ruler(row, tok):
+    """A RULER prompt as the in-process path builds it (evals/ruler_eval.c: one user message):
+    the role tag then the prompt. Returns ids, the answer needles' token spans, the distractor
+    needles' spans and the question span (to the end of the prompt), all in the ids' positions."""
+    text = row["prompt"]
+    raw = text.encode("utf-8")
+    char = lambda b: len(raw[:b].decode("utf-8"))  # the needles' byte offsets in characters
+    ids = tok.tag("user")
+    base = len(ids)
+    offs = tok.encode_offsets(text)
+    ids = ids + [t for t, _, _ in offs]
+    spans = {"answer": [], "distractor": []}
+    for nd in row["needles"]:
+        lo, hi = token_span(offs, char(nd["bytes"][0]), char(nd["bytes"][1]))
+        spans[nd["kind"]].append([base + lo, base + hi])
+    q, _ = token_span(offs, char(row["question"]["bytes"][0]), len(text))
+    return ids, spans["answer"], spans["distractor"], [base + q, len(ids)]
+
+
+def dataset_rows(args, tok):
+    """(manifest fields, ids) per row of --dataset: MRCR rows (trimmed to --max-tokens with
+    --trim) or RULER samples."""
+    if is_ruler(args.dataset):
+        for row in ruler_rows(args.dataset):
+            ids, needles, distractors, question = render_ruler(row, tok)
+            yield {"id": row["id"], "eval": "ruler", "task": row["task"], "bin": row["bin"],
+                   "bin_tokens": row["bin_tokens"], "needles": needles,
+                   "distractors": distractors, "question": question,
+                   "input_sha256": row["input_sha256"]}, ids
+        return
+    for rid, b, msgs, needle_msg in mrcr_rows(args.dataset):
+        if args.trim:
+            msgs, needle_msg = trim(msgs, needle_msg, args.max_tokens, tok)
+        ids, needle, question = render(msgs, needle_msg, tok)
+        yield {"id": rid, "bin": BIN_LABELS[b], "bin_tokens": 8192 << b, "needle": needle,
+               "question": question}, ids
 
 
 def trim(messages, needle_msg, budget, tok):
@@ -393,12 +477,10 @@ def capture(args):
     handles = [indexers[L].register_forward_hook(hook_for(L), with_kwargs=True) for L in layers]
     man = open(os.path.join(args.out, "manifest.jsonl"), "w", encoding="utf-8")
     nrows = 0
-    for rid, b, msgs, needle_msg in mrcr_rows(args.dataset):
+    for fields, ids in dataset_rows(args, tok):
         if args.limit and nrows >= args.limit:
             break
-        if args.trim:
-            msgs, needle_msg = trim(msgs, needle_msg, args.max_tokens, tok)
-        ids, needle, question = render(msgs, needle_msg, tok)
+        rid, question = fields["id"], fields["question"]
         T = len(ids)
         if T > args.max_tokens:
             note("row %s: %d tokens > --max-tokens %d, skipped" % (rid, T, args.max_tokens))
@@ -430,10 +512,11 @@ def capture(args):
              {"format": "dsa-eval-trace-2", "rope": model_rope(args, model), "model": name,
               "tokenizer": tok.name, "row_id": rid, "layers": ",".join(map(str, layers)),
               "index_topk": getattr(model.config, "index_topk", 2048)})
-        man.write(json.dumps({"id": rid, "bin": BIN_LABELS[b], "bin_tokens": 8192 << b,
-                              "file": fname, "context_tokens": T, "needle": needle,
-                              "question": question, "q_pos": rows, "layers": layers,
-                              "model": name}, ensure_ascii=False) + "\n")
+        line = {k: fields[k] for k in ("id", "bin", "bin_tokens")}  # MRCR's order of old
+        line.update(file=fname, context_tokens=T)
+        line.update({k: v for k, v in fields.items() if k not in line})
+        line.update(q_pos=rows, layers=layers, model=name)
+        man.write(json.dumps(line, ensure_ascii=False) + "\n")
         man.flush()
         nrows += 1
         note("row %s: %d tokens, %d query rows, layers %s, %.1f s -> %s" %
@@ -609,7 +692,8 @@ def main():
                     help="--tiny: the indexer's k (a smaller k keeps a fixture's prompt short)")
     ap.add_argument("--vocab", type=int, default=4096, help="--tiny: vocabulary size")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--dataset", help="capture: an MRCR JSONL file")
+    ap.add_argument("--dataset", help="capture: an MRCR JSONL file, or RULER samples "
+                    "(dsa-eval datasets synth ruler)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--layers", default="all", help="capture: 'all' or a list like 0,3,10")
     ap.add_argument("--rows", type=int, default=4, help="query rows: the last N question tokens")

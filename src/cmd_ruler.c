@@ -15,6 +15,7 @@
 #include "backend/inprocess.h"
 #include "commands.h"
 #include "evals/evals.h"
+#include "evals/inproc_traces.h"
 #include "evals/ruler_eval.h"
 #include "evals/summary.h"
 #include "run/endpoint_cli.h"
@@ -32,11 +33,13 @@ static const char *const usage[] = {
     "[options]",
     "dsa-eval ruler --backend inprocess --out DIR [--device cuda|cpu] [--variant K=V]... "
     "[options]",
+    "dsa-eval ruler --backend inprocess --traces DIR --out DIR [--tasks LIST] [--lengths LIST] "
+    "[options]",
     NULL,
 };
 
 struct ruler_cli {
-    const char *out, *tasks, *lengths, *haystack, *backend, *api, *shard;
+    const char *out, *tasks, *lengths, *haystack, *backend, *api, *shard, *traces;
     const char *seed_text;
     int limit, runs, max_query;
     bool force_new, stream, quiet, as_json;
@@ -167,6 +170,40 @@ static int open_backend(const struct ruler_cli *c, struct dsa_ruler_eval_opts *e
     return ret;
 }
 
+/* --traces DIR: the stack on a model's captured activations of RULER prompts
+   (evals/inproc_traces.h) instead of the proxy; with --json the run's summary document */
+static int run_traces(const struct ruler_cli *c, const struct dsa_ruler_eval_opts *eo,
+                      json_t *command)
+{
+    struct dsa_inproc_run o;
+    dsa_inproc_run_init(&o);
+    int ret = dsa_loop_inproc_opts(&c->ip, &o.stack);
+    if (ret)
+        return ret;
+    o.eval = "ruler";
+    o.traces_dir = c->traces;
+    o.out_dir = c->out;
+    o.limit = c->limit;
+    o.bins_mask = eo->lengths_mask;
+    o.tasks_mask = eo->tasks_mask;
+    o.force_new = c->force_new;
+    o.json = c->as_json;
+    o.quiet = c->quiet;
+    o.command = command;
+    o.interrupted = &dsa_interrupted;
+    o.shard = eo->shard;
+    ret = dsa_inproc_traces_run(&o);
+    if (!c->as_json || (ret != DSA_EXIT_OK && ret != DSA_EXIT_INTERRUPTED))
+        return ret;
+    json_t *runs = json_array();
+    char *path = dsa_run_file_name(c->out, 1);
+    if (dsa_run_load_into(path, runs) < 0 || dsa_summary_print(runs, true, stdout) < 0)
+        ret = ret ? ret : DSA_EXIT_DATA;
+    free(path);
+    json_decref(runs);
+    return ret;
+}
+
 /* records with status "failed" in every run (this invocation or an earlier one) */
 static long failed_count(json_t *runs_records)
 {
@@ -185,7 +222,6 @@ int cmd_ruler(int argc, char **argv)
 {
     json_t *command = dsa_run_command_json(argc, argv); /* before argv is permuted */
     struct ruler_cli c = {.tasks = "all",
-                          .lengths = "4k,8k,16k",
                           .backend = "endpoint",
                           .api = "chat",
                           .limit = 10,
@@ -198,7 +234,7 @@ int cmd_ruler(int argc, char **argv)
         DSA_OPT_STRING('o', "out", &c.out, "DIR", "run directory (run-001.jsonl, ...)"),
         DSA_OPT_STRING(0, "tasks", &c.tasks, "LIST", "niah_single_1,…,vt,cwe or all (default all)"),
         DSA_OPT_STRING(0, "lengths", &c.lengths, "LIST",
-                       "4k,8k,16k,…,1m or all (default 4k,8k,16k)"),
+                       "4k,8k,16k,…,1m or all (default 4k,8k,16k; with --traces all)"),
         DSA_OPT_INT(0, "limit", &c.limit, "N", "samples per task and length (default 10)"),
         DSA_OPT_STRING(0, "haystack", &c.haystack, "FILE",
                        "essay text or PaulGrahamEssays.json (default: the shipped substitute)"),
@@ -212,6 +248,8 @@ int cmd_ruler(int argc, char **argv)
                      "start over when the run files were made by another command"),
         DSA_OPT_STRING(0, "backend", &c.backend, "KIND", "endpoint (default) or inprocess"),
         DSA_LOOP_INPROC_OPTIONS(&c.ip),
+        DSA_OPT_STRING(0, "traces", &c.traces, "DIR",
+                       "inprocess: captured model traces (manifest.jsonl) instead of the proxy"),
         DSA_OPT_INT(0, "max-query", &c.max_query, "N",
                     "inprocess: query rows = the last N prompt tokens (default 32, 0 = all)"),
         DSA_OPT_BOOL('q', "quiet", &c.quiet, "no progress and notes"),
@@ -226,8 +264,20 @@ int cmd_ruler(int argc, char **argv)
     if (dsa_opt_parse_no_args(&argc, argv, opts, usage, &ret))
         goto cleanup;
     dsa_msg_quiet = c.quiet;
+    if (!c.lengths) /* the traces' rows are whatever lengths were captured */
+        c.lengths = c.traces ? "all" : "4k,8k,16k";
     if ((ret = check(&c, &eo)))
         goto cleanup;
+    if (c.traces) { /* the traces hold the prompts: no samples are made */
+        ret = DSA_EXIT_USAGE;
+        if (strcmp(c.backend, "inprocess"))
+            dsa_errorf("--traces DIR is for --backend inprocess");
+        else if (c.haystack || c.seed_text)
+            dsa_errorf("--traces DIR replaces --haystack and --seed (the traces hold the prompts)");
+        else
+            ret = run_traces(&c, &eo, command);
+        goto cleanup;
+    }
     eo.limit = c.limit;
     eo.inprocess = !strcmp(c.backend, "inprocess");
     eo.completions = !strcmp(c.api, "completions");
