@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The third-party test data is what its README says: every data file of tests/data/gsm8k and
-# tests/data/mrcr (and the trace fixtures of tests/data/traces and traces-glm) is listed in the README.md beside it with its sha256, and the bytes match.
+# tests/data/mrcr (and the trace fixtures of tests/data/traces, traces-glm, traces-ruler and
+# traces-ruler-glm) is listed in the README.md beside it with its sha256, and the bytes match.
 # SPDX-License-Identifier: GPL-3.0-or-later
 . "$(dirname "$0")/lib.sh"
 
-for dir in gsm8k mrcr traces traces-glm; do
+for dir in gsm8k mrcr traces traces-glm traces-ruler traces-ruler-glm; do
     readme="$DSA_DATA/$dir/README.md"
     [ -f "$readme" ] || { not_ok "$dir: README.md exists"; continue; }
     # table rows: | `file` | ... | `sha256` |
