@@ -1,15 +1,18 @@
 /*
- * MRCR in-process on captured traces (`dsa-eval mrcr --backend inprocess --traces DIR`): the
- * indexer stack runs on q/k/w that a real model computed (scripts/capture_traces.py,
+ * MRCR and RULER in-process on captured traces (`dsa-eval mrcr|ruler --backend inprocess --traces
+ * DIR`): the indexer stack runs on q/k/w that a real model computed (scripts/capture_traces.py,
  * docs/kernels.md "Capturing traces from a model") instead of the proxy model. DIR holds
  * manifest.jsonl, one line per row:
  *   {"id": "n8/r0000", "bin": "≤8K", "file": "n8_r0000.safetensors", "context_tokens": 2259,
  *    "needle": [lo, hi], "question": [lo, hi], "q_pos": [...], "layers": [...], "model": "..."}
- * and one trace file per row (kernels/trace.h; per-layer tensors "layers.<L>.*" with the model's
- * own top-k "layers.<L>.topk"). Per row and layer: recall@k of the stack against the fp64 golden
- * selection, agreement of the stack and of the golden selection with the model's selection, needle
- * retention of the last query row (stack, golden, model) from the manifest's needle span, and the
- * selection hash. One record per row:
+ * (RULER: "id": "niah_single_2/4k/0000", "bin": "4k", "needles": [[lo, hi]...] the answer
+ * needles) and one trace file per row (kernels/trace.h; per-layer tensors "layers.<L>.*" with the
+ * model's own top-k "layers.<L>.topk"). Each row is one request of the in-process backend
+ * (DSA_API_SELECT naming the trace, inprocess_backend.c), run one at a time in manifest order.
+ * Per row and layer: recall@k of the stack against the fp64 golden selection, agreement of the
+ * stack and of the golden selection with the model's selection, needle retention of the last query
+ * row (stack, golden, model) over the manifest's needle span(s), and the selection hash. One
+ * record per row:
  *   score                      recall@k, mean over layers (and query rows)
  *   recall_last                the same for the last query row
  *   model_agreement            |stack ∩ model| / |model|, mean over layers and rows (null: none)
@@ -21,7 +24,8 @@
  *                                needle_retention_model, selection_sha256}]
  *   context_tokens, query_tokens, needle_tokens, topk, trace, elapsed_ms
  *   stage_us_per_token  µs per context token by stage, all layers together (inprocess.h)
- * Records bin and compare like the proxy's in-process runs.
+ *   task                       RULER: the sample's task
+ * Records bin (MRCR's bins, RULER's lengths) and compare like the proxy's in-process runs.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #ifndef DSA_EVALS_INPROC_TRACES_H
@@ -30,8 +34,10 @@
 #include "backend/inprocess.h"
 #include "evals/inproc_header.h"
 
-/* Runs every selected row of o->traces_dir into o->out_dir/run-001.jsonl (resuming finished
-   ids) and prints a per-bin summary on stdout. Returns an enum dsa_exit. */
+/* Runs every selected row of o->traces_dir (o->eval "ruler": RULER rows selected by
+   o->tasks_mask, o->bins_mask as lengths and o->limit per (task, length); else MRCR rows by
+   bins, needles and limit) into o->out_dir/run-001.jsonl (resuming finished ids) and prints a
+   per-bin summary on stdout. Returns an enum dsa_exit. */
 int dsa_inproc_traces_run(const struct dsa_inproc_run *o);
 
 /* `dsa-eval gsm8k --backend inprocess --mtp N --traces DIR`: per trace and layer, the query rows

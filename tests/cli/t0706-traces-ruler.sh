@@ -87,6 +87,13 @@ expect_success "compare two builds on RULER traces" "$DSA_BIN" compare "$R/a" "$
 grep -q '^4k  n 1 used' "$TMP/out" && ok "compare pairs by id within the length" || not_ok "compare pairs by id within the length"
 grep -q 'selections  [01]/1 samples select bit-identical top-k sets' "$TMP/out" && ok "compare reads the selections" || not_ok "compare reads the selections"
 
+# several needle ranges (multivalue, vt, cwe rows) count as their union: overlapping ones once
+mkdir -p "$TMP/two"
+cp "$DSA_DATA/traces-ruler/niah_multikey_3_4k_0000.safetensors" "$TMP/two/"
+printf '{"id": "niah_multikey_3/4k/0000", "bin": "4k", "file": "niah_multikey_3_4k_0000.safetensors", "needles": [[1450, 1460], [1428, 1456]]}\n' >"$TMP/two/manifest.jsonl"
+expect_success "two overlapping needle ranges" "$DSA_BIN" ruler --backend inprocess --device cpu --traces "$TMP/two" --topk 512 --out "$R/two" -q
+grep -qF '"needle_tokens":32' "$R/two/run-001.jsonl" && ok "needle tokens: the union [1428, 1460)" || not_ok "needle tokens: the union [1428, 1460)"
+
 # the filters and bad input
 expect_code 3 "--tasks that match no row" "$DSA_BIN" ruler --backend inprocess --device cpu --traces "$DSA_DATA/traces-ruler" --tasks vt --out "$R/c"
 grep -q "no rows of '.*manifest.jsonl' pass the filters (--tasks, --lengths, --limit)" "$TMP/err" && ok "no rows message" || not_ok "no rows message"
