@@ -113,10 +113,9 @@ static const char *parse_spans(json_t *o, json_t *spans)
         return "\"needle\" must be null or [lo, hi] with 0 <= lo <= hi";
     if (needles && !json_is_null(needles) && !json_is_array(needles))
         return "\"needles\" must be null or a list of [lo, hi] with 0 <= lo <= hi";
-    size_t i;
-    json_array_foreach(needles, i, v) if (!add_span(v, spans)) return "\"needles\" must be null "
-                                                                      "or a list of [lo, hi] "
-                                                                      "with 0 <= lo <= hi";
+    for (size_t i = 0; (v = json_array_get(needles, i)); i++)
+        if (!add_span(v, spans))
+            return "\"needles\" must be null or a list of [lo, hi] with 0 <= lo <= hi";
     return NULL;
 }
 
@@ -159,12 +158,14 @@ static const char *parse_row(const struct traces_eval *ev, json_t *o, struct tro
 }
 
 #ifdef DSA_UNITTEST_BUILD
-int dsa_inproc_traces_parse_line(const char *text, size_t len, char *why, size_t cap)
+int dsa_inproc_traces_parse_line(const char *eval, const char *text, size_t len, char *why,
+                                 size_t cap)
 {
     json_error_t je;
     json_t *o = json_loadb(text, len, 0, &je);
     struct trow r;
-    const char *bad = o ? parse_row(&mrcr_eval, o, &r) : je.text;
+    const struct traces_eval *ev = !strcmp(eval, "ruler") ? &ruler_eval : &mrcr_eval;
+    const char *bad = o ? parse_row(ev, o, &r) : je.text;
     if (!bad) {
         free(r.id);
         free(r.file);

@@ -50,9 +50,10 @@ int dsa_inproc_traces_run(const struct dsa_inproc_run *o);
 int dsa_inproc_traces_mtp_run(const struct dsa_inproc_run *o);
 
 #ifdef DSA_UNITTEST_BUILD
-/* One manifest line checked as the run checks it (the fuzz seam): 0, or -1 with the reason in
-   why[cap]; nothing printed. */
-int dsa_inproc_traces_parse_line(const char *text, size_t len, char *why, size_t cap);
+/* One manifest line checked as the run of eval ("mrcr" or "ruler") checks it (the fuzz seam): 0,
+   or -1 with the reason in why[cap]; nothing printed. */
+int dsa_inproc_traces_parse_line(const char *eval, const char *text, size_t len, char *why,
+                                 size_t cap);
 #endif
 
 #endif

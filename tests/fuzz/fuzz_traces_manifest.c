@@ -1,7 +1,8 @@
 /*
- * Fuzz target: one line of a traces manifest (evals/inproc_traces.c, `mrcr --traces DIR`):
- * JSON, then the id, file (inside the folder), bin label and needle span checks. Errors are a
- * reason string and must never crash.
+ * Fuzz target: one line of a traces manifest (evals/inproc_traces.c, `mrcr|ruler --traces DIR`):
+ * JSON, then the id, file (inside the folder), bin label and needle span checks, as MRCR's and
+ * as RULER's reader (sample ids, lengths, needle lists). Errors are a reason string and must
+ * never crash.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include <stdint.h>
@@ -16,7 +17,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!buf)
         return 0;
     char why[256];
-    (void)dsa_inproc_traces_parse_line((const char *)buf, size, why, sizeof why);
+    (void)dsa_inproc_traces_parse_line("mrcr", (const char *)buf, size, why, sizeof why);
+    (void)dsa_inproc_traces_parse_line("ruler", (const char *)buf, size, why, sizeof why);
     free(buf);
     return 0;
 }
