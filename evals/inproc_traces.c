@@ -225,7 +225,8 @@ static int read_manifest(const struct traces_eval *ev, const char *path, struct 
 /* One request of a trace row through the backend (the in-process backend runs one request per
    poll, so a blocking call keeps the rows in manifest order). The answer's raw (a new
    reference), or NULL with *exit_code set: DATA for a trace that cannot be read or does not fit,
-   BACKEND when the stack failed, INTERRUPTED when cancelled (each printed where it happened). */
+   BACKEND when the stack failed, INTERRUPTED when cancelled, INTERNAL when the backend refused
+   the request (each printed where it happened). */
 static json_t *trace_call(dsa_backend *b, enum dsa_api api, json_t *body, int *exit_code)
 {
     struct dsa_request req = {.api = api, .body = body, .endpoint = -1};
@@ -236,8 +237,12 @@ static json_t *trace_call(dsa_backend *b, enum dsa_api api, json_t *body, int *e
         raw = json_incref(res.raw);
     else if (res.status == DSA_RES_CANCELLED)
         *exit_code = DSA_EXIT_INTERRUPTED;
-    else
-        *exit_code = res.unreachable ? DSA_EXIT_BACKEND : DSA_EXIT_DATA;
+    else if (res.unreachable)
+        *exit_code = DSA_EXIT_BACKEND;
+    else if (res.error && !strcmp(res.error, DSA_INPROC_BAD_TRACE))
+        *exit_code = DSA_EXIT_DATA;
+    else /* the request itself was refused (printed): not the data's fault */
+        *exit_code = DSA_EXIT_INTERNAL;
     dsa_result_release(&res);
     json_decref(body);
     return raw;
