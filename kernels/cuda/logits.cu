@@ -275,7 +275,8 @@ __global__ static void __launch_bounds__(128) logits_mma_kernel(const logits_par
     }
 }
 
-/* DSA_CUDA_LOGITS=simt selects the CUDA-core kernel above (for A/B comparisons) */
+/* DSA_CUDA_LOGITS=simt selects the CUDA-core kernel above, =mma the tensor-core kernel below
+   also for decode (A/B comparisons against decode.cu) */
 static bool use_simt(void)
 {
     static int v = -1;
@@ -361,7 +362,9 @@ int dsa_cuda_logits_decode_launch(const dsa_k_flags *f, const dsa_logits_decode_
                        a->logits,      f->logits == DSA_K_BF16,
                        a->stride,      a->clean,
                        MMA_TILES};
-    /* without clean, only columns below the largest context need a thread */
+    int rc = dsa_cuda_decode_pipe_launch(f, a, st); /* decode.cu: next_n 1, 2, 4 */
+    if (rc != DSA_K_UNSUPPORTED)
+        return rc;
     return launch<true>(p, a->stride, a->B, st);
 }
 

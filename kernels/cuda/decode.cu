@@ -1,0 +1,287 @@
+/*
+ * S3a paged decode logits, the pipelined kernel (the default for next_n 1, 2 and 4; next_n 3
+ * and DSA_CUDA_LOGITS=mma|simt take the kernels of logits.cu).
+ *
+ * Contract (dsa_kernels.h, dsa_logits_decode_args): q8 [B,N,H,128] e4m3, w [B*N,H] f32|bf16,
+ * paged cache (page p: 64 x 128 e4m3 at p*8448, 64 fp32 scales at p*8448 + 8192), block_table
+ * [B,max_blocks] i32, ctx [B,N] i32 -> logits [B*N, stride] f32|bf16, -inf past ctx when clean.
+ *
+ * Why this shape. At N = 1 the stage is bound by HBM (132 bytes of K per key against 16K FLOPs),
+ * so the K pages must stream while the tensor cores work, and q must not be re-read per page:
+ * - The work is one flat list of B * ceil(stride/64) page tiles, cut into gridDim.x contiguous
+ *   ranges; the grid is one wave of resident CTAs (persistent), so small batches fill every SM
+ *   (split-K over the context: the positions of one sequence spread over many CTAs, each logit
+ *   still written by one warp, so no merge is needed) and large ones amortise the q load over
+ *   hundreds of pages. A range may cross into the next sequence; q is then reloaded.
+ * - K pages go global -> shared through cp.async (LDGSTS), DP_STAGES pages in flight per CTA.
+ * - Each warp keeps one q row of every head in registers, as the B operand of
+ *   mma.m16n8k16 f16 (8 n-tiles of 8 heads, 8 k-steps), and takes 16 keys of a page as the A
+ *   operand. fp8 e4m3 goes to f16 by bit moves rather than the F2FP conversion unit: the 7
+ *   low bits of an e4m3 code, placed under the f16 exponent, give x * 2^-8 exactly (subnormals
+ *   too), so q and K both carry 2^-8 and the weights carry 2^16 to undo it (powers of two:
+ *   exact). The contraction dims are permuted (thread tig takes 16 contiguous bytes per half
+ *   row), the same way for q and K, so one 16-byte shared load feeds four k-steps.
+ * - The sum over heads is in-thread over the 8 n-tiles in order, then two xor-shuffles over
+ *   the 4 lanes of a key: a fixed order, so reruns are bitwise identical.
+ * Shared layout per stage: the page as it is in memory (8448 bytes), except that odd key rows
+ * swap their two 64-byte halves, so the 16-byte fragment loads of a quarter-warp (two keys x
+ * four chunks) hit 32 distinct banks.
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.cuh"
+#include "dsa_cuda.h"
+
+#define DP_STAGES  5
+#define DP_THREADS 128
+#define DP_CHUNKS  (DSA_K_PAGE_BYTES / 16) /* 16-byte copies per page: 512 of K, 16 of scales */
+
+struct dp_params {
+    const uint8_t *q8;
+    const void *w;
+    int wbf16;
+    const uint8_t *cache;
+    const int32_t *bt;
+    int max_blocks;
+    const int32_t *ctx;
+    void *out;
+    int lbf16;
+    long stride;
+    int clean;
+    long tiles_per_seq, total; /* page tiles per sequence (ceil(stride/64)) and in all */
+};
+
+__device__ __forceinline__ void cp_async16(void *dst, const void *src)
+{
+    unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
+}
+
+__device__ __forceinline__ void cp_async_commit(void)
+{
+    asm volatile("cp.async.commit_group;\n" ::);
+}
+
+template <int N> __device__ __forceinline__ void cp_async_wait(void)
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+/* e4m3 bytes (b0, b1) of x -> f16x2 of (b0, b1) * 2^-8, exact: sign to bit 15, the 7 low bits
+   under the f16 exponent. sel 0x1404 takes bytes 0, 1; 0x3424 bytes 2, 3. */
+template <unsigned SEL> __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t x)
+{
+    uint32_t t = __byte_perm(x, 0, SEL);
+    return (t & 0x80008000u) | ((t >> 1) & 0x3f803f80u);
+}
+
+__device__ __forceinline__ void mma_f16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                        uint32_t a3, uint32_t b0, uint32_t b1)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* the 16-byte word c (0..7) of key row `key` within a stage: odd rows swap their halves */
+__device__ __forceinline__ int dp_swz(int key, int c)
+{
+    return key * 128 + ((c ^ ((key & 1) << 2)) << 4);
+}
+
+/* issues the copy of tile t into stage buffer dst (nothing when t is past the range or its
+   page holds no visible key), then commits a group: one group per tile, empty or not */
+template <int N>
+__device__ __forceinline__ void dp_issue(const dp_params &p, long t, long t_end, uint8_t *dst)
+{
+    if (t < t_end) {
+        const long b = t / p.tiles_per_seq, pg = t % p.tiles_per_seq;
+        int kmax = 0; /* the most keys any row of the sequence sees */
+#pragma unroll
+        for (int j = 0; j < N; j++)
+            kmax = max(kmax, p.ctx[b * N + j]);
+        if (pg * DSA_K_PAGE < kmax) {
+            const uint8_t *src = p.cache + (size_t)p.bt[b * p.max_blocks + pg] * DSA_K_PAGE_BYTES;
+            for (int c = threadIdx.x; c < DP_CHUNKS; c += DP_THREADS) {
+                int off = c < 512 ? dp_swz(c >> 3, c & 7) : c * 16;
+                cp_async16(dst + off, src + c * 16);
+            }
+        }
+    }
+    cp_async_commit();
+}
+
+/* NT = H / 8 n-tiles of heads; N = next_n; warp w scores row w % N over N of the page's four
+   16-key chunks */
+template <int NT, int N>
+__global__ static void __launch_bounds__(DP_THREADS, 2) decode_pipe_kernel(const dp_params p)
+{
+    extern __shared__ __align__(128) unsigned char smem[];
+    constexpr int H = NT * 8;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, grp = lane >> 2, tig = lane & 3;
+    const int jrow = warp % N, chunk0 = (warp / N) * N;
+    const long t_begin = (long)blockIdx.x * p.total / gridDim.x;
+    const long t_end = (long)(blockIdx.x + 1) * p.total / gridDim.x;
+
+#pragma unroll
+    for (int s = 0; s < DP_STAGES - 1; s++)
+        dp_issue<N>(p, t_begin + s, t_end, smem + s * DSA_K_PAGE_BYTES);
+
+    uint32_t qf[NT][8][2]; /* B fragments of q: [n-tile][k-step][b0, b1], f16 x 2^-8 */
+    float wr[NT][2];       /* w of heads nt*8 + 2*tig + {0, 1}, x 2^16 */
+    long cur_b = -1;
+    int ctx_r = 0;
+    for (long t = t_begin, i = 0; t < t_end; t++, i++) {
+        cp_async_wait<DP_STAGES - 2>(); /* tile t has landed (this thread's copies) */
+        __syncthreads();                /* everyone's copies of tile t; tile t-1's buffer is free */
+        dp_issue<N>(p, t + DP_STAGES - 1, t_end,
+                    smem + ((i + DP_STAGES - 1) % DP_STAGES) * DSA_K_PAGE_BYTES);
+        const long b = t / p.tiles_per_seq, pg = t % p.tiles_per_seq;
+        const long row = b * N + jrow;
+        if (b != cur_b) { /* a new sequence: its q row into registers */
+            cur_b = b;
+            ctx_r = p.ctx[row];
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                const uint8_t *qh = p.q8 + ((size_t)row * H + nt * 8 + grp) * 128;
+                const uint4 u0 = *(const uint4 *)(qh + 16 * tig);
+                const uint4 u1 = *(const uint4 *)(qh + 64 + 16 * tig);
+                const uint32_t wd[8] = {u0.x, u0.y, u0.z, u0.w, u1.x, u1.y, u1.z, u1.w};
+#pragma unroll
+                for (int s = 0; s < 8; s++) {
+                    qf[nt][s][0] = e4m3x2_to_f16x2<0x1404>(wd[s]);
+                    qf[nt][s][1] = e4m3x2_to_f16x2<0x3424>(wd[s]);
+                }
+#pragma unroll
+                for (int j = 0; j < 2; j++) {
+                    const size_t wi = (size_t)row * H + nt * 8 + 2 * tig + j;
+                    const float wv = p.wbf16 ? d_bf16_to_f32(((const uint16_t *)p.w)[wi])
+                                             : ((const float *)p.w)[wi];
+                    wr[nt][j] = wv * 65536.0f;
+                }
+            }
+        }
+        const uint8_t *st = smem + (i % DP_STAGES) * DSA_K_PAGE_BYTES;
+#pragma unroll
+        for (int c = 0; c < N; c++) {
+            const int kb = (chunk0 + c) * 16; /* first key of the chunk within the page */
+            const long s0 = pg * DSA_K_PAGE + kb;
+            if (s0 >= p.stride)
+                break;                        /* uniform over the warp */
+            float part0 = 0.0f, part1 = 0.0f; /* keys kb + grp and kb + grp + 8 */
+            if (s0 < ctx_r) {
+                float acc[NT][4];
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++)
+                    acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+                const int k0 = kb + grp, k1 = k0 + 8;
+                const uint4 x00 = *(const uint4 *)(st + dp_swz(k0, tig));
+                const uint4 x01 = *(const uint4 *)(st + dp_swz(k0, tig + 4));
+                const uint4 x10 = *(const uint4 *)(st + dp_swz(k1, tig));
+                const uint4 x11 = *(const uint4 *)(st + dp_swz(k1, tig + 4));
+                const uint32_t w0[8] = {x00.x, x00.y, x00.z, x00.w, x01.x, x01.y, x01.z, x01.w};
+                const uint32_t w1[8] = {x10.x, x10.y, x10.z, x10.w, x11.x, x11.y, x11.z, x11.w};
+#pragma unroll
+                for (int s = 0; s < 8; s++) {
+                    const uint32_t a0 = e4m3x2_to_f16x2<0x1404>(w0[s]);
+                    const uint32_t a1 = e4m3x2_to_f16x2<0x1404>(w1[s]);
+                    const uint32_t a2 = e4m3x2_to_f16x2<0x3424>(w0[s]);
+                    const uint32_t a3 = e4m3x2_to_f16x2<0x3424>(w1[s]);
+#pragma unroll
+                    for (int nt = 0; nt < NT; nt++)
+                        mma_f16(acc[nt], a0, a1, a2, a3, qf[nt][s][0], qf[nt][s][1]);
+                }
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    part0 = __fmaf_rn(wr[nt][0], fmaxf(acc[nt][0], 0.0f), part0);
+                    part0 = __fmaf_rn(wr[nt][1], fmaxf(acc[nt][1], 0.0f), part0);
+                    part1 = __fmaf_rn(wr[nt][0], fmaxf(acc[nt][2], 0.0f), part1);
+                    part1 = __fmaf_rn(wr[nt][1], fmaxf(acc[nt][3], 0.0f), part1);
+                }
+                part0 = __fadd_rn(part0, __shfl_xor_sync(0xffffffffu, part0, 1));
+                part1 = __fadd_rn(part1, __shfl_xor_sync(0xffffffffu, part1, 1));
+                part0 = __fadd_rn(part0, __shfl_xor_sync(0xffffffffu, part0, 2));
+                part1 = __fadd_rn(part1, __shfl_xor_sync(0xffffffffu, part1, 2));
+            }
+            if (tig >= 2)
+                continue;
+            const int key = kb + grp + 8 * tig; /* lane tig 0 writes key grp, tig 1 key grp+8 */
+            const long s = pg * DSA_K_PAGE + key;
+            if (s >= p.stride)
+                continue;
+            const size_t o = (size_t)row * p.stride + s;
+            if (s < ctx_r) {
+                const float ks = *(const float *)(st + DSA_K_SCALE_OFF + key * 4);
+                const float v = __fmul_rn(ks, tig ? part1 : part0);
+                if (p.lbf16)
+                    ((uint16_t *)p.out)[o] = d_f32_to_bf16(v);
+                else
+                    ((float *)p.out)[o] = v;
+            } else if (p.clean) {
+                if (p.lbf16)
+                    ((uint16_t *)p.out)[o] = 0xff80;
+                else
+                    ((float *)p.out)[o] = -INFINITY;
+            }
+        }
+    }
+    cp_async_wait<0>(); /* only empty groups remain; nothing in flight at exit */
+}
+
+/* DSA_CUDA_DECODE_CTAS=N forces the grid (the check runs it small, so ranges cross sequences) */
+static int forced_ctas(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("DSA_CUDA_DECODE_CTAS");
+        v = e ? atoi(e) : 0;
+        if (v < 0)
+            v = 0;
+    }
+    return v;
+}
+
+template <int NT, int N> static int launch_pipe(const dp_params &p, cudaStream_t st)
+{
+    static int slots; /* resident CTAs on the whole device */
+    const size_t smem = (size_t)DP_STAGES * DSA_K_PAGE_BYTES;
+    if (!slots) {
+        int dev, sms, per_sm;
+        CUDA_CHECK(cudaGetDevice(&dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_pipe_kernel<NT, N>,
+                                                                 DP_THREADS, smem));
+        slots = sms * (per_sm > 0 ? per_sm : 1);
+    }
+    if (p.total <= 0)
+        return DSA_K_OK;
+    long grid = forced_ctas() ? forced_ctas() : slots;
+    if (grid > p.total)
+        grid = p.total;
+    decode_pipe_kernel<NT, N><<<(unsigned)grid, DP_THREADS, smem, st>>>(p);
+    return DSA_K_OK;
+}
+
+int dsa_cuda_decode_pipe_launch(const dsa_k_flags *f, const dsa_logits_decode_args *a,
+                                cudaStream_t st)
+{
+    const char *e = getenv("DSA_CUDA_LOGITS");
+    if ((e && *e) || (a->N != 1 && a->N != 2 && a->N != 4) || (f->heads != 64 && f->heads != 32))
+        return DSA_K_UNSUPPORTED;
+    dp_params p = {a->q8,     a->w,           f->weights == DSA_K_BF16,
+                   a->cache,  a->block_table, a->max_blocks,
+                   a->ctx,    a->logits,      f->logits == DSA_K_BF16,
+                   a->stride, a->clean,       (a->stride + DSA_K_PAGE - 1) / DSA_K_PAGE,
+                   0};
+    p.total = p.tiles_per_seq * a->B;
+    if (f->heads == 64)
+        return a->N == 1   ? launch_pipe<8, 1>(p, st)
+               : a->N == 2 ? launch_pipe<8, 2>(p, st)
+                           : launch_pipe<8, 4>(p, st);
+    return a->N == 1   ? launch_pipe<4, 1>(p, st)
+           : a->N == 2 ? launch_pipe<4, 2>(p, st)
+                       : launch_pipe<4, 4>(p, st);
+}
