@@ -17,7 +17,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 build . /tmp/kb || exit 1
 [ $# -ge 1 ] && { build "$1" /tmp/kbase || exit 1; }
 D=/tmp/kb/dsa-eval
-S=compute-sanitizer
+S="timeout 90 compute-sanitizer"
 $D kernels check >"$OUT/check.txt" 2>&1; echo "check rc=$?"; tail -1 "$OUT/check.txt"
 grep -E 'FAIL|SKIP' "$OUT/check.txt" | head
 # the logits' tiles per block follow the work; the check's shapes are small (1-2 tiles), so
@@ -54,11 +54,11 @@ $D kernels bench >"$OUT/bench.txt" 2>&1; echo "bench rc=$?"
 # the previous tensor-core decode kernel in the same call (A/B)
 DSA_CUDA_LOGITS=mma $D kernels bench -k S3a >"$OUT/bench-mma.txt" 2>&1; echo "bench mma rc=$?"
 # per-kernel device time (ncu, clocks as found): the top-k phases and the decode kernel
-NCU="ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel"
+NCU="timeout 90 ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel"
 for k in "S4/k=2048 rows=1 " "S4/k=2048 rows=8 " "S4/k=2048 rows=64 " "S3a/N=1 B=1 " "S3a/N=1 B=64 L=128K"; do
     echo "== ncu $k"; $NCU $D kernels bench -k "$k" 2>&1 | grep -E '\)x\(|gpu__time_duration|==ERR|rror'
 done >"$OUT/ncu.txt" 2>&1
-ncu --clock-control none --section SpeedOfLight --section Occupancy -k regex:decode_pipe \
+timeout 90 ncu --clock-control none --section SpeedOfLight --section Occupancy -k regex:decode_pipe \
     --launch-skip 5 --launch-count 1 $D kernels bench -k "S3a/N=1 B=64 L=128K" >"$OUT/ncu-sol.txt" 2>&1
 grep -E 'Throughput|Occupancy|Registers|Duration|Block Limit' "$OUT/ncu-sol.txt"
 $D kernels bench --json -k S4 >"$OUT/bench-s4.json" 2>&1
