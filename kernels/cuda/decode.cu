@@ -36,7 +36,6 @@
 
 #define DP_STAGES  5
 #define DP_THREADS 128
-#define DP_CHUNKS  (DSA_K_PAGE_BYTES / 16) /* 16-byte copies per page: 512 of K, 16 of scales */
 
 struct dp_params {
     const uint8_t *q8;
@@ -92,26 +91,56 @@ __device__ __forceinline__ int dp_swz(int key, int c)
     return key * 128 + ((c ^ ((key & 1) << 2)) << 4);
 }
 
-/* issues the copy of tile t into stage buffer dst (nothing when t is past the range or its
-   page holds no visible key), then commits a group: one group per tile, empty or not */
+/*
+ * The copy side's cursor: the next tile to issue (sequence b, page pg), with its page id and
+ * its sequence's largest context loaded one tile ahead, so that the loads' latency passes
+ * while the current tile is scored instead of stalling the copy issue.
+ */
+struct dp_cursor {
+    long t;
+    int b, pg, kmax, page;
+};
+
+/* loads what issuing tile c.t needs; kmax only when c.t starts a sequence (or fresh) */
 template <int N>
-__device__ __forceinline__ void dp_issue(const dp_params &p, long t, long t_end, uint8_t *dst)
+__device__ __forceinline__ void dp_fetch(const dp_params &p, dp_cursor &c, long t_end, bool fresh)
 {
-    if (t < t_end) {
-        const long b = t / p.tiles_per_seq, pg = t % p.tiles_per_seq;
+    if (c.t >= t_end)
+        return;
+    if (fresh || c.pg == 0) {
         int kmax = 0; /* the most keys any row of the sequence sees */
 #pragma unroll
         for (int j = 0; j < N; j++)
-            kmax = max(kmax, p.ctx[b * N + j]);
-        if (pg * DSA_K_PAGE < kmax) {
-            const uint8_t *src = p.cache + (size_t)p.bt[b * p.max_blocks + pg] * DSA_K_PAGE_BYTES;
-            for (int c = threadIdx.x; c < DP_CHUNKS; c += DP_THREADS) {
-                int off = c < 512 ? dp_swz(c >> 3, c & 7) : c * 16;
-                cp_async16(dst + off, src + c * 16);
-            }
-        }
+            kmax = max(kmax, p.ctx[(size_t)c.b * N + j]);
+        c.kmax = kmax;
+    }
+    c.page = c.pg < p.max_blocks ? p.bt[(size_t)c.b * p.max_blocks + c.pg] : 0;
+}
+
+/*
+ * Issues the copy of tile c.t into stage buffer dst (nothing when it is past the range or its
+ * page holds no visible key), commits one group (one per tile, empty or not), then moves the
+ * cursor on and fetches the next tile's page id. Thread tid copies the K words tid + 128k
+ * (k = 0..3: key tid/8 + 16k, word tid%8; soff = its swizzled place) and, for tid < 16,
+ * scale word tid.
+ */
+template <int N>
+__device__ __forceinline__ void dp_issue(const dp_params &p, dp_cursor &c, long t_end, uint8_t *dst,
+                                         int soff)
+{
+    if (c.t < t_end && (long)c.pg * DSA_K_PAGE < c.kmax) {
+        const uint8_t *src = p.cache + (size_t)c.page * DSA_K_PAGE_BYTES + threadIdx.x * 16;
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            cp_async16(dst + soff + k * 2048, src + k * 2048);
+        if (threadIdx.x < 16)
+            cp_async16(dst + DSA_K_SCALE_OFF + threadIdx.x * 16, src + DSA_K_SCALE_OFF);
     }
     cp_async_commit();
+    c.t++;
+    if (++c.pg == p.tiles_per_seq)
+        c.pg = 0, c.b++;
+    dp_fetch<N>(p, c, t_end, false);
 }
 
 /* NT = H / 8 n-tiles of heads; N = next_n; warp w scores row w % N over N of the page's four
@@ -125,22 +154,26 @@ __global__ static void __launch_bounds__(DP_THREADS, 2) decode_pipe_kernel(const
     const int jrow = warp % N, chunk0 = (warp / N) * N;
     const long t_begin = (long)blockIdx.x * p.total / gridDim.x;
     const long t_end = (long)(blockIdx.x + 1) * p.total / gridDim.x;
+    const int soff = dp_swz(threadIdx.x >> 3, threadIdx.x & 7); /* this thread's copy slot */
 
+    dp_cursor cur = {t_begin, (int)(t_begin / p.tiles_per_seq), (int)(t_begin % p.tiles_per_seq), 0,
+                     0};
+    dp_fetch<N>(p, cur, t_end, true);
 #pragma unroll
     for (int s = 0; s < DP_STAGES - 1; s++)
-        dp_issue<N>(p, t_begin + s, t_end, smem + s * DSA_K_PAGE_BYTES);
+        dp_issue<N>(p, cur, t_end, smem + s * DSA_K_PAGE_BYTES, soff);
 
     uint32_t qf[NT][8][2]; /* B fragments of q: [n-tile][k-step][b0, b1], f16 x 2^-8 */
     float wr[NT][2];       /* w of heads nt*8 + 2*tig + {0, 1}, x 2^16 */
     long cur_b = -1;
     int ctx_r = 0;
+    int b = (int)(t_begin / p.tiles_per_seq), pg = (int)(t_begin % p.tiles_per_seq);
     for (long t = t_begin, i = 0; t < t_end; t++, i++) {
         cp_async_wait<DP_STAGES - 2>(); /* tile t has landed (this thread's copies) */
         __syncthreads();                /* everyone's copies of tile t; tile t-1's buffer is free */
-        dp_issue<N>(p, t + DP_STAGES - 1, t_end,
-                    smem + ((i + DP_STAGES - 1) % DP_STAGES) * DSA_K_PAGE_BYTES);
-        const long b = t / p.tiles_per_seq, pg = t % p.tiles_per_seq;
-        const long row = b * N + jrow;
+        dp_issue<N>(p, cur, t_end, smem + ((i + DP_STAGES - 1) % DP_STAGES) * DSA_K_PAGE_BYTES,
+                    soff);
+        const long row = (long)b * N + jrow;
         if (b != cur_b) { /* a new sequence: its q row into registers */
             cur_b = b;
             ctx_r = p.ctx[row];
@@ -168,7 +201,7 @@ __global__ static void __launch_bounds__(DP_THREADS, 2) decode_pipe_kernel(const
 #pragma unroll
         for (int c = 0; c < N; c++) {
             const int kb = (chunk0 + c) * 16; /* first key of the chunk within the page */
-            const long s0 = pg * DSA_K_PAGE + kb;
+            const long s0 = (long)pg * DSA_K_PAGE + kb;
             if (s0 >= p.stride)
                 break;                        /* uniform over the warp */
             float part0 = 0.0f, part1 = 0.0f; /* keys kb + grp and kb + grp + 8 */
@@ -209,7 +242,7 @@ __global__ static void __launch_bounds__(DP_THREADS, 2) decode_pipe_kernel(const
             if (tig >= 2)
                 continue;
             const int key = kb + grp + 8 * tig; /* lane tig 0 writes key grp, tig 1 key grp+8 */
-            const long s = pg * DSA_K_PAGE + key;
+            const long s = (long)pg * DSA_K_PAGE + key;
             if (s >= p.stride)
                 continue;
             const size_t o = (size_t)row * p.stride + s;
@@ -227,6 +260,8 @@ __global__ static void __launch_bounds__(DP_THREADS, 2) decode_pipe_kernel(const
                     ((float *)p.out)[o] = -INFINITY;
             }
         }
+        if (++pg == p.tiles_per_seq)
+            pg = 0, b++;
     }
     cp_async_wait<0>(); /* only empty groups remain; nothing in flight at exit */
 }
