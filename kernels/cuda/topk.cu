@@ -84,17 +84,9 @@ __device__ void select_in_smem(const uint32_t *keys, int n, int need, int *h,
         for (int b = tid; b < BINS; b += T)
             h[b] = 0;
         __syncthreads();
-        /* one atomic per distinct digit of a warp: the keys of a row's top share their high
-           bits, so plain per-key atomics would queue on one counter (the first pass of the
-           final select put ~3.6K of them on one bin) */
-        for (int i0 = 0; i0 < n; i0 += T) {
-            const int i = i0 + tid;
-            const bool in = i < n && (keys[i] & mask) == prefix;
-            const int d = in ? (int)((keys[i] >> sh) & (nb - 1)) : -1;
-            const unsigned same = __match_any_sync(0xffffffffu, d);
-            if (in && (tid & 31) == __ffs(same) - 1)
-                atomicAdd(&h[d], __popc(same));
-        }
+        for (int i = tid; i < n; i += T)
+            if ((keys[i] & mask) == prefix)
+                atomicAdd(&h[(keys[i] >> sh) & (nb - 1)], 1);
         __syncthreads();
         /* digits from the top, `per` a thread */
         int c = 0, incl, top = nb - 1 - per * tid;
