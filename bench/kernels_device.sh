@@ -58,9 +58,12 @@ NCU="timeout 90 ncu --clock-control none --metrics gpu__time_duration.sum --prin
 for k in "S4/k=2048 rows=1 " "S4/k=2048 rows=8 " "S4/k=2048 rows=64 " "S3a/N=1 B=1 " "S3a/N=1 B=64 L=128K"; do
     echo "== ncu $k"; $NCU $D kernels bench -k "$k" 2>&1 | grep -E '\)x\(|gpu__time_duration|==ERR|rror'
 done >"$OUT/ncu.txt" 2>&1
-timeout 90 ncu --clock-control none --section SpeedOfLight --section Occupancy -k regex:decode_pipe \
+SECT="--section SpeedOfLight --section Occupancy --section WarpStateStats --section ComputeWorkloadAnalysis"
+timeout 90 ncu --clock-control none $SECT -k regex:decode_pipe \
     --launch-skip 5 --launch-count 1 $D kernels bench -k "S3a/N=1 B=64 L=128K" >"$OUT/ncu-sol.txt" 2>&1
-grep -E 'Throughput|Occupancy|Registers|Duration|Block Limit' "$OUT/ncu-sol.txt"
+timeout 90 ncu --clock-control none $SECT -k regex:final_kernel \
+    --launch-skip 5 --launch-count 1 $D kernels bench -k "S4/k=2048 rows=1 " >"$OUT/ncu-sol-s4.txt" 2>&1
+grep -E 'Throughput|Occupancy|Duration|Block Limit Reg|Stall|Issued Ipc|Pipe|Warp Cycles' "$OUT/ncu-sol.txt" "$OUT/ncu-sol-s4.txt"
 $D kernels bench --json -k S4 >"$OUT/bench-s4.json" 2>&1
 python3 bench/topk_peer.py >"$OUT/peer.txt" 2>&1; echo "peer rc=$?"
 if [ $# -ge 1 ]; then

@@ -122,19 +122,33 @@ __device__ __forceinline__ void dp_fetch(const dp_params &p, dp_cursor &c, long 
  * page holds no visible key), commits one group (one per tile, empty or not), then moves the
  * cursor on and fetches the next tile's page id. Thread tid copies the K words tid + 128k
  * (k = 0..3: key tid/8 + 16k, word tid%8; soff = its swizzled place) and, for tid < 16,
- * scale word tid.
+ * scale word tid. At next_n = 1 each warp reads only its own 16 keys, so each warp copies
+ * just those (lane l: key 16w + l/8 + 4k, word l%8; scale words for l < 4) and waits for them
+ * alone: no barrier across the CTA, the four warps run decoupled.
  */
 template <int N>
 __device__ __forceinline__ void dp_issue(const dp_params &p, dp_cursor &c, long t_end, uint8_t *dst,
                                          int soff)
 {
     if (c.t < t_end && (long)c.pg * DSA_K_PAGE < c.kmax) {
-        const uint8_t *src = p.cache + (size_t)c.page * DSA_K_PAGE_BYTES + threadIdx.x * 16;
+        const uint8_t *page = p.cache + (size_t)c.page * DSA_K_PAGE_BYTES;
+        if constexpr (N == 1) {
+            const int lane = threadIdx.x & 31, kb = (threadIdx.x >> 5) * 16;
+            const uint8_t *src = page + kb * 128 + lane * 16;
 #pragma unroll
-        for (int k = 0; k < 4; k++)
-            cp_async16(dst + soff + k * 2048, src + k * 2048);
-        if (threadIdx.x < 16)
-            cp_async16(dst + DSA_K_SCALE_OFF + threadIdx.x * 16, src + DSA_K_SCALE_OFF);
+            for (int k = 0; k < 4; k++)
+                cp_async16(dst + soff + k * 512, src + k * 512);
+            if (lane < 4)
+                cp_async16(dst + DSA_K_SCALE_OFF + kb * 4 + lane * 16,
+                           page + DSA_K_SCALE_OFF + kb * 4 + lane * 16);
+        } else {
+            const uint8_t *src = page + threadIdx.x * 16;
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                cp_async16(dst + soff + k * 2048, src + k * 2048);
+            if (threadIdx.x < 16)
+                cp_async16(dst + DSA_K_SCALE_OFF + threadIdx.x * 16, src + DSA_K_SCALE_OFF);
+        }
     }
     cp_async_commit();
     c.t++;
@@ -154,7 +168,9 @@ __global__ static void __launch_bounds__(DP_THREADS, 2) decode_pipe_kernel(const
     const int jrow = warp % N, chunk0 = (warp / N) * N;
     const long t_begin = (long)blockIdx.x * p.total / gridDim.x;
     const long t_end = (long)(blockIdx.x + 1) * p.total / gridDim.x;
-    const int soff = dp_swz(threadIdx.x >> 3, threadIdx.x & 7); /* this thread's copy slot */
+    /* this thread's copy slot (dp_issue) */
+    const int soff = N == 1 ? dp_swz(warp * 16 + (lane >> 3), lane & 7)
+                            : dp_swz(threadIdx.x >> 3, threadIdx.x & 7);
 
     dp_cursor cur = {t_begin, (int)(t_begin / p.tiles_per_seq), (int)(t_begin % p.tiles_per_seq), 0,
                      0};
@@ -170,7 +186,12 @@ __global__ static void __launch_bounds__(DP_THREADS, 2) decode_pipe_kernel(const
     int b = (int)(t_begin / p.tiles_per_seq), pg = (int)(t_begin % p.tiles_per_seq);
     for (long t = t_begin, i = 0; t < t_end; t++, i++) {
         cp_async_wait<DP_STAGES - 2>(); /* tile t has landed (this thread's copies) */
-        __syncthreads();                /* everyone's copies of tile t; tile t-1's buffer is free */
+        /* the others' copies of tile t are visible, and all are done with tile t-1's buffer:
+           the warp's own at next_n = 1, the CTA's otherwise */
+        if constexpr (N == 1)
+            __syncwarp();
+        else
+            __syncthreads();
         dp_issue<N>(p, cur, t_end, smem + ((i + DP_STAGES - 1) % DP_STAGES) * DSA_K_PAGE_BYTES,
                     soff);
         const long row = (long)b * N + jrow;
