@@ -76,6 +76,23 @@ template <unsigned SEL> __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint
     return (t & 0x80008000u) | ((t >> 1) & 0x3f803f80u);
 }
 
+/* the same pair through the conversion unit instead (cvt.rn.f16x2.e4m3x2, F2FP in SASS): the
+   exact value x, not x * 2^-8. DSA_CUDA_DECODE_CVT=1 selects it (A/B timings). */
+template <unsigned SEL> __device__ __forceinline__ uint32_t e4m3x2_cvt(uint32_t x)
+{
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(
+        (__nv_fp8x2_storage_t)(SEL == 0x1404 ? x & 0xffffu : x >> 16), __NV_E4M3);
+    return (uint32_t)h.x | ((uint32_t)h.y << 16);
+}
+
+template <bool CVT, unsigned SEL> __device__ __forceinline__ uint32_t to_f16x2(uint32_t x)
+{
+    if constexpr (CVT)
+        return e4m3x2_cvt<SEL>(x);
+    else
+        return e4m3x2_to_f16x2<SEL>(x);
+}
+
 __device__ __forceinline__ void mma_f16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
                                         uint32_t a3, uint32_t b0, uint32_t b1)
 {
@@ -122,33 +139,19 @@ __device__ __forceinline__ void dp_fetch(const dp_params &p, dp_cursor &c, long 
  * page holds no visible key), commits one group (one per tile, empty or not), then moves the
  * cursor on and fetches the next tile's page id. Thread tid copies the K words tid + 128k
  * (k = 0..3: key tid/8 + 16k, word tid%8; soff = its swizzled place) and, for tid < 16,
- * scale word tid. At next_n = 1 each warp reads only its own 16 keys, so each warp copies
- * just those (lane l: key 16w + l/8 + 4k, word l%8; scale words for l < 4) and waits for them
- * alone: no barrier across the CTA, the four warps run decoupled.
+ * scale word tid.
  */
 template <int N>
 __device__ __forceinline__ void dp_issue(const dp_params &p, dp_cursor &c, long t_end, uint8_t *dst,
                                          int soff)
 {
     if (c.t < t_end && (long)c.pg * DSA_K_PAGE < c.kmax) {
-        const uint8_t *page = p.cache + (size_t)c.page * DSA_K_PAGE_BYTES;
-        if constexpr (N == 1) {
-            const int lane = threadIdx.x & 31, kb = (threadIdx.x >> 5) * 16;
-            const uint8_t *src = page + kb * 128 + lane * 16;
+        const uint8_t *src = p.cache + (size_t)c.page * DSA_K_PAGE_BYTES + threadIdx.x * 16;
 #pragma unroll
-            for (int k = 0; k < 4; k++)
-                cp_async16(dst + soff + k * 512, src + k * 512);
-            if (lane < 4)
-                cp_async16(dst + DSA_K_SCALE_OFF + kb * 4 + lane * 16,
-                           page + DSA_K_SCALE_OFF + kb * 4 + lane * 16);
-        } else {
-            const uint8_t *src = page + threadIdx.x * 16;
-#pragma unroll
-            for (int k = 0; k < 4; k++)
-                cp_async16(dst + soff + k * 2048, src + k * 2048);
-            if (threadIdx.x < 16)
-                cp_async16(dst + DSA_K_SCALE_OFF + threadIdx.x * 16, src + DSA_K_SCALE_OFF);
-        }
+        for (int k = 0; k < 4; k++)
+            cp_async16(dst + soff + k * 2048, src + k * 2048);
+        if (threadIdx.x < 16)
+            cp_async16(dst + DSA_K_SCALE_OFF + threadIdx.x * 16, src + DSA_K_SCALE_OFF);
     }
     cp_async_commit();
     c.t++;
@@ -159,7 +162,7 @@ __device__ __forceinline__ void dp_issue(const dp_params &p, dp_cursor &c, long 
 
 /* NT = H / 8 n-tiles of heads; N = next_n; warp w scores row w % N over N of the page's four
    16-key chunks */
-template <int NT, int N>
+template <int NT, int N, bool CVT>
 __global__ static void __launch_bounds__(DP_THREADS, 2) decode_pipe_kernel(const dp_params p)
 {
     extern __shared__ __align__(128) unsigned char smem[];
@@ -168,9 +171,7 @@ __global__ static void __launch_bounds__(DP_THREADS, 2) decode_pipe_kernel(const
     const int jrow = warp % N, chunk0 = (warp / N) * N;
     const long t_begin = (long)blockIdx.x * p.total / gridDim.x;
     const long t_end = (long)(blockIdx.x + 1) * p.total / gridDim.x;
-    /* this thread's copy slot (dp_issue) */
-    const int soff = N == 1 ? dp_swz(warp * 16 + (lane >> 3), lane & 7)
-                            : dp_swz(threadIdx.x >> 3, threadIdx.x & 7);
+    const int soff = dp_swz(threadIdx.x >> 3, threadIdx.x & 7); /* this thread's copy slot */
 
     dp_cursor cur = {t_begin, (int)(t_begin / p.tiles_per_seq), (int)(t_begin % p.tiles_per_seq), 0,
                      0};
@@ -179,19 +180,14 @@ __global__ static void __launch_bounds__(DP_THREADS, 2) decode_pipe_kernel(const
     for (int s = 0; s < DP_STAGES - 1; s++)
         dp_issue<N>(p, cur, t_end, smem + s * DSA_K_PAGE_BYTES, soff);
 
-    uint32_t qf[NT][8][2]; /* B fragments of q: [n-tile][k-step][b0, b1], f16 x 2^-8 */
-    float wr[NT][2];       /* w of heads nt*8 + 2*tig + {0, 1}, x 2^16 */
+    uint32_t qf[NT][8][2]; /* B fragments of q: [n-tile][k-step][b0, b1], f16 (x 2^-8 unless CVT) */
+    float wr[NT][2];       /* w of heads nt*8 + 2*tig + {0, 1} (x 2^16 unless CVT) */
     long cur_b = -1;
     int ctx_r = 0;
     int b = (int)(t_begin / p.tiles_per_seq), pg = (int)(t_begin % p.tiles_per_seq);
     for (long t = t_begin, i = 0; t < t_end; t++, i++) {
         cp_async_wait<DP_STAGES - 2>(); /* tile t has landed (this thread's copies) */
-        /* the others' copies of tile t are visible, and all are done with tile t-1's buffer:
-           the warp's own at next_n = 1, the CTA's otherwise */
-        if constexpr (N == 1)
-            __syncwarp();
-        else
-            __syncthreads();
+        __syncthreads();                /* everyone's copies of tile t; tile t-1's buffer is free */
         dp_issue<N>(p, cur, t_end, smem + ((i + DP_STAGES - 1) % DP_STAGES) * DSA_K_PAGE_BYTES,
                     soff);
         const long row = (long)b * N + jrow;
@@ -206,15 +202,15 @@ __global__ static void __launch_bounds__(DP_THREADS, 2) decode_pipe_kernel(const
                 const uint32_t wd[8] = {u0.x, u0.y, u0.z, u0.w, u1.x, u1.y, u1.z, u1.w};
 #pragma unroll
                 for (int s = 0; s < 8; s++) {
-                    qf[nt][s][0] = e4m3x2_to_f16x2<0x1404>(wd[s]);
-                    qf[nt][s][1] = e4m3x2_to_f16x2<0x3424>(wd[s]);
+                    qf[nt][s][0] = to_f16x2<CVT, 0x1404>(wd[s]);
+                    qf[nt][s][1] = to_f16x2<CVT, 0x3424>(wd[s]);
                 }
 #pragma unroll
                 for (int j = 0; j < 2; j++) {
                     const size_t wi = (size_t)row * H + nt * 8 + 2 * tig + j;
                     const float wv = p.wbf16 ? d_bf16_to_f32(((const uint16_t *)p.w)[wi])
                                              : ((const float *)p.w)[wi];
-                    wr[nt][j] = wv * 65536.0f;
+                    wr[nt][j] = CVT ? wv : wv * 65536.0f;
                 }
             }
         }
@@ -240,10 +236,10 @@ __global__ static void __launch_bounds__(DP_THREADS, 2) decode_pipe_kernel(const
                 const uint32_t w1[8] = {x10.x, x10.y, x10.z, x10.w, x11.x, x11.y, x11.z, x11.w};
 #pragma unroll
                 for (int s = 0; s < 8; s++) {
-                    const uint32_t a0 = e4m3x2_to_f16x2<0x1404>(w0[s]);
-                    const uint32_t a1 = e4m3x2_to_f16x2<0x1404>(w1[s]);
-                    const uint32_t a2 = e4m3x2_to_f16x2<0x3424>(w0[s]);
-                    const uint32_t a3 = e4m3x2_to_f16x2<0x3424>(w1[s]);
+                    const uint32_t a0 = to_f16x2<CVT, 0x1404>(w0[s]);
+                    const uint32_t a1 = to_f16x2<CVT, 0x1404>(w1[s]);
+                    const uint32_t a2 = to_f16x2<CVT, 0x3424>(w0[s]);
+                    const uint32_t a3 = to_f16x2<CVT, 0x3424>(w1[s]);
 #pragma unroll
                     for (int nt = 0; nt < NT; nt++)
                         mma_f16(acc[nt], a0, a1, a2, a3, qf[nt][s][0], qf[nt][s][1]);
@@ -300,7 +296,7 @@ static int forced_ctas(void)
     return v;
 }
 
-template <int NT, int N> static int launch_pipe(const dp_params &p, cudaStream_t st)
+template <int NT, int N, bool CVT> static int launch_pipe(const dp_params &p, cudaStream_t st)
 {
     static int slots; /* resident CTAs on the whole device */
     const size_t smem = (size_t)DP_STAGES * DSA_K_PAGE_BYTES;
@@ -308,8 +304,8 @@ template <int NT, int N> static int launch_pipe(const dp_params &p, cudaStream_t
         int dev, sms, per_sm;
         CUDA_CHECK(cudaGetDevice(&dev));
         CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_pipe_kernel<NT, N>,
-                                                                 DP_THREADS, smem));
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &per_sm, decode_pipe_kernel<NT, N, CVT>, DP_THREADS, smem));
         slots = sms * (per_sm > 0 ? per_sm : 1);
     }
     if (p.total <= 0)
@@ -317,8 +313,15 @@ template <int NT, int N> static int launch_pipe(const dp_params &p, cudaStream_t
     long grid = forced_ctas() ? forced_ctas() : slots;
     if (grid > p.total)
         grid = p.total;
-    decode_pipe_kernel<NT, N><<<(unsigned)grid, DP_THREADS, smem, st>>>(p);
+    decode_pipe_kernel<NT, N, CVT><<<(unsigned)grid, DP_THREADS, smem, st>>>(p);
     return DSA_K_OK;
+}
+
+template <int NT, bool CVT> static int launch_heads(const dp_params &p, int N, cudaStream_t st)
+{
+    return N == 1   ? launch_pipe<NT, 1, CVT>(p, st)
+           : N == 2 ? launch_pipe<NT, 2, CVT>(p, st)
+                    : launch_pipe<NT, 4, CVT>(p, st);
 }
 
 int dsa_cuda_decode_pipe_launch(const dsa_k_flags *f, const dsa_logits_decode_args *a,
@@ -333,11 +336,14 @@ int dsa_cuda_decode_pipe_launch(const dsa_k_flags *f, const dsa_logits_decode_ar
                    a->stride, a->clean,       (a->stride + DSA_K_PAGE - 1) / DSA_K_PAGE,
                    0};
     p.total = p.tiles_per_seq * a->B;
-    if (f->heads == 64)
-        return a->N == 1   ? launch_pipe<8, 1>(p, st)
-               : a->N == 2 ? launch_pipe<8, 2>(p, st)
-                           : launch_pipe<8, 4>(p, st);
-    return a->N == 1   ? launch_pipe<4, 1>(p, st)
-           : a->N == 2 ? launch_pipe<4, 2>(p, st)
-                       : launch_pipe<4, 4>(p, st);
+    static int cvt = -1;
+    if (cvt < 0) {
+        const char *c = getenv("DSA_CUDA_DECODE_CVT");
+        cvt = c && !strcmp(c, "1");
+    }
+    if (cvt)
+        return f->heads == 64 ? launch_heads<8, true>(p, a->N, st)
+                              : launch_heads<4, true>(p, a->N, st);
+    return f->heads == 64 ? launch_heads<8, false>(p, a->N, st)
+                          : launch_heads<4, false>(p, a->N, st);
 }

@@ -26,6 +26,8 @@
  * demand; the kernels API runs on one stream from one thread.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
+#include <stdlib.h>
+
 #include <cub/block/block_scan.cuh>
 
 #include "common.cuh"
@@ -40,7 +42,6 @@
 #define MAX_SLICES  1024
 #define SLICE_ALIGN 2048
 #define CTAS_PER_SM 4 /* gather: 4 CTAs of 256 threads (64 registers) fit an SM */
-#define FUSE_ROWS   8 /* up to this many rows, gather computes the thresholds itself */
 
 /* ---- loads ---- */
 
@@ -455,6 +456,22 @@ static int sm_count(void)
     return n;
 }
 
+/*
+ * Up to DSA_CUDA_TOPK_FUSE rows (default 0: never) the gather CTAs compute the row threshold
+ * themselves instead of a sample launch. Measured on the H200 (bench/RESULTS.md): one 128K row
+ * 25.3 -> 24.9 us, 8 x 256K rows 31.4 -> 38.6 us (each of the 64 slices of a row repeats the
+ * 4096 scattered loads and the select), so it stays off by default.
+ */
+static int fuse_rows(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("DSA_CUDA_TOPK_FUSE");
+        v = e ? atoi(e) : 0;
+    }
+    return v;
+}
+
 int dsa_cuda_topk_launch(const dsa_k_flags *f, const dsa_topk_args *a, cudaStream_t st)
 {
     static int attr_set;
@@ -492,7 +509,7 @@ int dsa_cuda_topk_launch(const dsa_k_flags *f, const dsa_topk_args *a, cudaStrea
     sg.key = (uint32_t *)p;
     const int lbf16 = f->logits == DSA_K_BF16;
     dim3 grid((unsigned)sg.slices, (unsigned)a->rows);
-    if (a->rows <= FUSE_ROWS) {
+    if (a->rows <= fuse_rows()) {
         gather_kernel<true><<<grid, PASS_T, 0, st>>>(a->logits, lbf16, a->stride, a->start, a->end,
                                                      a->k, slice, sg);
     } else {
