@@ -31,13 +31,13 @@ for g in 3 7; do
     DSA_CUDA_DECODE_CTAS=$g $D kernels check -k logits_decode --reruns 2 >"$OUT/check-ctas$g.txt" 2>&1
     echo "check -k logits_decode ctas=$g rc=$?"; tail -1 "$OUT/check-ctas$g.txt"
 done
-# the variants that stay selectable: fp8 -> f16 through the conversion unit in the decode
-# kernel, and the sample fused into the top-k gather
-DSA_CUDA_DECODE_CVT=1 $D kernels check -k logits_decode >"$OUT/check-cvt.txt" 2>&1
-echo "check -k logits_decode DSA_CUDA_DECODE_CVT=1 rc=$?"; tail -1 "$OUT/check-cvt.txt"
-DSA_CUDA_DECODE_CVT=1 DSA_CUDA_DECODE_CTAS=7 $D kernels check -k logits_decode --reruns 2 \
+# the variants that stay selectable: fp8 -> f16 by bit moves in the decode kernel (the
+# default is the conversion unit), and the sample fused into the top-k gather
+DSA_CUDA_DECODE_CVT=0 $D kernels check -k logits_decode >"$OUT/check-cvt.txt" 2>&1
+echo "check -k logits_decode DSA_CUDA_DECODE_CVT=0 rc=$?"; tail -1 "$OUT/check-cvt.txt"
+DSA_CUDA_DECODE_CVT=0 DSA_CUDA_DECODE_CTAS=7 $D kernels check -k logits_decode --reruns 2 \
     >"$OUT/check-cvt-ctas7.txt" 2>&1
-echo "check -k logits_decode CVT=1 ctas=7 rc=$?"; tail -1 "$OUT/check-cvt-ctas7.txt"
+echo "check -k logits_decode CVT=0 ctas=7 rc=$?"; tail -1 "$OUT/check-cvt-ctas7.txt"
 DSA_CUDA_TOPK_FUSE=8 $D kernels check -k topk >"$OUT/check-fuse.txt" 2>&1
 echo "check -k topk DSA_CUDA_TOPK_FUSE=8 rc=$?"; tail -1 "$OUT/check-fuse.txt"
 for k in topk logits_decode logits_prefill/M=17; do
@@ -62,7 +62,7 @@ awk '/Function :/ { f = $3 } f ~ /logits_mma|decode_pipe/ && /\/\*[0-9a-f]+\*\//
 $D kernels bench >"$OUT/bench.txt" 2>&1; echo "bench rc=$?"
 # the previous tensor-core decode kernel in the same call (A/B)
 DSA_CUDA_LOGITS=mma $D kernels bench -k S3a >"$OUT/bench-mma.txt" 2>&1; echo "bench mma rc=$?"
-DSA_CUDA_DECODE_CVT=1 $D kernels bench -k S3a >"$OUT/bench-cvt.txt" 2>&1; echo "bench cvt rc=$?"
+DSA_CUDA_DECODE_CVT=0 $D kernels bench -k S3a >"$OUT/bench-cvt.txt" 2>&1; echo "bench cvt rc=$?"
 DSA_CUDA_TOPK_FUSE=1 $D kernels bench -k S4 >"$OUT/bench-fuse.txt" 2>&1; echo "bench fuse rc=$?"
 # per-kernel device time (ncu, clocks as found): the top-k phases and the decode kernel
 NCU="timeout 90 ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel"

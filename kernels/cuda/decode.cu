@@ -16,11 +16,14 @@
  * - K pages go global -> shared through cp.async (LDGSTS), DP_STAGES pages in flight per CTA.
  * - Each warp keeps one q row of every head in registers, as the B operand of
  *   mma.m16n8k16 f16 (8 n-tiles of 8 heads, 8 k-steps), and takes 16 keys of a page as the A
- *   operand. fp8 e4m3 goes to f16 by bit moves rather than the F2FP conversion unit: the 7
- *   low bits of an e4m3 code, placed under the f16 exponent, give x * 2^-8 exactly (subnormals
- *   too), so q and K both carry 2^-8 and the weights carry 2^16 to undo it (powers of two:
- *   exact). The contraction dims are permuted (thread tig takes 16 contiguous bytes per half
- *   row), the same way for q and K, so one 16-byte shared load feeds four k-steps.
+ *   operand. fp8 e4m3 goes to f16 (exact) once per K element, by the conversion unit
+ *   (cvt.rn.f16x2.e4m3x2 = F2FP, one instruction per pair). DSA_CUDA_DECODE_CVT=0 selects bit
+ *   moves instead (PRMT + SHF + 2 LOP3 per pair: the 7 low bits of an e4m3 code placed under
+ *   the f16 exponent give x * 2^-8 exactly, subnormals too, so q and K carry 2^-8 and the
+ *   weights 2^16, powers of two: exact); on the H200 the F2FP form was 0.5-6 % faster
+ *   (bench/RESULTS.md). The contraction dims are permuted (thread tig takes 16 contiguous
+ *   bytes per half row), the same way for q and K, so one 16-byte shared load feeds four
+ *   k-steps.
  * - The sum over heads is in-thread over the 8 n-tiles in order, then two xor-shuffles over
  *   the 4 lanes of a key: a fixed order, so reruns are bitwise identical.
  * Shared layout per stage: the page as it is in memory (8448 bytes), except that odd key rows
@@ -76,8 +79,8 @@ template <unsigned SEL> __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint
     return (t & 0x80008000u) | ((t >> 1) & 0x3f803f80u);
 }
 
-/* the same pair through the conversion unit instead (cvt.rn.f16x2.e4m3x2, F2FP in SASS): the
-   exact value x, not x * 2^-8. DSA_CUDA_DECODE_CVT=1 selects it (A/B timings). */
+/* the same pair through the conversion unit (cvt.rn.f16x2.e4m3x2, F2FP in SASS): the exact
+   value x, not x * 2^-8. The default; DSA_CUDA_DECODE_CVT=0 selects the bit moves above. */
 template <unsigned SEL> __device__ __forceinline__ uint32_t e4m3x2_cvt(uint32_t x)
 {
     const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(
@@ -339,7 +342,7 @@ int dsa_cuda_decode_pipe_launch(const dsa_k_flags *f, const dsa_logits_decode_ar
     static int cvt = -1;
     if (cvt < 0) {
         const char *c = getenv("DSA_CUDA_DECODE_CVT");
-        cvt = c && !strcmp(c, "1");
+        cvt = !(c && !strcmp(c, "0"));
     }
     if (cvt)
         return f->heads == 64 ? launch_heads<8, true>(p, a->N, st)
