@@ -8,7 +8,9 @@
  * thread in a fixed order (fp32 FMA dot over d, then acc += w*relu(dot) over heads, then
  * * k_scale), so reruns are bitwise identical.
  * This CUDA-core kernel is the first version, kept for A/B runs (DSA_CUDA_LOGITS=simt); the
- * default is the tensor-core kernel below. Next step: wgmma (QGMMA) fed by TMA.
+ * default is the tensor-core kernel below, for S3b and for S3a at next_n 3 (S3a at next_n 1, 2
+ * and 4 runs the pipelined kernel of decode.cu unless DSA_CUDA_LOGITS is set). Next step:
+ * wgmma (QGMMA) fed by TMA.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include <stdlib.h>
