@@ -17,7 +17,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 build . /tmp/kb || exit 1
 [ $# -ge 1 ] && { build "$1" /tmp/kbase || exit 1; }
 D=/tmp/kb/dsa-eval
-S=compute-sanitizer
+S="timeout 90 compute-sanitizer"
 $D kernels check >"$OUT/check.txt" 2>&1; echo "check rc=$?"; tail -1 "$OUT/check.txt"
 grep -E 'FAIL|SKIP' "$OUT/check.txt" | head
 # the logits' tiles per block follow the work; the check's shapes are small (1-2 tiles), so
@@ -26,27 +26,63 @@ for t in 4 16; do
     DSA_CUDA_MMA_TILES=$t $D kernels check -k logits --reruns 2 >"$OUT/check-tiles$t.txt" 2>&1
     echo "check -k logits tiles=$t rc=$?"; tail -1 "$OUT/check-tiles$t.txt"
 done
+# the pipelined decode kernel with a forced small grid: every CTA's page range crosses sequences
+for g in 3 7; do
+    DSA_CUDA_DECODE_CTAS=$g $D kernels check -k logits_decode --reruns 2 >"$OUT/check-ctas$g.txt" 2>&1
+    echo "check -k logits_decode ctas=$g rc=$?"; tail -1 "$OUT/check-ctas$g.txt"
+done
+# the variants that stay selectable: fp8 -> f16 by bit moves in the decode kernel (the
+# default is the conversion unit), and the sample fused into the top-k gather
+DSA_CUDA_DECODE_CVT=0 $D kernels check -k logits_decode >"$OUT/check-cvt.txt" 2>&1
+echo "check -k logits_decode DSA_CUDA_DECODE_CVT=0 rc=$?"; tail -1 "$OUT/check-cvt.txt"
+DSA_CUDA_DECODE_CVT=0 DSA_CUDA_DECODE_CTAS=7 $D kernels check -k logits_decode --reruns 2 \
+    >"$OUT/check-cvt-ctas7.txt" 2>&1
+echo "check -k logits_decode CVT=0 ctas=7 rc=$?"; tail -1 "$OUT/check-cvt-ctas7.txt"
+DSA_CUDA_TOPK_FUSE=8 $D kernels check -k topk >"$OUT/check-fuse.txt" 2>&1
+echo "check -k topk DSA_CUDA_TOPK_FUSE=8 rc=$?"; tail -1 "$OUT/check-fuse.txt"
 for k in topk logits_decode logits_prefill/M=17; do
     $S --tool memcheck $D kernels check --quick --reruns 1 -k "$k" >"$OUT/memcheck.txt" 2>&1
     echo "memcheck -k $k rc=$?"; grep -E 'ERROR SUMMARY|passed' "$OUT/memcheck.txt"
 done
-for k in topk/k=2048 "logits_decode/B=3 N=4"; do
-    $S --tool racecheck $D kernels check --quick --reruns 0 -k "$k" >"$OUT/racecheck.txt" 2>&1
+$S --tool memcheck $D kernels check --reruns 1 -k "logits_decode/B=5 N=2" >"$OUT/memcheck.txt" 2>&1
+echo "memcheck -k logits_decode/B=5 N=2 rc=$?"; grep -E 'ERROR SUMMARY|passed' "$OUT/memcheck.txt"
+for k in topk/k=2048 "logits_decode/B=3 N=4" "logits_decode/B=5 N=4" "logits_decode/B=67"; do
+    $S --tool racecheck $D kernels check --reruns 0 -k "$k" >"$OUT/racecheck.txt" 2>&1
     echo "racecheck -k $k rc=$?"; grep -E 'RACECHECK SUMMARY|passed' "$OUT/racecheck.txt"
 done
 # the SASS instruction mix of the tensor-core logits kernels: HMMA, ldmatrix, fp8 conversions
 LIB=$(find /tmp/kb -name 'libdsacuda.a' | head -1)
 cuobjdump -sass "$LIB" >"$OUT/sass.txt" 2>&1
-awk '/Function :/ { f = $3 } f ~ /logits_mma/ && /\/\*[0-9a-f]+\*\// {
-        n[f]++; if (/HMMA/) h[f]++; if (/LDSM/) l[f]++; if (/F2FP|I2F|F2F/) c[f]++ }
-     END { for (f in n) printf "%s: %d instructions, HMMA %d, LDSM %d, F2FP/I2F/F2F %d\n", f, n[f], h[f], l[f], c[f] }' \
+awk '/Function :/ { f = $3 } f ~ /logits_mma|decode_pipe/ && /\/\*[0-9a-f]+\*\// {
+        n[f]++; if (/HMMA/) h[f]++; if (/LDSM/) l[f]++; if (/F2FP|I2F|F2F/) c[f]++
+        if (/LDGSTS/) g[f]++; if (/LDS/) s[f]++; if (/PRMT/) p[f]++; if (/LDL|STL/) x[f]++ }
+     END { for (f in n) printf "%s: %d instructions, HMMA %d, LDSM %d, F2FP/I2F/F2F %d, LDGSTS %d, LDS* %d, PRMT %d, LDL/STL %d\n",
+                                f, n[f], h[f], l[f], c[f], g[f], s[f], p[f], x[f] }' \
     "$OUT/sass.txt" | sort
 $D kernels bench >"$OUT/bench.txt" 2>&1; echo "bench rc=$?"
+# the previous tensor-core decode kernel in the same call (A/B)
+DSA_CUDA_LOGITS=mma $D kernels bench -k S3a >"$OUT/bench-mma.txt" 2>&1; echo "bench mma rc=$?"
+DSA_CUDA_DECODE_CVT=0 $D kernels bench -k S3a >"$OUT/bench-cvt.txt" 2>&1; echo "bench cvt rc=$?"
+DSA_CUDA_TOPK_FUSE=1 $D kernels bench -k S4 >"$OUT/bench-fuse.txt" 2>&1; echo "bench fuse rc=$?"
+# per-kernel device time (ncu, clocks as found): the top-k phases and the decode kernel
+NCU="timeout 90 ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel"
+for k in "S4/k=2048 rows=1 " "S4/k=2048 rows=8 " "S4/k=2048 rows=64 " "S3a/N=1 B=1 " "S3a/N=1 B=64 L=128K"; do
+    echo "== ncu $k"; $NCU $D kernels bench -k "$k" 2>&1 | grep -E '\)x\(|gpu__time_duration|==ERR|rror'
+done >"$OUT/ncu.txt" 2>&1
+SECT="--section SpeedOfLight --section Occupancy --section WarpStateStats --section ComputeWorkloadAnalysis"
+timeout 90 ncu --clock-control none $SECT -k regex:decode_pipe \
+    --launch-skip 5 --launch-count 1 $D kernels bench -k "S3a/N=1 B=64 L=128K" >"$OUT/ncu-sol.txt" 2>&1
+timeout 90 ncu --clock-control none $SECT -k regex:final_kernel \
+    --launch-skip 5 --launch-count 1 $D kernels bench -k "S4/k=2048 rows=1 " >"$OUT/ncu-sol-s4.txt" 2>&1
+grep -E 'Throughput|Occupancy|Duration|Block Limit Reg|Stall|Issued Ipc|Pipe|Warp Cycles' "$OUT/ncu-sol.txt" "$OUT/ncu-sol-s4.txt"
 $D kernels bench --json -k S4 >"$OUT/bench-s4.json" 2>&1
 python3 bench/topk_peer.py >"$OUT/peer.txt" 2>&1; echo "peer rc=$?"
 if [ $# -ge 1 ]; then
     /tmp/kbase/dsa-eval kernels bench -k S4 >"$OUT/bench-base.txt" 2>&1; echo "base bench rc=$?"
 fi
-cat "$OUT/bench.txt" "$OUT/peer.txt"
+cat "$OUT/ncu.txt" "$OUT/bench-mma.txt" "$OUT/bench-cvt.txt" "$OUT/bench-fuse.txt" "$OUT/bench.txt" \
+    "$OUT/peer.txt"
 [ $# -ge 1 ] && cat "$OUT/bench-base.txt"
+# at most 8 files come back from a call: everything in one archive
+(cd "$OUT" && tar -czf ../kdev.tgz . && rm -f ./* && mv ../kdev.tgz .)
 exit 0

@@ -20,8 +20,10 @@
 #define TOPK_K          2048
 #define SET_BUDGET      ((size_t)24 << 30) /* device bytes all input copies may take */
 
-enum bstage { B_DECODE, B_PREFILL, B_TOPK };
-static const char *const stage_names[] = {"S3a", "S3b", "S4"};
+/* B_PREP: S1 + S2 for the new tokens of one decode step; B_LAYER: S1 + S2 + S3a + S4, the
+   whole indexer of one layer for one decode step */
+enum bstage { B_DECODE, B_PREFILL, B_TOPK, B_PREP, B_LAYER };
+static const char *const stage_names[] = {"S3a", "S3b", "S4", "S1+S2", "layer"};
 
 /* one row of the table: the shape, the peer's figure (0 = none) and the target */
 struct bcase {
@@ -49,31 +51,60 @@ static const struct bcase cases[] = {
     {B_TOPK, 0, 0, K128, 1, 144, "torch.topk", "<=20us"},
     {B_TOPK, 0, 0, K256, 8, 151, "torch.topk", "<=20us"},
     {B_TOPK, 0, 0, K256, 64, 304, "torch.topk", "<=35us"},
+    {B_PREP, 64, 1, 0, 0, 0, "-", "<=10us"},
+    {B_PREP, 64, 4, 0, 0, 0, "-", "<=10us"},
+    {B_LAYER, 64, 1, K128, 0, 0, "-", "<=310us"},
 };
 
-/* ---- host inputs of one call: up to 8 buffers, the last one the output ---- */
+/* ---- host inputs of one call: up to MAXB buffers, each uploaded (inputs), compared after
+   the call (outputs) or both (the K cache that S1 writes into and S3a reads) ---- */
+
+#define MAXB 24
+enum { BUF_IN = 1, BUF_OUT = 2 };
+
+/* where the S1/S2/S4 buffers of the composite jobs sit in h[] */
+struct prep_ix {
+    int kraw, lnw, lnb, pos, cos, sin, slot, cache, qraw, wraw, q8, qs, w;
+    int start, idx; /* B_LAYER's S4 */
+};
 
 struct job {
     enum bstage stage;
     struct dsa_k_flags f;
     int nb;
-    void *h[8];
-    size_t n[8];
-    int B, N, M, rows, maxblk;
+    void *h[MAXB];
+    size_t n[MAXB];
+    int role[MAXB]; /* BUF_IN | BUF_OUT */
+    int B, N, M, rows, maxblk, T, max_pos;
     long L, stride;
+    struct prep_ix x;
     double bytes, flops; /* the least HBM traffic and the FLOPs of the call */
 };
 
-union args {
+struct args {
     struct dsa_logits_decode_args dec;
     struct dsa_logits_prefill_args pre;
     struct dsa_topk_args topk;
+    struct dsa_k_prep_args kp;
+    struct dsa_q_prep_args qp;
 };
+
+static void *job_add(struct job *j, size_t n, int role)
+{
+    j->n[j->nb] = n;
+    j->role[j->nb] = role;
+    return j->h[j->nb++] = dsa_kutil_calloc(n ? n : 1, 1);
+}
 
 static void *job_buf(struct job *j, size_t n)
 {
-    j->n[j->nb] = n;
-    return j->h[j->nb++] = dsa_kutil_calloc(n ? n : 1, 1);
+    return job_add(j, n, BUF_IN);
+}
+
+/* an output: poisoned before the call, compared after it */
+static void *job_out(struct job *j, size_t n)
+{
+    return job_add(j, n, BUF_OUT);
 }
 
 static void job_release(struct job *j)
@@ -149,7 +180,7 @@ static void make_decode(struct job *j, uint64_t *s, int B, int N, long L, int va
         for (int r = 0; r < N; r++)
             ctx[b * N + r] = (int32_t)(Lb - N + r + 1);
     }
-    job_buf(j, (size_t)rows * j->stride * 4);
+    job_out(j, (size_t)rows * j->stride * 4);
     j->bytes = (double)pages * DSA_K_PAGE_BYTES + (double)rows * HEADS * 132 + (double)rows * L * 4;
     j->flops = 2.0 * HEADS * 128 * rows * L;
 }
@@ -171,7 +202,7 @@ static void make_prefill(struct job *j, uint64_t *s, int M, long NK)
         en[m] = (int32_t)(NK - M + m + 1);
         visible += en[m];
     }
-    job_buf(j, (size_t)M * NK * 4);
+    job_out(j, (size_t)M * NK * 4);
     j->bytes = (double)NK * 132 + (double)M * HEADS * 132 + (double)M * NK * 4;
     j->flops = 2.0 * HEADS * 128 * visible;
 }
@@ -188,13 +219,126 @@ static void make_topk(struct job *j, uint64_t *s, int rows, long len)
     int32_t *st = job_buf(j, (size_t)rows * 4), *en = job_buf(j, (size_t)rows * 4);
     for (int r = 0; r < rows; r++)
         st[r] = 0, en[r] = (int32_t)len;
-    job_buf(j, (size_t)rows * TOPK_K * 4);
+    job_out(j, (size_t)rows * TOPK_K * 4);
     j->bytes = (double)rows * len * 4 + (double)rows * TOPK_K * 4;
     j->flops = 0;
 }
 
-static void make_args(const struct job *j, void *const *d, union args *a)
+static uint16_t bf16_unif(uint64_t *s, double lo, double hi)
 {
+    return dsa_f32_to_bf16((float)(lo + (hi - lo) * unif(s)));
+}
+
+/*
+ * S1 + S2 inputs and outputs for T new tokens (appended to j): bf16 k and q activations,
+ * LayerNorm weights, a cos/sin table of max_pos rows; slot[t] is where token t goes in the
+ * cache (j->x.cache, which the caller has added), pos[t] its position.
+ */
+static void add_prep(struct job *j, uint64_t *s, int T, int max_pos, const int64_t *pos,
+                     const int64_t *slot)
+{
+    const size_t th = (size_t)T * HEADS;
+    j->T = T, j->max_pos = max_pos;
+    j->x.kraw = j->nb;
+    uint16_t *k = job_buf(j, (size_t)T * 128 * 2);
+    for (size_t i = 0; i < (size_t)T * 128; i++)
+        k[i] = bf16_unif(s, -2.0, 2.0);
+    j->x.lnw = j->nb;
+    fill_f32(s, job_buf(j, 128 * 4), 128, 0.5, 1.5);
+    j->x.lnb = j->nb;
+    fill_f32(s, job_buf(j, 128 * 4), 128, -0.1, 0.1);
+    j->x.pos = j->nb;
+    memcpy(job_buf(j, (size_t)T * 8), pos, (size_t)T * 8);
+    j->x.cos = j->nb;
+    float *c = job_buf(j, (size_t)max_pos * 32 * 4);
+    j->x.sin = j->nb;
+    float *sn = job_buf(j, (size_t)max_pos * 32 * 4);
+    for (size_t i = 0; i < (size_t)max_pos * 32; i++) {
+        double a = 6.283185307179586 * unif(s);
+        c[i] = (float)cos(a), sn[i] = (float)sin(a);
+    }
+    j->x.slot = j->nb;
+    memcpy(job_buf(j, (size_t)T * 8), slot, (size_t)T * 8);
+    j->x.qraw = j->nb;
+    uint16_t *q = job_buf(j, th * 128 * 2);
+    for (size_t i = 0; i < th * 128; i++)
+        q[i] = bf16_unif(s, -2.0, 2.0);
+    j->x.wraw = j->nb;
+    fill_f32(s, job_buf(j, th * 4), th, -1.0, 1.0);
+    j->bytes += (double)T * (128 * 2 + 132 + 2 * 8 + 2 * 32 * 8) + 1024 +
+                (double)th * (128 * 2 + 4 + 128 + 4 + 4);
+}
+
+/* S1 + S2 for T = B * N new tokens written into 64-token pages; q8/qs/w and the pages out */
+static void make_prep(struct job *j, uint64_t *s, int B, int N)
+{
+    memset(j, 0, sizeof *j);
+    dsa_k_flags_default(&j->f);
+    int T = B * N;
+    j->stage = B_PREP, j->B = B, j->N = N;
+    long pages = (T + DSA_K_PAGE - 1) / DSA_K_PAGE;
+    j->x.cache = j->nb;
+    job_out(j, (size_t)pages * DSA_K_PAGE_BYTES);
+    int64_t *pos = dsa_kutil_malloc((size_t)T * 8), *slot = dsa_kutil_malloc((size_t)T * 8);
+    for (int t = 0; t < T; t++)
+        pos[t] = (int64_t)(rnd(s) % 4096), slot[t] = t;
+    add_prep(j, s, T, 4096, pos, slot);
+    free(pos);
+    free(slot);
+    j->x.q8 = j->nb;
+    job_out(j, (size_t)T * HEADS * 128);
+    j->x.qs = j->nb;
+    job_out(j, (size_t)T * HEADS * 4);
+    j->x.w = j->nb;
+    job_out(j, (size_t)T * HEADS * 4);
+}
+
+/*
+ * The whole indexer of one decode step: S1 writes the N new tokens of each sequence into its
+ * last page, S2 makes q8/w of those tokens, S3a scores the context, S4 selects top-2048 of each
+ * row. On make_decode's buffers: q8 (0) and w (1) become S2's outputs, the cache (2) is read
+ * and written, the logits (5) are compared and fed to S4.
+ */
+static void make_layer(struct job *j, uint64_t *s, int B, int N, long L, int varied)
+{
+    make_decode(j, s, B, N, L, varied);
+    j->stage = B_LAYER;
+    j->role[0] = j->role[1] = BUF_OUT;
+    j->role[2] = BUF_IN | BUF_OUT;
+    j->x.q8 = 0, j->x.w = 1, j->x.cache = 2;
+    const int T = B * N;
+    const int32_t *bt = j->h[3], *ctx = j->h[4];
+    int64_t *pos = dsa_kutil_malloc((size_t)T * 8), *slot = dsa_kutil_malloc((size_t)T * 8);
+    for (int r = 0; r < T; r++) {
+        int b = r / N;
+        pos[r] = ctx[r] - 1; /* row r's own token is the last key it sees */
+        slot[r] = (int64_t)bt[(size_t)b * j->maxblk + pos[r] / DSA_K_PAGE] * DSA_K_PAGE +
+                  pos[r] % DSA_K_PAGE;
+    }
+    add_prep(j, s, T, (int)L, pos, slot);
+    free(pos);
+    free(slot);
+    j->x.qs = j->nb;
+    job_out(j, (size_t)T * HEADS * 4);
+    j->rows = T;
+    j->x.start = j->nb;
+    job_buf(j, (size_t)T * 4); /* zeros: every row starts at key 0 */
+    j->x.idx = j->nb;
+    job_out(j, (size_t)T * TOPK_K * 4);
+    j->bytes += (double)T * L * 4 + (double)T * TOPK_K * 4; /* S4 reads the logits again */
+}
+
+static void make_args(const struct job *j, void *const *d, struct args *a)
+{
+    if (j->stage == B_PREP || j->stage == B_LAYER) {
+        const struct prep_ix *x = &j->x;
+        a->kp =
+            (struct dsa_k_prep_args){j->T,      j->max_pos, d[x->kraw], d[x->lnw],  d[x->lnb],
+                                     d[x->pos], d[x->cos],  d[x->sin],  d[x->slot], d[x->cache]};
+        a->qp = (struct dsa_q_prep_args){j->T,      j->max_pos, d[x->qraw], d[x->wraw], DSA_K_F32,
+                                         d[x->pos], d[x->cos],  d[x->sin],  d[x->q8],   d[x->qs],
+                                         d[x->w],   NULL,       TOPK_K};
+    }
     switch (j->stage) {
     case B_DECODE:
         a->dec = (struct dsa_logits_decode_args){j->B,      j->N, d[0], d[1],      d[2], d[3],
@@ -207,11 +351,20 @@ static void make_args(const struct job *j, void *const *d, union args *a)
     case B_TOPK:
         a->topk = (struct dsa_topk_args){j->rows, d[0], j->stride, d[1], d[2], TOPK_K, d[3]};
         break;
+    case B_PREP:
+        break;
+    case B_LAYER:
+        a->dec = (struct dsa_logits_decode_args){j->B,      j->N, d[0], d[1],      d[2], d[3],
+                                                 j->maxblk, d[4], d[5], j->stride, 1};
+        a->topk = (struct dsa_topk_args){j->rows, d[5],   j->stride,  d[j->x.start],
+                                         d[4],    TOPK_K, d[j->x.idx]};
+        break;
     }
 }
 
-static int call(const struct dsa_kernels_api *api, const struct job *j, const union args *a)
+static int call(const struct dsa_kernels_api *api, const struct job *j, const struct args *a)
 {
+    int rc;
     switch (j->stage) {
     case B_DECODE:
         return api->logits_decode(&j->f, &a->dec);
@@ -219,6 +372,14 @@ static int call(const struct dsa_kernels_api *api, const struct job *j, const un
         return api->logits_prefill(&j->f, &a->pre);
     case B_TOPK:
         return api->topk(&j->f, &a->topk);
+    case B_PREP:
+        rc = api->k_prep(&j->f, &a->kp);
+        return rc ? rc : api->q_prep(&j->f, &a->qp);
+    case B_LAYER: /* ctx is the end of each row: the decode rows see keys [0, ctx) */
+        rc = api->k_prep(&j->f, &a->kp);
+        rc = rc ? rc : api->q_prep(&j->f, &a->qp);
+        rc = rc ? rc : api->logits_decode(&j->f, &a->dec);
+        return rc ? rc : api->topk(&j->f, &a->topk);
     }
     return DSA_K_EINVAL;
 }
@@ -226,7 +387,7 @@ static int call(const struct dsa_kernels_api *api, const struct job *j, const un
 /* ---- device copies ---- */
 
 struct dset {
-    void *d[8];
+    void *d[MAXB];
 };
 
 static int upload(const struct dsa_kernels_api *api, const struct job *j, struct dset *s)
@@ -234,7 +395,8 @@ static int upload(const struct dsa_kernels_api *api, const struct job *j, struct
     memset(s, 0, sizeof *s);
     for (int i = 0; i < j->nb; i++) {
         s->d[i] = api->alloc(j->n[i] ? j->n[i] : 1);
-        if (!s->d[i] || (i < j->nb - 1 && j->n[i] && api->upload(s->d[i], j->h[i], j->n[i])))
+        if (!s->d[i] ||
+            ((j->role[i] & BUF_IN) && j->n[i] && api->upload(s->d[i], j->h[i], j->n[i])))
             return -1;
     }
     return 0;
@@ -276,7 +438,7 @@ static int sets_for(size_t set_bytes, size_t l2)
 struct timed {
     const struct dsa_kernels_api *api;
     const struct job *j;
-    union args *a;
+    struct args *a;
     int nsets, next;
 };
 
@@ -298,7 +460,7 @@ static int cmp_float(const void *a, const void *b)
 static int time_job(const struct dsa_kbench_opts *o, const struct job *j, struct dset *sets,
                     int nsets, double *med_us, double *min_us)
 {
-    union args *a = dsa_kutil_calloc((size_t)nsets, sizeof *a);
+    struct args *a = dsa_kutil_calloc((size_t)nsets, sizeof *a);
     float *ms = dsa_kutil_calloc((size_t)o->iters, sizeof *ms);
     for (int s = 0; s < nsets; s++)
         make_args(j, sets[s].d, &a[s]);
@@ -321,24 +483,29 @@ static int time_job(const struct dsa_kbench_opts *o, const struct job *j, struct
 
 /* ---- the check against the C reference ---- */
 
-/* runs j on api; the output lands in out (host, j->n[last] bytes) */
-static int run_on(const struct dsa_kernels_api *api, const struct job *j, void *out)
+/* runs j on api; each output buffer i lands in out[i] (host, j->n[i] bytes) */
+static int run_on(const struct dsa_kernels_api *api, const struct job *j, void **out)
 {
     struct dset s;
-    union args a;
-    int last = j->nb - 1, rc = upload(api, j, &s);
+    struct args a;
+    int rc = upload(api, j, &s);
+    for (int i = 0; i < j->nb && !rc; i++)
+        if (j->role[i] == BUF_OUT)
+            rc = api->memset_(s.d[i], 0x7f, j->n[i]);
     if (!rc) {
         make_args(j, s.d, &a);
-        rc = api->memset_(s.d[last], 0x7f, j->n[last]) || call(api, j, &a) != DSA_K_OK ||
-             api->sync() || api->download(out, s.d[last], j->n[last]);
+        rc = call(api, j, &a) != DSA_K_OK || api->sync();
     }
+    for (int i = 0; i < j->nb && !rc; i++)
+        if (j->role[i] & BUF_OUT)
+            rc = api->download(out[i], s.d[i], j->n[i]);
     release(api, j, &s);
     return rc ? -1 : 0;
 }
 
 static int logits_match(const struct job *j, const float *got, const float *want, double *diff)
 {
-    long rows = j->stage == B_DECODE ? (long)j->B * j->N : j->M;
+    long rows = j->stage == B_PREFILL ? j->M : (long)j->B * j->N;
     size_t n = (size_t)rows * j->stride;
     double *x = dsa_kutil_malloc(n * sizeof *x), *y = dsa_kutil_malloc(n * sizeof *y);
     int nan = 0;
@@ -376,16 +543,18 @@ static int selection(const int32_t *idx, const float *row, long len, uint32_t *k
     return n == (len < TOPK_K ? len : TOPK_K) ? n : -1;
 }
 
-static int topk_match(const struct job *j, const int32_t *got, const int32_t *want)
+/* rows of logits l (stride j->stride), row r of length len[r] (NULL: j->L) */
+static int topk_match(const struct job *j, const float *l, const int32_t *len, const int32_t *got,
+                      const int32_t *want)
 {
     uint32_t *a = dsa_kutil_malloc(TOPK_K * 4), *b = dsa_kutil_malloc(TOPK_K * 4);
     char *seen = dsa_kutil_malloc((size_t)j->L);
-    const float *l = j->h[0];
     int ok = 1;
     for (int r = 0; r < j->rows && ok; r++) {
         const float *row = l + (size_t)r * j->stride;
-        int na = selection(got + (size_t)r * TOPK_K, row, j->L, a, seen);
-        int nb = selection(want + (size_t)r * TOPK_K, row, j->L, b, seen);
+        long n = len ? len[r] : j->L;
+        int na = selection(got + (size_t)r * TOPK_K, row, n, a, seen);
+        int nb = selection(want + (size_t)r * TOPK_K, row, n, b, seen);
         ok = na >= 0 && na == nb && !memcmp(a, b, (size_t)na * 4);
     }
     free(a);
@@ -414,7 +583,42 @@ static void make_check(struct job *j, const struct bcase *c, uint64_t *s, char *
         snprintf(shape, n, "rows=%d len=%ldK", rows, c->L / 1024);
         break;
     }
+    case B_PREP:
+        make_prep(j, s, c->B, c->N);
+        snprintf(shape, n, "the same");
+        break;
+    case B_LAYER:
+        make_layer(j, s, c->B, c->N, 8192 + 77, 1);
+        snprintf(shape, n, "B=%d N=%d L=%d-37b", c->B, c->N, 8192 + 77);
+        break;
     }
+}
+
+/* S1/S2's outputs (the pages, q8, qs, w) are bit-exact in every implementation */
+static int prep_match(const struct job *j, void **got, void **want)
+{
+    const int ix[] = {j->x.cache, j->x.q8, j->x.qs, j->x.w};
+    for (size_t i = 0; i < sizeof ix / sizeof ix[0]; i++)
+        if (memcmp(got[ix[i]], want[ix[i]], j->n[ix[i]]))
+            return 0;
+    return 1;
+}
+
+/*
+ * The whole layer: S1/S2 bit-exact, the logits as S3a's check, and the top-k of the device's
+ * own logits against the C reference's selection over those same logits (the logits may
+ * differ from the reference's in the last bits, which may move a selection at a near-tie).
+ */
+static int layer_match(const struct job *j, void **got, void **want, double *diff)
+{
+    if (!prep_match(j, got, want) || !logits_match(j, got[5], want[5], diff))
+        return 0;
+    int32_t *idx = dsa_kutil_malloc(j->n[j->x.idx]);
+    struct dsa_topk_args a = {j->rows, got[5], j->stride, j->h[j->x.start], j->h[4], TOPK_K, idx};
+    int ok =
+        dsa_cpu_topk(&j->f, &a) == DSA_K_OK && topk_match(j, got[5], j->h[4], got[j->x.idx], idx);
+    free(idx);
+    return ok;
 }
 
 /* 1 pass, 0 fail, -1 device error; diff = calc_diff for the logits stages */
@@ -423,16 +627,36 @@ static int check_case(const struct dsa_kbench_opts *o, const struct bcase *c, ui
 {
     struct job j;
     make_check(&j, c, s, shape, n);
-    size_t out = j.n[j.nb - 1];
-    void *got = dsa_kutil_malloc(out), *want = dsa_kutil_malloc(out);
+    void *got[MAXB] = {0}, *want[MAXB] = {0};
+    for (int i = 0; i < j.nb; i++)
+        if (j.role[i] & BUF_OUT) {
+            got[i] = dsa_kutil_malloc(j.n[i] ? j.n[i] : 1);
+            want[i] = dsa_kutil_malloc(j.n[i] ? j.n[i] : 1);
+        }
     int rc = run_on(o->impl, &j, got);
     if (!rc && run_on(dsa_kernels_cpu(), &j, want))
         rc = -1;
     *diff = -1;
-    if (!rc)
-        rc = c->stage == B_TOPK ? topk_match(&j, got, want) : logits_match(&j, got, want, diff);
-    free(got);
-    free(want);
+    const int last = j.nb - 1;
+    if (!rc) {
+        switch (c->stage) {
+        case B_TOPK:
+            rc = topk_match(&j, j.h[0], NULL, got[last], want[last]);
+            break;
+        case B_PREP:
+            rc = prep_match(&j, got, want);
+            break;
+        case B_LAYER:
+            rc = layer_match(&j, got, want, diff);
+            break;
+        default:
+            rc = logits_match(&j, got[last], want[last], diff);
+        }
+    }
+    for (int i = 0; i < j.nb; i++) {
+        free(got[i]);
+        free(want[i]);
+    }
     job_release(&j);
     return rc;
 }
@@ -448,8 +672,10 @@ struct brow {
 
 static void shape_str(const struct bcase *c, char *buf, size_t n)
 {
-    if (c->stage == B_DECODE)
+    if (c->stage == B_DECODE || c->stage == B_LAYER)
         snprintf(buf, n, "N=%d B=%d L=%ldK", c->N, c->B, c->L / 1024);
+    else if (c->stage == B_PREP)
+        snprintf(buf, n, "T=%d (B=%d N=%d)", c->B * c->N, c->B, c->N);
     else if (c->stage == B_PREFILL)
         snprintf(buf, n, "M=%d NK=%ldK causal", c->M, c->L / 1024);
     else
@@ -538,6 +764,10 @@ static void make_job(struct job *j, const struct bcase *c, uint64_t *s)
 {
     if (c->stage == B_DECODE)
         make_decode(j, s, c->B, c->N, c->L, 0);
+    else if (c->stage == B_PREP)
+        make_prep(j, s, c->B, c->N);
+    else if (c->stage == B_LAYER)
+        make_layer(j, s, c->B, c->N, c->L, 0);
     else if (c->stage == B_PREFILL)
         make_prefill(j, s, c->M, c->L);
     else

@@ -870,6 +870,17 @@ int dsa_kcheck_run(const struct dsa_kcheck_opts *o, FILE *out, struct dsa_kcheck
         dsa_k_flags_default(&f);
         check_decode(&c, 1, 1, 65537, &f);
         check_decode(&c, 1, 4, 65535, &f);
+        /* the CUDA kernel's flat page list: with B = 5 and 67 (no multiple of a CTA's share)
+           the CTAs' page ranges cross from one sequence into the next, partial pages at each
+           end; H = 32 and bf16 weights/logits take the same path */
+        for (int N = 1; N <= 4; N *= 2)
+            check_decode(&c, 5, N, 20000, &f);
+        check_decode(&c, 67, 1, 3000, &f);
+        f.heads = 32;
+        check_decode(&c, 5, 4, 20000, &f);
+        dsa_k_flags_default(&f);
+        f.weights = f.logits = DSA_K_BF16;
+        check_decode(&c, 5, 2, 20000, &f);
     }
     dsa_k_flags_default(&f);
     f.heads = 32;

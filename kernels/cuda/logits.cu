@@ -8,7 +8,9 @@
  * thread in a fixed order (fp32 FMA dot over d, then acc += w*relu(dot) over heads, then
  * * k_scale), so reruns are bitwise identical.
  * This CUDA-core kernel is the first version, kept for A/B runs (DSA_CUDA_LOGITS=simt); the
- * default is the tensor-core kernel below. Next step: wgmma (QGMMA) fed by TMA.
+ * default is the tensor-core kernel below, for S3b and for S3a at next_n 3 (S3a at next_n 1, 2
+ * and 4 runs the pipelined kernel of decode.cu unless DSA_CUDA_LOGITS is set). Next step:
+ * wgmma (QGMMA) fed by TMA.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include <stdlib.h>
@@ -275,7 +277,8 @@ __global__ static void __launch_bounds__(128) logits_mma_kernel(const logits_par
     }
 }
 
-/* DSA_CUDA_LOGITS=simt selects the CUDA-core kernel above (for A/B comparisons) */
+/* DSA_CUDA_LOGITS=simt selects the CUDA-core kernel above, =mma the tensor-core kernel below
+   also for decode (A/B comparisons against decode.cu) */
 static bool use_simt(void)
 {
     static int v = -1;
@@ -361,7 +364,9 @@ int dsa_cuda_logits_decode_launch(const dsa_k_flags *f, const dsa_logits_decode_
                        a->logits,      f->logits == DSA_K_BF16,
                        a->stride,      a->clean,
                        MMA_TILES};
-    /* without clean, only columns below the largest context need a thread */
+    int rc = dsa_cuda_decode_pipe_launch(f, a, st); /* decode.cu: next_n 1, 2, 4 */
+    if (rc != DSA_K_UNSUPPORTED)
+        return rc;
     return launch<true>(p, a->stride, a->B, st);
 }
 

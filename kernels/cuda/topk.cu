@@ -26,6 +26,8 @@
  * demand; the kernels API runs on one stream from one thread.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
+#include <stdlib.h>
+
 #include <cub/block/block_scan.cuh>
 
 #include "common.cuh"
@@ -114,42 +116,56 @@ __device__ void select_in_smem(const uint32_t *keys, int n, int need, int *h,
 
 /* ---- 1: the sampled threshold ---- */
 
-__global__ static void __launch_bounds__(SAMPLE_T)
-    sample_kernel(const void *logits, int lbf16, long stride, const int32_t *start,
-                  const int32_t *end, int k, uint32_t *thr)
+/* shared memory of one threshold computation by T threads */
+template <int T> struct sample_smem {
+    uint32_t keys[SAMPLE];
+    int h[BINS];
+    typename cub::BlockScan<int, T>::TempStorage tmp;
+    uint32_t s_key;
+    int s_need;
+};
+
+/* the threshold key of the row at base (len > k values), computed by the T threads of a CTA
+   (all of them call it); the same value in every CTA that computes it */
+template <int T>
+__device__ uint32_t row_threshold(const void *logits, int lbf16, size_t base, long len, int k,
+                                  sample_smem<T> &sm)
 {
-    __shared__ uint32_t keys[SAMPLE];
-    __shared__ int h[BINS];
-    __shared__ cub::BlockScan<int, SAMPLE_T>::TempStorage tmp;
-    __shared__ uint32_t s_key;
-    __shared__ int s_need;
-    const int r = blockIdx.x;
-    const long st = start[r], len = end[r] - st;
-    if (len <= k)
-        return;
     const int n = len < SAMPLE ? (int)len : SAMPLE;
-    const size_t base = (size_t)r * stride + st;
-    /* SAMPLE / SAMPLE_T loads per thread, all in flight before the first store */
-    float v[SAMPLE / SAMPLE_T];
+    /* SAMPLE / T loads per thread, all in flight before the first store */
+    float v[SAMPLE / T];
 #pragma unroll
-    for (int u = 0; u < SAMPLE / SAMPLE_T; u++) {
-        const int i = (int)threadIdx.x + u * SAMPLE_T;
+    for (int u = 0; u < SAMPLE / T; u++) {
+        const int i = (int)threadIdx.x + u * T;
         const size_t at = base + (size_t)((long long)i * len / n);
         v[u] = i >= n  ? 0.0f
                : lbf16 ? d_bf16_to_f32(((const uint16_t *)logits)[at])
                        : ((const float *)logits)[at];
     }
 #pragma unroll
-    for (int u = 0; u < SAMPLE / SAMPLE_T; u++)
-        if ((int)threadIdx.x + u * SAMPLE_T < n)
-            keys[threadIdx.x + u * SAMPLE_T] = d_order_key(v[u]);
+    for (int u = 0; u < SAMPLE / T; u++)
+        if ((int)threadIdx.x + u * T < n)
+            sm.keys[threadIdx.x + u * T] = d_order_key(v[u]);
     __syncthreads();
     long m = n == len ? k : (3L * k * n + 2 * len - 1) / (2 * len) + 16;
     if (m > n)
         m = n;
-    select_in_smem<SAMPLE_T>(keys, n, (int)m, h, tmp, &s_key, &s_need);
+    select_in_smem<T>(sm.keys, n, (int)m, sm.h, sm.tmp, &sm.s_key, &sm.s_need);
+    return sm.s_key; /* select_in_smem ends with a barrier */
+}
+
+__global__ static void __launch_bounds__(SAMPLE_T)
+    sample_kernel(const void *logits, int lbf16, long stride, const int32_t *start,
+                  const int32_t *end, int k, uint32_t *thr)
+{
+    __shared__ sample_smem<SAMPLE_T> sm;
+    const int r = blockIdx.x;
+    const long st = start[r], len = end[r] - st;
+    if (len <= k)
+        return;
+    const uint32_t t = row_threshold<SAMPLE_T>(logits, lbf16, (size_t)r * stride + st, len, k, sm);
     if (threadIdx.x == 0)
-        thr[r] = s_key;
+        thr[r] = t;
 }
 
 /* ---- 2: the candidates ---- */
@@ -163,12 +179,16 @@ struct staging {
     uint32_t *key; /* [rows, slices, cap] fp32 order keys */
 };
 
+/* FUSED: each CTA computes its row's threshold itself (the sample kernel's work, repeated
+   per slice) instead of reading sample_kernel's: one launch less, for few rows */
+template <bool FUSED>
 __global__ static void __launch_bounds__(PASS_T)
     gather_kernel(const void *logits, int lbf16, long stride, const int32_t *start,
                   const int32_t *end, int k, long slice, staging sg)
 {
     typedef cub::BlockScan<long long, PASS_T> scan_t;
     __shared__ typename scan_t::TempStorage tmp;
+    __shared__ sample_smem<FUSED ? PASS_T : 32> sm;
     const int r = blockIdx.y, s = blockIdx.x, tid = threadIdx.x;
     const long st = start[r], len = end[r] - st, lo = s * slice;
     const size_t slot = (size_t)r * sg.slices + s;
@@ -181,7 +201,11 @@ __global__ static void __launch_bounds__(PASS_T)
     }
     const long hi = lo + slice < len ? lo + slice : len, sub = 4L * PASS_T;
     const size_t base = (size_t)r * stride + st;
-    const uint32_t t = sg.thr[r];
+    uint32_t t;
+    if constexpr (FUSED)
+        t = row_threshold<PASS_T>(logits, lbf16, base, len, k, sm);
+    else
+        t = sg.thr[r];
     int32_t *oi = sg.idx + slot * sg.cap;
     uint32_t *ok = sg.key + slot * sg.cap;
     int off = 0;
@@ -432,6 +456,22 @@ static int sm_count(void)
     return n;
 }
 
+/*
+ * Up to DSA_CUDA_TOPK_FUSE rows (default 0: never) the gather CTAs compute the row threshold
+ * themselves instead of a sample launch. Measured on the H200 (bench/RESULTS.md): one 128K row
+ * 25.3 -> 24.9 us, 8 x 256K rows 31.4 -> 38.6 us (each of the 64 slices of a row repeats the
+ * 4096 scattered loads and the select), so it stays off by default.
+ */
+static int fuse_rows(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("DSA_CUDA_TOPK_FUSE");
+        v = e ? atoi(e) : 0;
+    }
+    return v;
+}
+
 int dsa_cuda_topk_launch(const dsa_k_flags *f, const dsa_topk_args *a, cudaStream_t st)
 {
     static int attr_set;
@@ -468,11 +508,16 @@ int dsa_cuda_topk_launch(const dsa_k_flags *f, const dsa_topk_args *a, cudaStrea
     p += slots * 4 * (size_t)sg.cap;
     sg.key = (uint32_t *)p;
     const int lbf16 = f->logits == DSA_K_BF16;
-    sample_kernel<<<a->rows, SAMPLE_T, 0, st>>>(a->logits, lbf16, a->stride, a->start, a->end, a->k,
-                                                sg.thr);
     dim3 grid((unsigned)sg.slices, (unsigned)a->rows);
-    gather_kernel<<<grid, PASS_T, 0, st>>>(a->logits, lbf16, a->stride, a->start, a->end, a->k,
-                                           slice, sg);
+    if (a->rows <= fuse_rows()) {
+        gather_kernel<true><<<grid, PASS_T, 0, st>>>(a->logits, lbf16, a->stride, a->start, a->end,
+                                                     a->k, slice, sg);
+    } else {
+        sample_kernel<<<a->rows, SAMPLE_T, 0, st>>>(a->logits, lbf16, a->stride, a->start, a->end,
+                                                    a->k, sg.thr);
+        gather_kernel<false><<<grid, PASS_T, 0, st>>>(a->logits, lbf16, a->stride, a->start, a->end,
+                                                      a->k, slice, sg);
+    }
     final_kernel<<<a->rows, FINAL_T, CAND_CAP * 8, st>>>(a->logits, lbf16, a->stride, a->start,
                                                          a->end, a->k, sg, a->idx);
     return DSA_K_OK;
