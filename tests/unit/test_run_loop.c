@@ -262,7 +262,7 @@ static void test_eval_table(void **state)
         assert_int_equal(dsa_eval_check_backend(e, "endpoint"), 0);
         assert_int_equal(dsa_eval_check_backend(e, "inprocess"), e->inprocess ? 0 : -1);
     }
-    struct dsa_eval endpoint_only = {"x", "X", false, NULL, false, NULL};
+    struct dsa_eval endpoint_only = {"x", "X", false, NULL, false, NULL, NULL};
     assert_int_equal(dsa_eval_check_backend(&endpoint_only, "inprocess"), -1);
     assert_int_equal(dsa_eval_check_backend(&endpoint_only, "endpoint"), 0);
 }
