@@ -18,6 +18,7 @@
 #include <stdbool.h>
 
 #include <jansson.h>
+#include <stddef.h>
 
 #include "backend/backend.h"
 #include "backend/inprocess.h"
@@ -102,6 +103,8 @@ struct dsa_eval_hooks {
     int (*begin)(void *ev, dsa_backend *b);
     /* the samples of this shard (the meter and the resume note) */
     long (*total)(void *ev);
+    /* NULL, or the progress meter's label of run ri in place of "<name> run i/n" */
+    void (*label)(void *ev, int ri, char *buf, size_t size);
     /* run `ri`'s header: the loop made it (command, eval, run, backend = describe()); the
        eval adds match, dataset and params (the loop then adds the shard to match) */
     void (*header)(void *ev, dsa_backend *b, int ri, json_t *header);

@@ -20,17 +20,22 @@ json_t *dsa_inproc_header_new(json_t *backend, const char *eval, const struct ds
     json_t *header = dsa_run_header_new(eval, 1, 0, NULL);
     if (o->command)
         json_object_set(header, "command", o->command);
-    json_t *match = json_object_get(header, "match");
+    dsa_inproc_match_set(json_object_get(header, "match"), backend, eval, &o->stack);
+    json_object_set_new(header, "backend", backend);
+    return header;
+}
+
+void dsa_inproc_match_set(json_t *match, json_t *backend, const char *eval,
+                          const struct dsa_inproc_opts *stack)
+{
     json_object_set_new(match, "eval", json_string(eval));
     json_object_set_new(match, "backend", json_string("inprocess"));
     json_object_set(match, "device", json_object_get(backend, "device"));
     json_object_set(match, "kernels", json_object_get(backend, "kernels"));
     json_object_set(match, "variant", json_object_get(backend, "variant"));
-    json_object_set_new(match, "topk", json_integer(o->stack.topk));
-    json_object_set_new(match, "seed", json_integer((json_int_t)o->stack.seed));
+    json_object_set_new(match, "topk", json_integer(stack->topk));
+    json_object_set_new(match, "seed", json_integer((json_int_t)stack->seed));
     json_object_set_new(match, "proxy", json_string("proxy-v1"));
-    json_object_set_new(header, "backend", backend);
-    return header;
 }
 
 void dsa_inproc_select_fields(json_t *rec, json_t *raw)

@@ -46,6 +46,11 @@ void dsa_inproc_run_init(struct dsa_inproc_run *o);
    and its seed. Callers add their eval's own match keys. */
 json_t *dsa_inproc_header_new(json_t *backend, const char *eval, const struct dsa_inproc_run *o);
 
+/* The match keys every in-process run has (those of dsa_inproc_header_new) set in match:
+   the stack's identity from `backend` (dsa_backend_describe; borrowed) and options. */
+void dsa_inproc_match_set(json_t *match, json_t *backend, const char *eval,
+                          const struct dsa_inproc_opts *stack);
+
 /* Where the answers of the in-process backend go: the run file, and what ends the run. A
    cancelled request (interrupted) leaves no record; one the stack could not run (unreachable,
    printed) leaves none and stops the run with DSA_EXIT_BACKEND; a failed write stops it with

@@ -258,6 +258,8 @@ static int open_run(struct loop *l, int ri, const char *path)
     if (!c->quiet) {
         char label[64];
         snprintf(label, sizeof label, "%s run %d/%d", l->e->name, ri, c->runs);
+        if (l->h->label)
+            l->h->label(l->ev, ri, label, sizeof label);
         l->pg = dsa_progress_new(label, total, resumed < total ? resumed : total);
         /* backend totals are cumulative over runs; the meter counts this run's */
         long errors;
