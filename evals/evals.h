@@ -26,23 +26,6 @@
 #include "store/store.h"
 #include "util/shard.h"
 
-/* What an eval gives the run loop's drive (src/run/loop.h); ud is the eval's state. */
-struct dsa_eval_feed {
-    /* Submits the next sample that still needs a request: 1 submitted, 0 nothing more to
-       submit, or a negative enum dsa_exit (-DSA_EXIT_DATA …) that ends the run. */
-    int (*submit_next)(void *ud, dsa_backend *b);
-    /* true when the eval must stop issuing (a write error, the server gone); NULL: never */
-    bool (*must_stop)(void *ud);
-    /* after each turn of the backend (progress); NULL: none */
-    void (*tick)(void *ud, dsa_backend *b);
-    int poll_ms; /* longest wait of one turn of the backend */
-};
-
-/* The drive an eval is run with (the command passes dsa_loop_drive): returns an enum dsa_exit.
-   Evals never call the run loop by name, so the folders point one way. */
-typedef int (*dsa_eval_drive_fn)(dsa_backend *b, const struct dsa_eval_feed *feed, void *ud,
-                                 volatile int *interrupted);
-
 /*
  * What the run loop (src/run/run.h) tells an eval of the run it drives: the options every eval
  * command shares, checked. Borrowed for the whole run; check may fill `stack` (the in-process

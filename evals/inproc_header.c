@@ -50,56 +50,6 @@ void dsa_inproc_select_fields(json_t *rec, json_t *raw)
         json_object_set(rec, keys[k], json_object_get(raw, keys[k]));
 }
 
-bool dsa_inproc_sink_skip(struct dsa_inproc_sink *s, const struct dsa_result *res)
-{
-    if (res->status != DSA_RES_CANCELLED && !res->unreachable)
-        return false;
-    if (res->unreachable) {
-        s->ret = DSA_EXIT_BACKEND;
-        s->stop = true;
-    }
-    return true;
-}
-
-bool dsa_inproc_sink_append(struct dsa_inproc_sink *s, json_t *rec)
-{
-    bool ok = dsa_run_append(s->run, rec) == 0;
-    if (!ok) {
-        s->ret = DSA_EXIT_IO;
-        s->stop = true;
-    }
-    json_decref(rec);
-    return ok;
-}
-
-struct drive_ctx {
-    int (*submit_next)(void *ud, dsa_backend *b);
-    void *ud;
-    struct dsa_inproc_sink *sink;
-};
-
-static int ctx_submit(void *c, dsa_backend *b)
-{
-    struct drive_ctx *x = c;
-    return x->submit_next(x->ud, b);
-}
-
-static bool ctx_stop(void *c)
-{
-    return ((struct drive_ctx *)c)->sink->stop;
-}
-
-int dsa_inproc_drive(const struct dsa_inproc_run *o, dsa_backend *b,
-                     int (*submit_next)(void *ud, dsa_backend *b), void *ud,
-                     struct dsa_inproc_sink *sink)
-{
-    /* poll_ms 0: a poll runs one selection, there is nothing to wait for */
-    static const struct dsa_eval_feed feed = {ctx_submit, ctx_stop, NULL, 0};
-    struct drive_ctx c = {submit_next, ud, sink};
-    int ret = o->drive(b, &feed, &c, o->interrupted);
-    return sink->ret ? sink->ret : ret;
-}
-
 void dsa_inproc_stage_sum_add(struct dsa_inproc_stage_sum *s, json_t *rec)
 {
     json_t *st = json_object_get(rec, "stage_us_per_token");

@@ -290,7 +290,7 @@ static int run_one(struct loop *l, int ri, json_t *runs, char **first_path)
     char *path = l->ctx->out ? dsa_run_file_name(l->ctx->out, ri) : NULL;
     int ret = open_run(l, ri, path);
     if (ret == DSA_EXIT_OK) {
-        const struct dsa_eval_feed feed = {next_sample, must_stop, tick,
+        const struct dsa_loop_feed feed = {next_sample, must_stop, tick,
                                            l->ctx->inprocess ? 0 : l->h->poll_ms};
         ret = drive_status(l, dsa_loop_drive(l->b, &feed, l, l->ctx->interrupted));
     }

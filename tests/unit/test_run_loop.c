@@ -210,7 +210,7 @@ static bool stop(void *ud)
 static void test_drive(void **state)
 {
     (void)state;
-    static const struct dsa_eval_feed hooks = {next, stop, NULL, 0};
+    static const struct dsa_loop_feed hooks = {next, stop, NULL, 0};
     volatile int flag = 0;
 
     /* everything submitted and answered, the window never exceeded */
@@ -261,6 +261,12 @@ static void test_eval_table(void **state)
     for (const struct dsa_eval *e = dsa_evals; e->name; e++) {
         assert_int_equal(dsa_eval_check_backend(e, "endpoint"), 0);
         assert_int_equal(dsa_eval_check_backend(e, "inprocess"), e->inprocess ? 0 : -1);
+        /* every row runs through the run loop: the hooks it always calls are there */
+        const struct dsa_eval_hooks *h = e->hooks;
+        assert_non_null(h);
+        assert_true(h->check && h->load && h->total && h->header && h->next && h->request &&
+                    h->grade && h->job_free && h->summary && h->free);
+        assert_true(h->poll_ms > 0);
     }
     struct dsa_eval endpoint_only = {"x", "X", false, NULL, false, NULL, NULL};
     assert_int_equal(dsa_eval_check_backend(&endpoint_only, "inprocess"), -1);
