@@ -89,8 +89,11 @@ struct dsa_eval_hooks {
     /* NULL, or the progress meter's label of run ri in place of "<name> run i/n" */
     void (*label)(void *ev, int ri, char *buf, size_t size);
     /* run `ri`'s header: the loop made it (command, eval, run, backend = describe()); the
-       eval adds match, dataset and params (the loop then adds the shard to match) */
-    void (*header)(void *ev, dsa_backend *b, int ri, json_t *header);
+       eval adds match, dataset and params (the loop then adds the shard to match). `old` is
+       the header of the run file already there (a resume), or NULL: an eval whose match keys
+       changed form writes them in the old file's form when they say the same, so that run
+       files of older builds resume */
+    void (*header)(void *ev, dsa_backend *b, int ri, json_t *header, json_t *old);
     /* run ri begins, its file open (NULL without --out): next starts again from the first
        sample; resume checks, the line naming the file. NULL: nothing to do */
     int (*start)(void *ev, dsa_backend *b, dsa_run *run, const char *path);

@@ -510,9 +510,9 @@ static void label(void *ev, int ri, char *buf, size_t size)
     snprintf(buf, size, "gsm8k");
 }
 
-static void header(void *ev, dsa_backend *b, int ri, json_t *h)
+static void header(void *ev, dsa_backend *b, int ri, json_t *h, json_t *old)
 {
-    (void)ri;
+    (void)ri, (void)old;
     struct dsa_gsm8k_eval *r = ev;
     if (r->c->inprocess) {
         dsa_inproc_gsm8k_header(h, &r->c->stack, r->mode->name, dsa_gsm8k_sha256(r->test), mtp_n(r),

@@ -53,8 +53,8 @@ json_t *dsa_inproc_mrcr_record(const char *id, const char *bin_label, long bin_t
 }
 
 void dsa_inproc_mrcr_header(json_t *header, const struct dsa_inproc_opts *stack, int max_query,
-                            const struct dsa_mrcr_filter *f, const char *dataset_name,
-                            json_t *files, json_t *shas)
+                            const struct dsa_mrcr_filter *f, json_t *filters,
+                            const char *dataset_name, json_t *files, json_t *shas)
 {
     json_t *backend = json_object_get(header, "backend");
     json_t *match = json_object();
@@ -64,9 +64,13 @@ void dsa_inproc_mrcr_header(json_t *header, const struct dsa_inproc_opts *stack,
     json_object_set_new(backend, "proxy", json_string(DSA_INPROC_PROXY_MRCR));
     json_object_set(match, "dataset_sha256", shas);
     json_object_set_new(match, "max_query", json_integer(max_query));
-    json_object_set_new(match, "limit", json_integer(f->limit));
-    json_object_set_new(match, "bins_mask", json_integer(f->bins_mask));
-    json_object_set_new(match, "needles_mask", json_integer(f->needles_mask));
+    if (filters) {
+        json_object_set(match, "filters", filters);
+    } else { /* the form of older builds */
+        json_object_set_new(match, "limit", json_integer(f->limit));
+        json_object_set_new(match, "bins_mask", json_integer(f->bins_mask));
+        json_object_set_new(match, "needles_mask", json_integer(f->needles_mask));
+    }
     json_object_set_new(header, "match", match);
     json_object_set_new(header, "dataset",
                         json_pack("{s:s, s:O}", "name", dataset_name, "files", files));

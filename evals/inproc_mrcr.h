@@ -33,10 +33,12 @@ json_t *dsa_inproc_mrcr_body(int max_query, json_t *messages, long desired_msg_i
 json_t *dsa_inproc_mrcr_record(const char *id, const char *bin_label, long bin_tokens,
                                const struct dsa_result *res);
 /* The header of an in-process run (its "backend" already the stack's identity): "match" (the
-   stack, the proxy, the files' sha256, max_query, the filters) and "dataset" (name, files). */
+   stack, the proxy, the files' sha256, max_query, the row filters) and "dataset" (name,
+   files). The filters are `filters` (borrowed: the endpoint's match.filters object), or, when
+   NULL, f as the masks older builds wrote (limit, bins_mask, needles_mask). */
 void dsa_inproc_mrcr_header(json_t *header, const struct dsa_inproc_opts *stack, int max_query,
-                            const struct dsa_mrcr_filter *f, const char *dataset_name,
-                            json_t *files, json_t *shas);
+                            const struct dsa_mrcr_filter *f, json_t *filters,
+                            const char *dataset_name, json_t *files, json_t *shas);
 /* The line on stdout before a run: the proxy, its seed, the stack and the run file. */
 void dsa_inproc_mrcr_banner(dsa_backend *b, const struct dsa_inproc_opts *stack, const char *path);
 /* The text summary of the runs' records (an array of arrays), when print:

@@ -299,6 +299,14 @@ static void label(void *ev, int ri, char *buf, size_t size)
     (void)ri;
 }
 
+/* The row filters as given (--needles, --bins, --max-bin, --limit): match.filters of every
+   new MRCR header, on both backends (docs/runfiles.md "MRCR filters"). */
+static json_t *filters_json(const struct dsa_mrcr_eval_opts *o)
+{
+    return json_pack("{s:s, s:s?, s:s?, s:I}", "needles", o->needles, "bins", o->bins, "max_bin",
+                     o->max_bin, "limit", (json_int_t)o->limit);
+}
+
 /* what must be equal for a resume: the rows, the model and everything in the body */
 static void endpoint_header(struct state *st, dsa_backend *b, json_t *h)
 {
@@ -308,8 +316,7 @@ static void endpoint_header(struct state *st, dsa_backend *b, json_t *h)
         json_pack("{s:I, s:f, s:o, s:O?}", "max_tokens", (json_int_t)o->max_tokens, "temperature",
                   o->temperature, "seed", o->has_seed ? json_integer(o->seed) : json_null(),
                   "extra_body", c->extra_body);
-    json_t *filters = json_pack("{s:s, s:s?, s:s?, s:I}", "needles", o->needles, "bins", o->bins,
-                                "max_bin", o->max_bin, "limit", (json_int_t)o->limit);
+    json_t *filters = filters_json(o);
     json_object_set_new(h, "match",
                         json_pack("{s:s, s:O, s:O, s:s, s:s, s:O, s:O, s:b}", "eval", "mrcr",
                                   "dataset_sha256", st->shas, "dataset_revision",
@@ -328,15 +335,21 @@ static void endpoint_header(struct state *st, dsa_backend *b, json_t *h)
     json_decref(params);
 }
 
-static void header(void *ev, dsa_backend *b, int ri, json_t *h)
+static void header(void *ev, dsa_backend *b, int ri, json_t *h, json_t *old)
 {
     (void)ri;
     struct state *st = ev;
-    if (st->c->inprocess)
-        dsa_inproc_mrcr_header(h, &st->c->stack, st->o->max_query, &st->o->filter, st->dataset,
-                               st->files, st->shas);
-    else
+    if (!st->c->inprocess) {
         endpoint_header(st, b, h);
+        return;
+    }
+    /* in-process files of older builds hold the filters as masks (bins_mask, needles_mask,
+       limit): resumed in that form */
+    bool masks = json_object_get(json_object_get(old, "match"), "bins_mask") != NULL;
+    json_t *filters = masks ? NULL : filters_json(st->o);
+    dsa_inproc_mrcr_header(h, &st->c->stack, st->o->max_query, &st->o->filter, filters, st->dataset,
+                           st->files, st->shas);
+    json_decref(filters);
 }
 
 /* each run reads the files from the start */

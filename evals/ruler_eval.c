@@ -170,9 +170,9 @@ static json_t *match_json(const struct state *st, json_t *id)
     return m;
 }
 
-static void header(void *ev, dsa_backend *b, int ri, json_t *h)
+static void header(void *ev, dsa_backend *b, int ri, json_t *h, json_t *old)
 {
-    (void)ri;
+    (void)ri, (void)old;
     struct state *st = ev;
     json_t *id = json_object_get(h, "backend");
     json_t *m = match_json(st, id);

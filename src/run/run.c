@@ -230,13 +230,15 @@ static void tick(void *ud, dsa_backend *b)
 
 /* ---- one run ---- */
 
-static json_t *run_header(struct loop *l, int ri)
+static json_t *run_header(struct loop *l, int ri, const char *path)
 {
     json_t *header = dsa_run_header_new(l->e->name, ri, 0, NULL);
     if (l->ctx->command)
         json_object_set(header, "command", l->ctx->command);
     json_object_set_new(header, "backend", dsa_backend_describe(l->b));
-    l->h->header(l->ev, l->b, ri, header);
+    json_t *old = path ? dsa_run_read_header(path) : NULL; /* a resume: the file's own */
+    l->h->header(l->ev, l->b, ri, header, old);
+    json_decref(old);
     dsa_shard_match(&l->ctx->shard, json_object_get(header, "match"));
     return header;
 }
@@ -245,7 +247,7 @@ static json_t *run_header(struct loop *l, int ri)
 static int open_run(struct loop *l, int ri, const char *path)
 {
     const struct dsa_eval_ctx *c = l->ctx;
-    json_t *header = run_header(l, ri);
+    json_t *header = run_header(l, ri, path);
     unsigned flags =
         (c->force_new ? DSA_RUN_FORCE_NEW : 0) | (c->retry_failed ? DSA_RUN_RETRY_FAILED : 0);
     int ret = path ? dsa_run_open_status(&l->run, path, header, flags) : DSA_EXIT_OK;
@@ -349,8 +351,12 @@ int dsa_loop_run(const struct dsa_eval *e, void *eval_opts, struct dsa_loop_opts
     int ret = prepare(e, eval_opts, o, &c);
     if (ret)
         return ret;
-    if (o->traces) /* the model's activations instead of the samples */
-        return e->hooks->traces ? e->hooks->traces(eval_opts, &c, o->traces) : DSA_EXIT_USAGE;
+    if (o->traces) { /* the model's activations instead of the samples */
+        if (e->hooks->traces)
+            return e->hooks->traces(eval_opts, &c, o->traces);
+        dsa_errorf("'%s' has no traces run (--traces)", e->name);
+        return DSA_EXIT_USAGE;
+    }
     void *ev = NULL;
     dsa_backend *b = NULL;
     if ((ret = e->hooks->load(eval_opts, &c, &ev)))
