@@ -84,39 +84,45 @@ const char *dsa_mrcr_eval_strip_think(const char *s, size_t len, size_t *out_len
 
 /* ---- options and dataset ---- */
 
-static int check(void *opts, struct dsa_eval_ctx *c)
+/* the values that need parsing; 0, or -1 with one line printed */
+static int check_values(struct dsa_mrcr_eval_opts *o, struct dsa_eval_ctx *c)
 {
-    struct dsa_mrcr_eval_opts *o = opts;
     if (!c->out)
-        return dsa_errorf("--out DIR is required"), DSA_EXIT_USAGE;
+        return dsa_errorf("--out DIR is required");
     if (c->runs < 1 || c->runs > 999 || o->max_tokens < 1 || o->limit < 0 || o->temperature < 0)
         return dsa_errorf("--runs (1..999), --max-tokens (> 0), --limit and --temperature (>= "
-                          "0) must be in range"),
-               DSA_EXIT_USAGE;
+                          "0) must be in range");
     if (o->seed_text) {
         char *end;
         errno = 0;
         o->seed = strtol(o->seed_text, &end, 10);
         if (errno || end == o->seed_text || *end)
-            return dsa_errorf("--seed '%s' is not an integer", o->seed_text), DSA_EXIT_USAGE;
+            return dsa_errorf("--seed '%s' is not an integer", o->seed_text);
     }
     o->has_seed = o->seed_text != NULL;
     memset(&o->filter, 0, sizeof o->filter);
     if (dsa_mrcr_parse_needles(o->needles, &o->filter.needles_mask) < 0 ||
         (o->bins && dsa_mrcr_parse_bins(o->bins, &o->filter.bins_mask) < 0))
-        return DSA_EXIT_USAGE;
+        return -1;
     if (o->max_bin) {
         unsigned m;
         if (dsa_mrcr_parse_max_bin(o->max_bin, &m) < 0)
-            return DSA_EXIT_USAGE;
+            return -1;
         o->filter.bins_mask = o->filter.bins_mask ? o->filter.bins_mask & m : m;
     }
     o->filter.limit = o->limit;
     if (c->traces && o->dataset)
-        return dsa_errorf("--traces DIR replaces --dataset (the traces hold the prompts)"),
-               DSA_EXIT_USAGE;
+        return dsa_errorf("--traces DIR replaces --dataset (the traces hold the prompts)");
     if (c->inprocess && o->max_query < 0)
-        return dsa_errorf("--max-query must be >= 0"), DSA_EXIT_USAGE;
+        return dsa_errorf("--max-query must be >= 0");
+    return 0;
+}
+
+static int check(void *opts, struct dsa_eval_ctx *c)
+{
+    struct dsa_mrcr_eval_opts *o = opts;
+    if (check_values(o, c) < 0)
+        return DSA_EXIT_USAGE;
     if (c->inprocess && !c->traces) /* the proxy's seed */
         c->stack.seed = o->has_seed ? (uint64_t)o->seed : 1;
     return DSA_EXIT_OK;
