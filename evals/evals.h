@@ -41,7 +41,8 @@ struct dsa_eval_ctx {
     bool force_new;         /* --force-new */
     bool retry_failed;      /* --retry-failed */
     json_t *command;        /* the command line for the run headers (dsa_run_command_json) */
-    /* endpoint: what the run headers record of its options */
+    /* endpoint: how many --endpoint URLs, and what the run headers record of its options */
+    int endpoints;
     int concurrency, retries;
     double timeout_s;
     json_t *extra_body; /* NULL: none */

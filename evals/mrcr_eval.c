@@ -115,6 +115,9 @@ static int check_values(struct dsa_mrcr_eval_opts *o, struct dsa_eval_ctx *c)
         return dsa_errorf("--traces DIR replaces --dataset (the traces hold the prompts)");
     if (c->inprocess && o->max_query < 0)
         return dsa_errorf("--max-query must be >= 0");
+    /* before the dataset: a command without a server is a usage error whatever its data */
+    if (!c->inprocess && !c->endpoints)
+        return dsa_errorf("--endpoint URL is required with --backend endpoint");
     return 0;
 }
 

@@ -105,6 +105,7 @@ static int prepare(const struct dsa_eval *e, void *eval_opts, struct dsa_loop_op
     c->force_new = o->force_new;
     c->retry_failed = o->retry_failed;
     c->command = o->command;
+    c->endpoints = (int)o->ep.urls.n;
     c->concurrency = o->ep.concurrency;
     c->retries = o->ep.retries;
     c->timeout_s = o->ep.timeout_s;

@@ -677,6 +677,7 @@ static int mrcr_fixture_run(struct mrcr_fixture *fx, dsa_backend *b, bool strip_
     struct dsa_loop_opts lo;
     dsa_loop_opts_init(&lo, 0, NULL, 8, 5, 1800, NULL, 2048);
     lo.out = fx->dir;
+    dsa_strlist_push(&lo.ep.urls, url0); /* the backend is b; the option says there is one */
     struct dsa_mrcr_eval_opts mo = {.dataset = fx->ds,
                                     .needles = "2",
                                     .max_tokens = 64,
