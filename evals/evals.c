@@ -6,14 +6,18 @@
 
 #include "evals/gsm8k_acceptance.h"
 #include "evals/gsm8k_compare.h"
+#include "evals/gsm8k_eval.h"
+#include "evals/mrcr_eval.h"
+#include "evals/ruler_eval.h"
 #include "util/msg.h"
 
 const struct dsa_eval dsa_evals[] = {
-    /* name, title, inprocess, compare_identity, identity_gates, compare_acceptance */
-    {"gsm8k", "GSM8K", true, dsa_gsm8k_compare_identity, true, dsa_gsm8k_acceptance},
-    {"mrcr", "MRCR", true, NULL, false, NULL},
-    {"ruler", "RULER", true, NULL, false, NULL},
-    {NULL, NULL, false, NULL, false, NULL},
+    /* name, title, inprocess, compare_identity, identity_gates, compare_acceptance, hooks */
+    {"gsm8k", "GSM8K", true, dsa_gsm8k_compare_identity, true, dsa_gsm8k_acceptance,
+     &dsa_gsm8k_hooks},
+    {"mrcr", "MRCR", true, NULL, false, NULL, &dsa_mrcr_hooks},
+    {"ruler", "RULER", true, NULL, false, NULL, &dsa_ruler_hooks},
+    {NULL, NULL, false, NULL, false, NULL, NULL},
 };
 
 bool dsa_eval_run_stopper(const struct dsa_result *r)

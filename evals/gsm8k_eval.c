@@ -1,4 +1,4 @@
-/* The GSM8K eval's run; see gsm8k_eval.h.
+/* The GSM8K eval's hooks; see gsm8k_eval.h.
  * SPDX-License-Identifier: GPL-3.0-or-later */
 #include "evals/gsm8k_eval.h"
 
@@ -16,7 +16,10 @@
 #include "evals/gsm8k_prompt.h"
 #include "evals/gsm8k_run.h"
 #include "evals/inproc_gsm8k.h"
+#include "evals/inproc_header.h"
+#include "evals/inproc_traces.h"
 #include "evals/mtp.h"
+#include "evals/summary.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
@@ -24,34 +27,42 @@
 #include "util/hash.h"
 #include "util/json.h"
 #include "util/msg.h"
-#include "util/progress.h"
 
-/* one question of the run */
+/* one question of the run (a job of the run loop: the items live as long as the run) */
 struct item {
     struct dsa_gsm8k_eval *run;
     size_t idx;
+    char id[32]; /* "q0007": the test index */
     char prompt_sha256[65];
     json_t *record; /* finished (resumed or new), or NULL */
 };
 
+/* what the summary needs of one run: the counters around the requests */
+struct drive_out {
+    size_t resumed;
+    double wall_s;
+    struct dsa_mtp_counters before, after; /* /metrics around the requests */
+    bool have_before, have_after;
+};
+
 struct dsa_gsm8k_eval {
     const struct dsa_gsm8k_eval_opts *o;
+    const struct dsa_eval_ctx *c;
     const struct dsa_gsm8k_mode *mode;
     enum dsa_gsm8k_extract_mode extract;
     enum dsa_api api;
     dsa_gsm8k *test, *train;
     dsa_gsm8k_extractor *x;
     dsa_backend *b;
-    dsa_run *store;
-    dsa_progress *progress;
     struct item *items;
-    size_t n, next, sent, n_failed;
+    size_t n, next, sent;
     size_t n_limit;           /* questions of --limit in every shard (n: this shard's) */
-    struct dsa_buf *scratch;  /* the prompt being built */
     double completion_tokens; /* of the requests sent in this process */
     struct dsa_mtp_perreq perreq;
-    int write_error;
     struct dsa_buf prompt; /* the scratch of the run */
+    bool scrape;           /* read /metrics around the run (--mtp, not SGLang) */
+    struct drive_out d;
+    double t0;
 };
 
 /* ---- prompts ---- */
@@ -63,7 +74,7 @@ static int build_prompt(struct dsa_gsm8k_eval *r, size_t i, struct dsa_buf *out)
     return dsa_gsm8k_prompt(r->mode, r->train, r->test, row->question, row->question_len, out);
 }
 
-int dsa_gsm8k_eval_print_prompts(dsa_gsm8k_eval *r, FILE *out)
+static int print_prompts(struct dsa_gsm8k_eval *r, FILE *out)
 {
     struct dsa_buf p = DSA_BUF_INIT;
     dsa_buf_init(&p);
@@ -158,18 +169,13 @@ static json_t *spec_fields(struct dsa_gsm8k_eval *r, json_t *raw)
     return json_incref(spec);
 }
 
-static void on_done(const struct dsa_result *res)
+/* the record of an endpoint's answer (a new reference); the item keeps one for the summary */
+static json_t *answer_record(struct dsa_gsm8k_eval *r, struct item *it,
+                             const struct dsa_result *res)
 {
-    struct item *it = res->ud;
-    struct dsa_gsm8k_eval *r = it->run;
-    if (res->status == DSA_RES_CANCELLED)
-        return; /* interrupted: not recorded, a rerun sends it again */
-
     const struct dsa_gsm8k_row *row = dsa_gsm8k_row(r->test, it->idx);
     json_t *rec = json_object();
-    char id[32];
-    snprintf(id, sizeof id, "q%04zu", it->idx);
-    json_object_set_new(rec, "id", json_string(id));
+    json_object_set_new(rec, "id", json_string(it->id));
     json_object_set_new(rec, "bin", json_string("all"));
     json_object_set_new(rec, "idx", json_integer((json_int_t)it->idx));
     json_object_set_new(rec, "prompt_sha256", json_string(it->prompt_sha256));
@@ -209,7 +215,6 @@ static void on_done(const struct dsa_result *res)
         json_object_set_new(rec, "status", json_string("failed"));
         json_object_set_new(rec, "score", json_null());
         json_object_set_new(rec, "error", json_string(err));
-        r->n_failed++;
         dsa_warnf("question %zu failed: %s", it->idx, err);
     } else {
         const char *text = res->content ? res->content : "";
@@ -234,52 +239,8 @@ static void on_done(const struct dsa_result *res)
         if (spec)
             json_object_set_new(rec, "spec", spec);
     }
-    if (r->store && dsa_run_append(r->store, rec))
-        r->write_error = 1;
-    it->record = rec;
-    if (r->progress)
-        dsa_progress_done(r->progress,
-                          res->status != DSA_RES_OK && res->status != DSA_RES_OVER_CONTEXT);
-}
-
-/* the run loop's submit_next: 1 sent, 0 none left, -DSA_EXIT_INTERNAL */
-static int submit_next(void *ud, dsa_backend *b)
-{
-    struct dsa_gsm8k_eval *r = ud;
-    struct dsa_buf *prompt = r->scratch;
-    while (r->next < r->n && r->items[r->next].record)
-        r->next++; /* finished in an earlier attempt */
-    if (r->next >= r->n)
-        return 0;
-    struct item *it = &r->items[r->next++];
-    if (build_prompt(r, (size_t)(it - r->items), prompt))
-        return -DSA_EXIT_INTERNAL;
-    json_t *body = request_body(r, prompt->data, prompt->len);
-    struct dsa_request req = {
-        .api = r->api,
-        .body = body,
-        .endpoint = -1,
-        .stream = r->o->stream && r->api != DSA_API_GENERATE,
-        .done = on_done,
-        .ud = it,
-    };
-    int rc = dsa_backend_submit(b, &req);
-    json_decref(body);
-    if (rc)
-        return -DSA_EXIT_INTERNAL;
-    r->sent++;
-    return 1;
-}
-
-static bool must_stop(void *ud)
-{
-    return ((struct dsa_gsm8k_eval *)ud)->write_error;
-}
-
-static void tick(void *ud, dsa_backend *b)
-{
-    (void)b;
-    dsa_progress_poll(((struct dsa_gsm8k_eval *)ud)->progress);
+    it->record = json_incref(rec);
+    return rec;
 }
 
 /* this shard's questions (all when unsharded), in index order */
@@ -287,9 +248,7 @@ static void keep_shard(struct dsa_gsm8k_eval *r)
 {
     size_t k = 0;
     for (size_t i = 0; i < r->n; i++) {
-        char id[32];
-        snprintf(id, sizeof id, "q%04zu", r->items[i].idx);
-        if (dsa_shard_keep(&r->o->shard, id))
+        if (dsa_shard_keep(&r->c->shard, r->items[i].id))
             r->items[k++] = r->items[i];
     }
     r->n = k;
@@ -371,50 +330,13 @@ static json_t *match_json(const struct dsa_gsm8k_eval *r, const char *model, jso
     json_t *m = json_pack("{s:s,s:s,s:s,s:s,s:i,s:o,s:I,s:s}", "eval", "gsm8k", "prompt",
                           r->mode->name, "extract", dsa_gsm8k_extract_name(r->extract), "api",
                           api_name(r->api), "max_tokens", max_tokens(r), "stop", stop_json(r->mode),
-                          "seed", (json_int_t)r->o->seed, "backend", r->o->backend);
+                          "seed", (json_int_t)r->o->seed, "backend", "endpoint");
     json_object_set_new(m, "test_sha256", json_string(dsa_gsm8k_sha256(r->test)));
     json_object_set_new(m, "train_sha256",
                         r->train ? json_string(dsa_gsm8k_sha256(r->train)) : json_null());
     json_object_set_new(m, "model", model ? json_string(model) : json_null());
     json_object_set(m, "extra_body", extra ? extra : json_null());
     return m;
-}
-
-static int open_store(struct dsa_gsm8k_eval *r, int argc, char **argv, char **run_path)
-{
-    const char *model = dsa_endpoint_model(r->b);
-    json_t *params = json_pack("{s:i,s:i,s:b,s:b,s:i}", "limit", (int)r->n_limit, "concurrency",
-                               r->o->concurrency, "mtp", r->o->mtp, "stream", r->o->stream,
-                               "timeout_s", (int)r->o->timeout_s);
-    json_t *header = dsa_run_header_new("gsm8k", 1, argc, argv);
-    json_t *match = match_json(r, model, r->o->extra_body);
-    dsa_shard_match(&r->o->shard, match);
-    json_object_set_new(header, "match", match);
-    json_object_set_new(header, "dataset", dataset_json(r));
-    json_object_set_new(header, "backend", dsa_backend_describe(r->b));
-    json_object_set_new(header, "params", params);
-    *run_path = dsa_run_file_name(r->o->out, 1);
-    int rc =
-        dsa_run_open_status(&r->store, *run_path, header, r->o->force_new ? DSA_RUN_FORCE_NEW : 0);
-    json_decref(header);
-    if (rc)
-        return rc;
-    /* resume: take the records of this run's questions that an earlier attempt finished */
-    for (size_t i = 0; i < r->n; i++) {
-        char id[32];
-        snprintf(id, sizeof id, "q%04zu", r->items[i].idx);
-        json_t *rec = dsa_run_get(r->store, id);
-        if (!rec)
-            continue;
-        const char *sha = json_string_value(json_object_get(rec, "prompt_sha256"));
-        if (!sha || strcmp(sha, r->items[i].prompt_sha256)) {
-            dsa_errorf("run file '%s' holds question %zu with another prompt; use --force-new",
-                       *run_path, r->items[i].idx);
-            return DSA_EXIT_MISMATCH;
-        }
-        r->items[i].record = json_incref(rec);
-    }
-    return 0;
 }
 
 /* seconds on the monotonic clock, for the throughput line */
@@ -435,35 +357,20 @@ static int mtp_read(struct dsa_gsm8k_eval *r, struct fetch_ctx *fc, bool settle,
     return 0;
 }
 
-dsa_gsm8k_eval *dsa_gsm8k_eval_new(const struct dsa_gsm8k_eval_opts *o)
+static void free_state(void *ev)
 {
-    dsa_gsm8k_eval *r = dsa_xcalloc(1, sizeof *r);
-    r->o = o;
-    r->mode = o->mode;
-    r->extract = o->extract;
-    dsa_buf_init(&r->prompt);
-    return r;
-}
-
-void dsa_gsm8k_eval_free(dsa_gsm8k_eval **ev)
-{
-    dsa_gsm8k_eval *r = *ev;
-    if (!r)
-        return;
+    struct dsa_gsm8k_eval *r = ev;
     for (size_t i = 0; r->items && i < r->n; i++)
         json_decref(r->items[i].record);
     free(r->items);
-    dsa_progress_free(&r->progress);
-    dsa_run_free(&r->store);
     dsa_gsm8k_extractor_free(&r->x);
     dsa_gsm8k_free(&r->test);
     dsa_gsm8k_free(&r->train);
     dsa_buf_release(&r->prompt);
     free(r);
-    *ev = NULL;
 }
 
-int dsa_gsm8k_eval_load(dsa_gsm8k_eval *r)
+static int load_questions(struct dsa_gsm8k_eval *r)
 {
     const struct dsa_gsm8k_eval_opts *o = r->o;
     char *data_dir = o->data_dir ? dsa_xstrdup(o->data_dir) : default_data_dir();
@@ -479,6 +386,7 @@ int dsa_gsm8k_eval_load(dsa_gsm8k_eval *r)
     for (size_t i = 0; i < r->n; i++) {
         r->items[i].run = r;
         r->items[i].idx = i;
+        snprintf(r->items[i].id, sizeof r->items[i].id, "q%04zu", i);
         if (build_prompt(r, i, &r->prompt))
             return DSA_EXIT_DATA;
         dsa_sha256_hex(r->prompt.data, r->prompt.len, r->items[i].prompt_sha256);
@@ -486,40 +394,215 @@ int dsa_gsm8k_eval_load(dsa_gsm8k_eval *r)
     return 0;
 }
 
-/* ---- the in-process run ---- */
+/* ---- options and data ---- */
 
-int dsa_gsm8k_eval_inprocess(dsa_gsm8k_eval *r, const struct dsa_inproc_run *io)
+static int usage_error(const char *msg)
 {
-    struct dsa_inproc_gsm8k_item *items = dsa_xcalloc(r->n ? r->n : 1, sizeof *items);
-    struct dsa_buf *prompts = dsa_xcalloc(r->n ? r->n : 1, sizeof *prompts);
-    int ret = DSA_EXIT_OK;
-    for (size_t i = 0; i < r->n; i++) {
-        dsa_buf_init(&prompts[i]);
-        if (build_prompt(r, i, &prompts[i])) {
-            ret = DSA_EXIT_DATA;
-            break;
-        }
-        const struct dsa_gsm8k_row *row = dsa_gsm8k_row(r->test, r->items[i].idx);
-        items[i] = (struct dsa_inproc_gsm8k_item){r->items[i].idx, prompts[i].data, prompts[i].len,
-                                                  row->answer, row->answer_len};
-    }
-    if (ret == DSA_EXIT_OK)
-        ret = dsa_inproc_gsm8k_run(io, r->mode->name, dsa_gsm8k_sha256(r->test), items, r->n);
-    for (size_t i = 0; i < r->n; i++)
-        dsa_buf_release(&prompts[i]);
-    free(prompts);
-    free(items);
-    return ret;
+    dsa_errorf("%s", msg);
+    return DSA_EXIT_USAGE;
 }
 
-/* ---- the endpoint run ---- */
-/* what one drive measured, for the summary */
-struct drive_out {
-    size_t resumed;
-    double wall_s;
-    struct dsa_mtp_counters before, after; /* /metrics around the requests */
-    bool have_before, have_after;
-};
+static int check(void *opts, struct dsa_eval_ctx *c)
+{
+    struct dsa_gsm8k_eval_opts *o = opts;
+    if (o->limit < 0)
+        return usage_error("--limit must be >= 0 (0: all questions)");
+    if (o->max_tokens < 0)
+        return usage_error("--max-tokens must be > 0");
+    if (o->expect_mtp)
+        o->mtp = true;
+    if (!(o->mode = dsa_gsm8k_mode_find(o->prompt))) {
+        dsa_errorf("unknown prompt mode '%s' (vllm5, cot8, gsm8k, sglang5, chat)", o->prompt);
+        return DSA_EXIT_USAGE;
+    }
+    o->extract_mode = o->mode->extract;
+    if (o->extract && dsa_gsm8k_extract_parse(o->extract, &o->extract_mode)) {
+        dsa_errorf("unknown extraction '%s' (vllm, cot-strict, gsm8k-strict, flexible)",
+                   o->extract);
+        return DSA_EXIT_USAGE;
+    }
+    if (c->inprocess && !o->print_prompts && !c->out)
+        return usage_error("--out DIR is required with --backend inprocess");
+    if (c->inprocess && !c->traces && o->mtp && (o->mtp_n < 0 || o->mtp_n > 3))
+        return usage_error("--mtp N must be 0..3 in-process (next_n = N+1 <= 4)");
+    return DSA_EXIT_OK;
+}
+
+/* --traces DIR: real activations, the traces' query rows as the decode rows (no GSM8K data) */
+static int traces(void *opts, const struct dsa_eval_ctx *c, const char *dir)
+{
+    const struct dsa_gsm8k_eval_opts *o = opts;
+    struct dsa_inproc_run io;
+    dsa_inproc_run_init(&io);
+    io.stack = c->stack;
+    io.mtp = o->mtp ? o->mtp_n : 0;
+    io.out_dir = c->out;
+    io.force_new = c->force_new;
+    io.json = c->as_json;
+    io.interrupted = c->interrupted;
+    io.shard = c->shard;
+    io.command = c->command;
+    io.traces_dir = dir;
+    return dsa_inproc_traces_mtp_run(&io);
+}
+
+static int load(void *opts, const struct dsa_eval_ctx *c, void **ev)
+{
+    const struct dsa_gsm8k_eval_opts *o = opts;
+    struct dsa_gsm8k_eval *r = dsa_xcalloc(1, sizeof *r);
+    r->o = o;
+    r->c = c;
+    r->mode = o->mode;
+    r->extract = o->extract_mode;
+    dsa_buf_init(&r->prompt);
+    *ev = r;
+    return load_questions(r);
+}
+
+static int offline(void *ev)
+{
+    struct dsa_gsm8k_eval *r = ev;
+    return r->o->print_prompts ? print_prompts(r, stdout) : -1;
+}
+
+static int mtp_n(const struct dsa_gsm8k_eval *r)
+{
+    return r->o->mtp ? r->o->mtp_n : 0;
+}
+
+/* the API the dialect and mode call for, this shard's questions, the counters before */
+static int begin(void *ev, dsa_backend *b)
+{
+    struct dsa_gsm8k_eval *r = ev;
+    r->b = b;
+    r->n_limit = r->n;
+    keep_shard(r);
+    if (r->c->inprocess) {
+        r->api = DSA_API_MTP_VERIFY;
+        return DSA_EXIT_OK;
+    }
+    if (r->mode->chat)
+        r->api = DSA_API_CHAT;
+    else if (!strcmp(dsa_endpoint_dialect(b), "sglang"))
+        r->api = DSA_API_GENERATE;
+    else
+        r->api = DSA_API_COMPLETION;
+    r->x = dsa_gsm8k_extractor_new();
+    /* counters before the first request */
+    r->scrape = r->o->mtp && r->api != DSA_API_GENERATE;
+    struct fetch_ctx fc = {r->b};
+    if (r->scrape) {
+        int ret = mtp_read(r, &fc, false, &r->d.before, &r->d.have_before);
+        if (ret)
+            return ret;
+    }
+    return DSA_EXIT_OK;
+}
+
+static long total(void *ev)
+{
+    return (long)((struct dsa_gsm8k_eval *)ev)->n;
+}
+
+static void label(void *ev, int ri, char *buf, size_t size)
+{
+    (void)ev, (void)ri;
+    snprintf(buf, size, "gsm8k");
+}
+
+static void header(void *ev, dsa_backend *b, int ri, json_t *h, json_t *old)
+{
+    (void)ri, (void)old;
+    struct dsa_gsm8k_eval *r = ev;
+    if (r->c->inprocess) {
+        dsa_inproc_gsm8k_header(h, &r->c->stack, r->mode->name, dsa_gsm8k_sha256(r->test), mtp_n(r),
+                                r->n_limit);
+        return;
+    }
+    json_object_set_new(h, "match", match_json(r, dsa_endpoint_model(b), r->c->extra_body));
+    json_object_set_new(h, "dataset", dataset_json(r));
+    json_object_set_new(h, "params",
+                        json_pack("{s:i,s:i,s:b,s:b,s:i}", "limit", (int)r->n_limit, "concurrency",
+                                  r->c->concurrency, "mtp", r->o->mtp, "stream", r->o->stream,
+                                  "timeout_s", (int)r->c->timeout_s));
+}
+
+/* resume: take the records of this run's questions that an earlier attempt finished */
+static int start(void *ev, dsa_backend *b, dsa_run *run, const char *path)
+{
+    struct dsa_gsm8k_eval *r = ev;
+    r->next = 0;
+    if (r->c->inprocess) {
+        if (!r->c->as_json)
+            dsa_inproc_gsm8k_banner(b, &r->c->stack, mtp_n(r), path);
+        return DSA_EXIT_OK;
+    }
+    for (size_t i = 0; run && i < r->n; i++) {
+        json_t *rec = dsa_run_get(run, r->items[i].id);
+        if (!rec)
+            continue;
+        const char *sha = json_string_value(json_object_get(rec, "prompt_sha256"));
+        if (!sha || strcmp(sha, r->items[i].prompt_sha256)) {
+            dsa_errorf("run file '%s' holds question %zu with another prompt; use --force-new",
+                       path, r->items[i].idx);
+            return DSA_EXIT_MISMATCH;
+        }
+        r->items[i].record = json_incref(rec);
+        r->d.resumed++;
+    }
+    r->t0 = now_s(); /* the throughput's clock: the requests alone */
+    return DSA_EXIT_OK;
+}
+
+/* ---- questions, requests, records ---- */
+
+static int next(void *ev, void **job, const char **id)
+{
+    struct dsa_gsm8k_eval *r = ev;
+    if (r->next >= r->n)
+        return 0;
+    struct item *it = &r->items[r->next++];
+    *job = it;
+    *id = it->id;
+    return 1;
+}
+
+static int request(void *ev, void *job, struct dsa_request *rq, json_t **rec)
+{
+    (void)rec;
+    struct dsa_gsm8k_eval *r = ev;
+    struct item *it = job;
+    if (build_prompt(r, (size_t)(it - r->items), &r->prompt))
+        return -DSA_EXIT_INTERNAL;
+    rq->api = r->api;
+    if (r->c->inprocess) {
+        const struct dsa_gsm8k_row *row = dsa_gsm8k_row(r->test, it->idx);
+        rq->body = dsa_inproc_gsm8k_body(r->prompt.data, r->prompt.len, row->answer,
+                                         row->answer_len, mtp_n(r));
+        return 0;
+    }
+    rq->body = request_body(r, r->prompt.data, r->prompt.len);
+    rq->stream = r->o->stream && r->api != DSA_API_GENERATE;
+    r->sent++;
+    return 0;
+}
+
+static void grade(void *ev, void *job, const struct dsa_result *res, json_t **rec,
+                  struct dsa_request *rq)
+{
+    (void)rq;
+    struct dsa_gsm8k_eval *r = ev;
+    struct item *it = job;
+    *rec = r->c->inprocess ? dsa_inproc_gsm8k_record(it->id, res) : answer_record(r, it, res);
+}
+
+/* the items are the run state's */
+static void job_free(void *ev, void *job)
+{
+    (void)ev, (void)job;
+}
+
+/* ---- the summary ---- */
 
 /* The summary of a finished run: printed (text, or the document with --json) and written
    next to the run file. Returns an enum dsa_exit. */
@@ -554,9 +637,9 @@ static int summarize(struct dsa_gsm8k_eval *r, const struct drive_out *d, const 
     /* --json: the summary document on stdout instead of the text */
     char *text = NULL;
     size_t text_len = 0;
-    FILE *out = r->o->as_json ? open_memstream(&text, &text_len) : stdout;
+    FILE *out = r->c->as_json ? open_memstream(&text, &text_len) : stdout;
     ret = dsa_gsm8k_summarize(&in, records, out ? out : stdout, &summary);
-    if (r->o->as_json && out)
+    if (r->c->as_json && out)
         fclose(out);
     free(text);
     free(records);
@@ -566,7 +649,7 @@ static int summarize(struct dsa_gsm8k_eval *r, const struct drive_out *d, const 
         if (json_is_true(json_object_get(old_mtp, "measured")) &&
             !json_is_true(json_object_get(new_mtp, "measured")))
             json_object_set(summary, "mtp", old_mtp);
-        if (r->o->as_json) {
+        if (r->c->as_json) {
             char *js =
                 json_dumps(summary, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
             printf("%s\n", js);
@@ -582,63 +665,49 @@ static int summarize(struct dsa_gsm8k_eval *r, const struct drive_out *d, const 
     return ret;
 }
 
-int dsa_gsm8k_eval_run(dsa_gsm8k_eval *r, dsa_backend *b)
+static int summary(void *ev, const struct dsa_eval_summary_in *in)
 {
-    char *run_path = NULL;
-    int ret;
-    r->b = b;
-    if (r->mode->chat)
-        r->api = DSA_API_CHAT;
-    else if (!strcmp(dsa_endpoint_dialect(r->b), "sglang"))
-        r->api = DSA_API_GENERATE;
-    else
-        r->api = DSA_API_COMPLETION;
-    r->n_limit = r->n;
-    keep_shard(r);
-    r->x = dsa_gsm8k_extractor_new();
-    if (r->o->out && (ret = open_store(r, r->o->argc, r->o->argv, &run_path)))
-        goto cleanup;
-
-    /* counters before the first request */
-    struct fetch_ctx fc = {r->b};
-    struct drive_out d;
-    memset(&d, 0, sizeof d);
-    bool scrape = r->o->mtp && r->api != DSA_API_GENERATE;
-    if (scrape && (ret = mtp_read(r, &fc, false, &d.before, &d.have_before)))
-        goto cleanup;
-
-    for (size_t i = 0; i < r->n; i++)
-        d.resumed += r->items[i].record != NULL;
-    dsa_run_note_resume(d.resumed, r->n, run_path);
-    r->progress = dsa_progress_new("gsm8k", r->n, d.resumed);
-    double t0 = now_s();
-
-    /* a short wait: at --concurrency 1 each request waits for the loop to notice its answer,
-       and 200 ms measured 8 requests/s against an instant server */
-    static const struct dsa_eval_feed feed = {submit_next, must_stop, tick, 20};
-    r->scratch = &r->prompt;
-    ret = r->o->drive(r->b, &feed, r, r->o->interrupted);
-    dsa_progress_finish(r->progress);
-    d.wall_s = now_s() - t0;
-    if ((ret == DSA_EXIT_OK || ret == DSA_EXIT_INTERRUPTED) && r->write_error)
-        ret = DSA_EXIT_IO;
-    if ((ret == DSA_EXIT_OK || ret == DSA_EXIT_INTERRUPTED) && *r->o->interrupted) {
-        size_t done = 0;
-        for (size_t i = 0; i < r->n; i++)
-            done += r->items[i].record != NULL;
-        dsa_errorf("interrupted: %zu of %zu questions are on disk; rerun to resume", done, r->n);
-        ret = DSA_EXIT_INTERRUPTED;
+    struct dsa_gsm8k_eval *r = ev;
+    int ret = in->ret;
+    if (r->c->inprocess) {
+        if (json_array_size(in->runs)) {
+            int sr = dsa_inproc_gsm8k_summary(in->runs, !r->c->as_json);
+            if (ret == DSA_EXIT_OK)
+                ret = sr;
+        }
+        /* --json is honoured by every backend */
+        if (r->c->as_json && (ret == DSA_EXIT_OK || ret == DSA_EXIT_FAIL))
+            dsa_summary_print(in->runs, true, stdout);
+        return ret;
     }
     if (ret)
-        goto cleanup;
-
+        return ret;
+    r->d.wall_s = now_s() - r->t0;
     /* counters after the last response, once they stop moving */
-    if (scrape && d.have_before && (ret = mtp_read(r, &fc, true, &d.after, &d.have_after)))
-        goto cleanup;
-
-    ret = summarize(r, &d, run_path);
-
-cleanup:
-    free(run_path);
-    return ret;
+    struct fetch_ctx fc = {r->b};
+    if (r->scrape && r->d.have_before &&
+        (ret = mtp_read(r, &fc, true, &r->d.after, &r->d.have_after)))
+        return ret;
+    return summarize(r, &r->d, in->path);
 }
+
+const struct dsa_eval_hooks dsa_gsm8k_hooks = {
+    .check = check,
+    .traces = traces,
+    .load = load,
+    .offline = offline,
+    .begin = begin,
+    .total = total,
+    .label = label,
+    .header = header,
+    .start = start,
+    .next = next,
+    .request = request,
+    .grade = grade,
+    .job_free = job_free,
+    .summary = summary,
+    .free = free_state,
+    /* a short wait: at --concurrency 1 each request waits for the loop to notice its answer,
+       and 200 ms measured 8 requests/s against an instant server */
+    .poll_ms = 20,
+};

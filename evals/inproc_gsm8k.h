@@ -15,24 +15,29 @@
 #ifndef DSA_EVALS_INPROC_GSM8K_H
 #define DSA_EVALS_INPROC_GSM8K_H
 
+#include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
+#include "backend/backend.h"
 #include "backend/inprocess.h"
-#include "evals/inproc_header.h"
 
-struct dsa_inproc_gsm8k_item {
-    size_t index;       /* test index: id "q%04zu" */
-    const char *prompt; /* the prompt mode's bytes */
-    size_t prompt_len;
-    const char *continuation; /* the gold solution */
-    size_t continuation_len;
-};
-
-/* o->mtp draft tokens (1..3), o->out_dir/run-001.jsonl (resumes), `mode` and `dataset_sha256`
-   go into the header's match. Returns an enum dsa_exit (DSA_EXIT_FAIL when a question's
-   batched and single-row selections differ). */
-int dsa_inproc_gsm8k_run(const struct dsa_inproc_run *o, const char *mode,
-                         const char *dataset_sha256, const struct dsa_inproc_gsm8k_item *items,
-                         size_t n);
+/* The DSA_API_MTP_VERIFY body of a question: the prompt's bytes, the gold solution (the
+   continuation whose tokens are the decode rows) and the draft count. A new reference. */
+json_t *dsa_inproc_gsm8k_body(const char *prompt, size_t prompt_len, const char *continuation,
+                              size_t continuation_len, int mtp);
+/* The record of an answered question (a new reference), keys as above; id "q0007". */
+json_t *dsa_inproc_gsm8k_record(const char *id, const struct dsa_result *res);
+/* The header's "match" of an in-process run (its "backend" already the stack's identity): the
+   stack, the test split's sha256, the prompt mode, the draft count and --limit. */
+void dsa_inproc_gsm8k_header(json_t *header, const struct dsa_inproc_opts *stack, const char *mode,
+                             const char *dataset_sha256, int mtp, size_t limit);
+/* The line on stdout before a run: next_n, the stack and the run file. */
+void dsa_inproc_gsm8k_banner(dsa_backend *b, const struct dsa_inproc_opts *stack, int mtp,
+                             const char *path);
+/* "identical selections: 3/3 questions; bit-identical logits: 3/3" over the runs' records
+   (an array of arrays), when print. Returns DSA_EXIT_FAIL when a question's batched and
+   single-row selections differ, else DSA_EXIT_OK. */
+int dsa_inproc_gsm8k_summary(json_t *runs, bool print);
 
 #endif

@@ -20,17 +20,22 @@ json_t *dsa_inproc_header_new(json_t *backend, const char *eval, const struct ds
     json_t *header = dsa_run_header_new(eval, 1, 0, NULL);
     if (o->command)
         json_object_set(header, "command", o->command);
-    json_t *match = json_object_get(header, "match");
+    dsa_inproc_match_set(json_object_get(header, "match"), backend, eval, &o->stack);
+    json_object_set_new(header, "backend", backend);
+    return header;
+}
+
+void dsa_inproc_match_set(json_t *match, json_t *backend, const char *eval,
+                          const struct dsa_inproc_opts *stack)
+{
     json_object_set_new(match, "eval", json_string(eval));
     json_object_set_new(match, "backend", json_string("inprocess"));
     json_object_set(match, "device", json_object_get(backend, "device"));
     json_object_set(match, "kernels", json_object_get(backend, "kernels"));
     json_object_set(match, "variant", json_object_get(backend, "variant"));
-    json_object_set_new(match, "topk", json_integer(o->stack.topk));
-    json_object_set_new(match, "seed", json_integer((json_int_t)o->stack.seed));
+    json_object_set_new(match, "topk", json_integer(stack->topk));
+    json_object_set_new(match, "seed", json_integer((json_int_t)stack->seed));
     json_object_set_new(match, "proxy", json_string("proxy-v1"));
-    json_object_set_new(header, "backend", backend);
-    return header;
 }
 
 void dsa_inproc_select_fields(json_t *rec, json_t *raw)
@@ -43,56 +48,6 @@ void dsa_inproc_select_fields(json_t *rec, json_t *raw)
     json_object_set_new(rec, "error", json_null());
     for (size_t k = 0; keys[k]; k++)
         json_object_set(rec, keys[k], json_object_get(raw, keys[k]));
-}
-
-bool dsa_inproc_sink_skip(struct dsa_inproc_sink *s, const struct dsa_result *res)
-{
-    if (res->status != DSA_RES_CANCELLED && !res->unreachable)
-        return false;
-    if (res->unreachable) {
-        s->ret = DSA_EXIT_BACKEND;
-        s->stop = true;
-    }
-    return true;
-}
-
-bool dsa_inproc_sink_append(struct dsa_inproc_sink *s, json_t *rec)
-{
-    bool ok = dsa_run_append(s->run, rec) == 0;
-    if (!ok) {
-        s->ret = DSA_EXIT_IO;
-        s->stop = true;
-    }
-    json_decref(rec);
-    return ok;
-}
-
-struct drive_ctx {
-    int (*submit_next)(void *ud, dsa_backend *b);
-    void *ud;
-    struct dsa_inproc_sink *sink;
-};
-
-static int ctx_submit(void *c, dsa_backend *b)
-{
-    struct drive_ctx *x = c;
-    return x->submit_next(x->ud, b);
-}
-
-static bool ctx_stop(void *c)
-{
-    return ((struct drive_ctx *)c)->sink->stop;
-}
-
-int dsa_inproc_drive(const struct dsa_inproc_run *o, dsa_backend *b,
-                     int (*submit_next)(void *ud, dsa_backend *b), void *ud,
-                     struct dsa_inproc_sink *sink)
-{
-    /* poll_ms 0: a poll runs one selection, there is nothing to wait for */
-    static const struct dsa_eval_feed feed = {ctx_submit, ctx_stop, NULL, 0};
-    struct drive_ctx c = {submit_next, ud, sink};
-    int ret = o->drive(b, &feed, &c, o->interrupted);
-    return sink->ret ? sink->ret : ret;
 }
 
 void dsa_inproc_stage_sum_add(struct dsa_inproc_stage_sum *s, json_t *rec)

@@ -1,5 +1,7 @@
 /*
- * The run header shared by the in-process evaluations (mrcr, gsm8k).
+ * What the in-process evaluations share (mrcr, gsm8k, ruler, the traces runs): the options
+ * of a traces run, its header and match keys, the keys of a selection's record and the
+ * by-bin summary.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #ifndef DSA_EVALS_INPROC_HEADER_H
@@ -37,7 +39,6 @@ struct dsa_inproc_run {
                                   the run header; NULL = none */
     volatile int *interrupted; /* set by SIGINT/SIGTERM, or NULL */
     struct dsa_shard shard;    /* --shard i/n; n = 0: every sample */
-    dsa_eval_drive_fn drive;   /* the run loop's drive (dsa_loop_drive) */
 };
 
 /* dsa_inproc_opts_init for the stack, max_query 32, mtp 3, the rest zero */
@@ -49,26 +50,10 @@ void dsa_inproc_run_init(struct dsa_inproc_run *o);
    and its seed. Callers add their eval's own match keys. */
 json_t *dsa_inproc_header_new(json_t *backend, const char *eval, const struct dsa_inproc_run *o);
 
-/* Where the answers of the in-process backend go: the run file, and what ends the run. A
-   cancelled request (interrupted) leaves no record; one the stack could not run (unreachable,
-   printed) leaves none and stops the run with DSA_EXIT_BACKEND; a failed write stops it with
-   DSA_EXIT_IO. */
-struct dsa_inproc_sink {
-    dsa_run *run;
-    int ret;   /* the exit status that ended the run, or 0 */
-    bool stop; /* stop issuing (the run loop's must_stop) */
-};
-/* true when res leaves no record (see above) */
-bool dsa_inproc_sink_skip(struct dsa_inproc_sink *s, const struct dsa_result *res);
-/* appends rec (a new reference, taken); false when the write failed */
-bool dsa_inproc_sink_append(struct dsa_inproc_sink *s, json_t *rec);
-
-/* o->drive over the in-process backend with the sink's stop as must_stop: submit_next(ud, b)
-   as in struct dsa_eval_feed. Returns the sink's exit status when it ended the run, else the
-   drive's. */
-int dsa_inproc_drive(const struct dsa_inproc_run *o, dsa_backend *b,
-                     int (*submit_next)(void *ud, dsa_backend *b), void *ud,
-                     struct dsa_inproc_sink *sink);
+/* The match keys every in-process run has (those of dsa_inproc_header_new) set in match:
+   the stack's identity from `backend` (dsa_backend_describe; borrowed) and options. */
+void dsa_inproc_match_set(json_t *match, json_t *backend, const char *eval,
+                          const struct dsa_inproc_opts *stack);
 
 /* The keys of an answered DSA_API_SELECT (raw, inprocess_backend.c) in a record: score =
    recall@k, error null, recall_last, needle_retention(_golden), selection_sha256,

@@ -18,11 +18,34 @@
 #ifndef DSA_EVALS_INPROC_MRCR_H
 #define DSA_EVALS_INPROC_MRCR_H
 
-#include "backend/inprocess.h"
-#include "evals/inproc_header.h"
+#include <jansson.h>
+#include <stdbool.h>
 
-/* Runs the whole evaluation into o->out_dir/run-001.jsonl (resuming finished ids) and prints
-   a per-bin summary on stdout. Returns an enum dsa_exit. */
-int dsa_inproc_mrcr_run(const struct dsa_inproc_run *o);
+#include "backend/backend.h"
+#include "backend/inprocess.h"
+#include "datasets/mrcr.h"
+
+/* The DSA_API_SELECT body of a row: its messages, the needle message (docs/mrcr.md "The
+   dataset": messages[desired_msg_index + 1]), the messages that carry its topic, and the
+   query rows (the last max_query tokens, 0 = all). A new reference. */
+json_t *dsa_inproc_mrcr_body(int max_query, json_t *messages, long desired_msg_index);
+/* The record of an answered row (a new reference), keys as above. */
+json_t *dsa_inproc_mrcr_record(const char *id, const char *bin_label, long bin_tokens,
+                               const struct dsa_result *res);
+/* The header of an in-process run (its "backend" already the stack's identity): "match" (the
+   stack, the proxy, the files' sha256, max_query, the row filters) and "dataset" (name,
+   files). The filters are `filters` (borrowed: the endpoint's match.filters object), or, when
+   NULL, f as the masks older builds wrote (limit, bins_mask, needles_mask). */
+void dsa_inproc_mrcr_header(json_t *header, const struct dsa_inproc_opts *stack, int max_query,
+                            const struct dsa_mrcr_filter *f, json_t *filters,
+                            const char *dataset_name, json_t *files, json_t *shas);
+/* The line on stdout before a run: the proxy, its seed, the stack and the run file. */
+void dsa_inproc_mrcr_banner(dsa_backend *b, const struct dsa_inproc_opts *stack, const char *path);
+/* The text summary of the runs' records (an array of arrays), when print:
+ *   bin      rows     recall@k   needle  needle(golden)
+ *   ≤8K         3       0.9885    0.348           0.353
+ *   µs per context token: 94.1 = proxy 3.0 + S1 2.1 + … + host 0.5
+ * Returns DSA_EXIT_FAIL when a record is not ok, else DSA_EXIT_OK. */
+int dsa_inproc_mrcr_summary(json_t *runs, bool print);
 
 #endif

@@ -1,7 +1,7 @@
 /*
- * The MRCR evaluation loop (docs/mrcr.md "The dataset"): streams rows from the reader, skips
- * ids the run file already holds, counts prompt tokens where the backend can (over-context
- * rows are EXCLUDED, never scored), sends the prompt's messages verbatim, grades
+ * The MRCR eval (docs/mrcr.md "The dataset"), as hooks of the run loop: streams rows from the
+ * reader (the loop skips ids the run file already holds), counts prompt tokens where the backend
+ * can (over-context rows are EXCLUDED, never scored), sends the prompt's messages verbatim, grades
  * message.content with the official grader, and appends one record per row to the run file
  * as soon as it finishes. Memory holds only the rows in flight.
  *
@@ -13,8 +13,12 @@
  *   max_model_len (excluded rows: the context they were measured against),
  *   score_strip_think (with --strip-think), http_code (failed rows).
  *
- * Ownership: the loop borrows the backend, the run and the options; it owns nothing the
- * caller sees after it returns.
+ * A dataset argument is a file, a shipped sample ("sample:<name>") or the name of the
+ * official data as `dsa-eval datasets fetch mrcr` stores it ("openai/mrcr[@REVISION]"), every
+ * file checked and hashed before any request.
+ *
+ * Ownership: the run state borrows the options and owns the resolved dataset files and the
+ * reader; a job owns copies of its row's messages and answer.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #ifndef DSA_EVALS_MRCR_EVAL_H
@@ -23,51 +27,31 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "backend/backend.h"
 #include "datasets/mrcr.h"
 #include "evals/evals.h"
-#include "store/store.h"
-#include "util/shard.h"
 
+/* The options of `dsa-eval mrcr` (src/cmd_mrcr.c fills the first part, check the rest). */
 struct dsa_mrcr_eval_opts {
-    const char *const *dataset_paths; /* read in order (the cache keeps one file per needle
-                                         count; ids stay (needles, row) either way) */
-    int n_datasets;
-    struct dsa_mrcr_filter filter;
+    const char *dataset;   /* PATH|NAME; NULL: openai/mrcr (endpoint), the shipped sample */
+    const char *needles;   /* "2,4,8" */
+    const char *bins;      /* "8k,16k", NULL: all */
+    const char *max_bin;   /* "256k", NULL: none */
+    const char *seed_text; /* the sampling seed sent (in-process: the proxy's), NULL: none */
+    long limit;            /* rows per (needles, bin), 0 = all */
     long max_tokens;
     double temperature;
+    bool stream;
+    bool no_count;    /* skip the /tokenize pre-count */
+    bool strip_think; /* add score_strip_think */
+    int max_query;    /* inprocess: query rows = the last N question tokens (0 = all) */
+    /* parsed by the check hook */
+    struct dsa_mrcr_filter filter;
     bool has_seed;
     long long seed;
-    bool stream;
-    long max_model_len;        /* server context (tokens), -1 unknown: no pre-count then */
-    bool count_tokens;         /* ask the backend to count prompt tokens before sending */
-    bool strip_think;          /* add score_strip_think */
-    struct dsa_shard shard;    /* --shard i/n: the rows of one shard (n = 0: all) */
-    volatile int *interrupted; /* set by SIGINT/SIGTERM, or NULL */
-    dsa_eval_drive_fn drive;   /* the run loop's drive (dsa_loop_drive) */
 };
 
-struct dsa_mrcr_eval_counts {
-    long resumed; /* rows already in the run file */
-    long done;    /* rows finished in this invocation (ok + failed + excluded) */
-    long ok, failed, excluded;
-    long in_flight;
-    long retries, errors; /* backend totals */
-    bool reader_done;     /* every row has been read: resumed + done + in_flight is the total */
-};
-
-typedef void (*dsa_mrcr_eval_progress_fn)(void *ud, const struct dsa_mrcr_eval_counts *c);
-
-/*
- * Runs (or resumes) one run. Returns an enum dsa_exit: OK (every row has a record),
- * INTERRUPTED (*o->interrupted was set: in-flight requests aborted, finished records are on
- * disk), DATA (the dataset is bad; printed), IO (a record could not be written; printed),
- * BACKEND (the event loop failed; printed). Failed rows do not change the return value:
- * the caller reads them from the run.
- */
-int dsa_mrcr_eval_run(dsa_backend *b, dsa_run *run, const struct dsa_mrcr_eval_opts *o,
-                      dsa_mrcr_eval_progress_fn progress, void *progress_ud,
-                      struct dsa_mrcr_eval_counts *counts);
+/* The hooks of MRCR's row in dsa_evals[] (both backends; in-process: evals/inproc_mrcr.h). */
+extern const struct dsa_eval_hooks dsa_mrcr_hooks;
 
 /* The request body for one row (messages verbatim + sampling parameters); a new reference.
    Exposed so tests and the request-log checks build the same bytes. */

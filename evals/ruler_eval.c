@@ -1,30 +1,41 @@
-/* The RULER eval's run; see ruler_eval.h.
+/* The RULER eval's hooks; see ruler_eval.h.
  * SPDX-License-Identifier: GPL-3.0-or-later */
 #include "evals/ruler_eval.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/endpoint.h"
 #include "evals/inproc_header.h"
+#include "evals/inproc_traces.h"
+#include "evals/ruler.h"
+#include "evals/summary.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
 #include "util/hash.h"
 #include "util/msg.h"
 
+/* the run state: the options, the haystack, and where the next sample is */
 struct state {
-    dsa_run *run;
     const struct dsa_ruler_eval_opts *o;
-    dsa_progress *pg;
-    int t, k, i; /* the next (task, length, index) to consider */
-    int ret;     /* an exit status that ends the run */
-    bool stop;
+    const struct dsa_eval_ctx *ctx;
+    dsa_ruler_haystack *haystack;
+    bool inprocess;     /* DSA_API_SELECT requests (else chat or completions) */
+    bool completions;   /* endpoint: POST /v1/completions with the input as the prompt */
+    bool stream;        /* endpoint: SSE */
+    long max_model_len; /* endpoint: the server's context, -1 unknown */
+    int max_query;      /* inprocess: query rows = the last N tokens (0 = all) */
+    int t, k, i;        /* the next (task, length, index) to consider */
 };
 
-/* one sample in flight: what the record needs after the answer */
+/* one sample on its way: its id, then the sample made for its request */
 struct job {
-    struct state *st;
+    int t, k, i;
+    char id[40];
     struct dsa_ruler_sample s;
+    bool made;
 };
 
 /* the sample id the library gives (task/length/index), without making the sample */
@@ -53,18 +64,178 @@ static bool next_triple(struct state *st, int *t, int *k, int *i)
     return false;
 }
 
-long dsa_ruler_eval_count(const struct dsa_ruler_eval_opts *o)
+/* ---- options ---- */
+
+/* the values that need parsing; 0, or -1 with one line printed */
+static int check_values(struct dsa_ruler_eval_opts *o, const struct dsa_eval_ctx *c)
 {
-    struct state st = {.o = o};
+    const char *bad = NULL;
+    if (!c->out)
+        return dsa_errorf("--out DIR is required");
+    if (o->limit < 1 || c->runs < 1 || c->runs > 999 || o->max_query < 0)
+        return dsa_errorf("--limit (>= 1), --runs (1..999) and --max-query (>= 0) must be in "
+                          "range");
+    if (dsa_ruler_parse_tasks(o->tasks, &o->tasks_mask, &bad))
+        return dsa_errorf("unknown RULER task '%s' (see docs/ruler.md \"Tasks\")",
+                          bad ? bad : o->tasks);
+    if (!o->lengths) /* the traces' rows are whatever lengths were captured */
+        o->lengths = c->traces ? "all" : "4k,8k,16k";
+    if (c->traces && (o->haystack || o->seed_text))
+        return dsa_errorf("--traces DIR replaces --haystack and --seed (the traces hold the "
+                          "prompts)");
+    if (dsa_ruler_parse_lengths(o->lengths, &o->lengths_mask, &bad))
+        return dsa_errorf("unknown RULER length '%s' (4k, 8k, …, 1m)", bad ? bad : o->lengths);
+    if (strcmp(o->api, "chat") && strcmp(o->api, "completions"))
+        return dsa_errorf("--api must be chat or completions, not '%s'", o->api);
+    o->seed = 0;
+    if (o->seed_text) {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(o->seed_text, &end, 10);
+        if (errno || end == o->seed_text || *end || o->seed_text[0] == '-')
+            return dsa_errorf("--seed '%s' is not an integer >= 0", o->seed_text);
+        o->seed = v;
+    }
+    return 0;
+}
+
+static int check(void *opts, struct dsa_eval_ctx *c)
+{
+    return check_values(opts, c) < 0 ? DSA_EXIT_USAGE : DSA_EXIT_OK;
+}
+
+/* --traces DIR: the stack on a model's captured activations of RULER prompts
+   (evals/inproc_traces.h) instead of the proxy; no samples are made */
+static int traces(void *opts, const struct dsa_eval_ctx *c, const char *dir)
+{
+    const struct dsa_ruler_eval_opts *o = opts;
+    struct dsa_inproc_run io;
+    dsa_inproc_run_init(&io);
+    io.stack = c->stack;
+    io.eval = "ruler";
+    io.traces_dir = dir;
+    io.out_dir = c->out;
+    io.limit = o->limit;
+    io.bins_mask = o->lengths_mask;
+    io.tasks_mask = o->tasks_mask;
+    io.force_new = c->force_new;
+    io.json = c->as_json;
+    io.quiet = c->quiet;
+    io.command = c->command;
+    io.interrupted = c->interrupted;
+    io.shard = c->shard;
+    int ret = dsa_inproc_traces_run(&io);
+    if (!c->as_json)
+        return ret;
+    char *path = dsa_run_file_name(c->out, 1);
+    json_t *runs = json_array();
+    dsa_run_load_into(path, runs);
+    ret = dsa_summary_print_json_if(runs, ret);
+    json_decref(runs);
+    free(path);
+    return ret;
+}
+
+static int load(void *opts, const struct dsa_eval_ctx *c, void **ev)
+{
+    const struct dsa_ruler_eval_opts *o = opts;
+    int herr = 0;
+    dsa_ruler_haystack *h = dsa_ruler_haystack_new(o->haystack, &herr);
+    if (!h) {
+        dsa_errorf("cannot use haystack '%s': %s", o->haystack ? o->haystack : "(shipped)",
+                   dsa_ruler_strerror(herr));
+        return DSA_EXIT_DATA;
+    }
+    struct state *st = dsa_xcalloc(1, sizeof *st);
+    *st = (struct state){.o = o,
+                         .ctx = c,
+                         .haystack = h,
+                         .inprocess = c->inprocess,
+                         .completions = !strcmp(o->api, "completions"),
+                         .stream = o->stream,
+                         .max_model_len = -1,
+                         .max_query = o->max_query};
+    *ev = st;
+    return DSA_EXIT_OK;
+}
+
+static int begin(void *ev, dsa_backend *b)
+{
+    struct state *st = ev;
+    if (!st->inprocess)
+        st->max_model_len = dsa_endpoint_max_model_len(b);
+    return DSA_EXIT_OK;
+}
+
+/* the samples of this shard (for the progress meter and the resume note) */
+static long total(void *ev)
+{
+    struct state st = {.o = ((struct state *)ev)->o};
+    const struct dsa_shard *shard = &((struct state *)ev)->ctx->shard;
     int t, k, i;
     long n = 0;
     char id[40];
     while (next_triple(&st, &t, &k, &i)) {
         sample_id(t, k, i, id);
-        n += dsa_shard_keep(&o->shard, id);
+        n += dsa_shard_keep(shard, id);
     }
     return n;
 }
+
+/* what a resume must agree on: the samples (tasks, lengths, limit, seed, haystack), how they
+   are sent, and the backend's identity */
+static json_t *match_json(const struct state *st, json_t *id)
+{
+    const struct dsa_ruler_eval_opts *o = st->o;
+    const dsa_ruler_haystack *h = st->haystack;
+    json_t *m =
+        json_pack("{s:s, s:s, s:s, s:i, s:I, s:s, s:s, s:s}", "eval", "ruler", "tasks", o->tasks,
+                  "lengths", o->lengths, "limit", o->limit, "seed", (json_int_t)o->seed, "haystack",
+                  dsa_ruler_haystack_name(h), "haystack_sha256", dsa_ruler_haystack_sha256(h),
+                  "backend", st->inprocess ? "inprocess" : "endpoint");
+    if (st->inprocess) {
+        json_object_set(m, "device", json_object_get(id, "device"));
+        json_object_set(m, "kernels", json_object_get(id, "kernels"));
+        json_object_set(m, "variant", json_object_get(id, "variant"));
+        json_object_set(m, "topk", json_object_get(id, "topk"));
+        json_object_set_new(m, "max_query", json_integer(st->max_query));
+        /* the samples plant their needles' retrieval structure in the proxy, as MRCR rows do */
+        json_object_set_new(m, "proxy", json_string(DSA_INPROC_PROXY_MRCR));
+    } else {
+        json_object_set_new(m, "api", json_string(st->completions ? "completions" : "chat"));
+        json_object_set(m, "extra_body", st->ctx->extra_body ? st->ctx->extra_body : json_null());
+    }
+    return m;
+}
+
+static void header(void *ev, dsa_backend *b, int ri, json_t *h, json_t *old)
+{
+    (void)ri, (void)old;
+    struct state *st = ev;
+    json_t *id = json_object_get(h, "backend");
+    json_t *m = match_json(st, id);
+    if (!st->inprocess)
+        json_object_set_new(m, "model", json_string(dsa_endpoint_model(b)));
+    json_object_set_new(h, "match", m);
+    json_object_set_new(h, "dataset",
+                        json_pack("{s:s, s:s, s:s, s:I}", "name", "ruler", "haystack",
+                                  dsa_ruler_haystack_name(st->haystack), "haystack_sha256",
+                                  dsa_ruler_haystack_sha256(st->haystack), "haystack_words",
+                                  (json_int_t)dsa_ruler_haystack_words(st->haystack)));
+    json_object_set_new(h, "params", json_pack("{s:i}", "limit", st->o->limit));
+    if (st->inprocess)
+        json_object_set_new(id, "proxy", json_string(DSA_INPROC_PROXY_MRCR));
+}
+
+static int start(void *ev, dsa_backend *b, dsa_run *run, const char *path)
+{
+    (void)b, (void)run, (void)path;
+    struct state *st = ev;
+    st->t = st->k = st->i = 0;
+    return DSA_EXIT_OK;
+}
+
+/* ---- samples, requests, records ---- */
 
 static json_t *base_record(const struct dsa_ruler_sample *s, const char *status)
 {
@@ -143,35 +314,21 @@ static json_t *select_record(const struct job *j, const struct dsa_result *r)
     return rec;
 }
 
-static void on_done(const struct dsa_result *r)
+static int next(void *ev, void **job, const char **id)
 {
-    struct job *j = r->ud;
-    struct state *st = j->st;
-    if (dsa_eval_run_stopper(r)) { /* no record: a rerun sends it */
-        if (!st->ret)
-            dsa_errorf("stopped: %s; finished records are kept, run the same command again "
-                       "to continue",
-                       r->error ? r->error : "cannot connect");
-        st->ret = DSA_EXIT_BACKEND;
-        st->stop = true;
-    } else if (r->status != DSA_RES_CANCELLED) {
-        json_t *rec = st->o->inprocess ? select_record(j, r) : answer_record(j, r);
-        const char *status = json_string_value(json_object_get(rec, "status"));
-        bool failed = !strcmp(status, "failed");
-        if (dsa_run_append(st->run, rec)) {
-            st->ret = DSA_EXIT_IO;
-            st->stop = true;
-        } else if (st->pg) {
-            dsa_progress_done(st->pg, failed);
-        }
-        json_decref(rec);
-    }
-    dsa_ruler_sample_release(&j->s);
-    free(j);
+    struct job j = {0};
+    if (!next_triple(ev, &j.t, &j.k, &j.i))
+        return 0;
+    sample_id(j.t, j.k, j.i, j.id);
+    struct job *n = dsa_xmalloc(sizeof *n);
+    *n = j;
+    *job = n;
+    *id = n->id;
+    return 1;
 }
 
 /* the request of a sample: the user message or the prompt, or the selection with its spans */
-static json_t *request_body(const struct dsa_ruler_eval_opts *o, const struct dsa_ruler_sample *s,
+static json_t *request_body(const struct state *o, const struct dsa_ruler_sample *s,
                             enum dsa_api *api)
 {
     json_t *text = json_stringn(s->input, s->input_len);
@@ -200,89 +357,56 @@ static json_t *request_body(const struct dsa_ruler_eval_opts *o, const struct ds
                      "max_tokens", s->tokens_to_generate, "temperature", 0);
 }
 
-/* the run loop's submit_next: the next sample of this shard without a record, made and sent */
-static int submit_next(void *ud, dsa_backend *b)
+/* the sample made, then its request; a sample that does not fit the server's context by the
+   built-in count is excluded without one */
+static int request(void *ev, void *job, struct dsa_request *rq, json_t **rec)
 {
-    struct state *st = ud;
-    const struct dsa_ruler_eval_opts *o = st->o;
-    int t, k, i;
-    char id[40];
-    while (next_triple(st, &t, &k, &i)) {
-        sample_id(t, k, i, id);
-        if (!dsa_shard_keep(&o->shard, id) || dsa_run_has(st->run, id))
-            continue;
-        struct job *j = dsa_xcalloc(1, sizeof *j);
-        j->st = st;
-        int rc = dsa_ruler_sample_make(o->haystack, o->seed, (enum dsa_ruler_task)t, k, i, &j->s);
-        if (rc) {
-            dsa_errorf("cannot make RULER sample '%s': %s", id, dsa_ruler_strerror(rc));
-            free(j);
-            return -DSA_EXIT_DATA;
-        }
-        if (!o->inprocess && o->max_model_len > 0 &&
-            (long)j->s.tokens + j->s.tokens_to_generate > o->max_model_len) {
-            /* does not fit the server's context by the built-in count: excluded, not sent */
-            json_t *rec = base_record(&j->s, "excluded");
-            char why[160];
-            snprintf(why, sizeof why, "over_context: %zu prompt tokens + %d > %ld", j->s.tokens,
-                     j->s.tokens_to_generate, o->max_model_len);
-            json_object_set_new(rec, "score", json_null());
-            json_object_set_new(rec, "error", json_string(why));
-            json_object_set_new(rec, "max_model_len", json_integer(o->max_model_len));
-            int arc = dsa_run_append(st->run, rec);
-            json_decref(rec);
-            dsa_ruler_sample_release(&j->s);
-            free(j);
-            if (arc)
-                return -DSA_EXIT_IO;
-            if (st->pg)
-                dsa_progress_done(st->pg, false);
-            continue;
-        }
-        enum dsa_api api;
-        json_t *body = request_body(o, &j->s, &api);
-        struct dsa_request req = {.api = api,
-                                  .body = body,
-                                  .endpoint = -1,
-                                  .stream = o->stream && !o->inprocess,
-                                  .done = on_done,
-                                  .ud = j};
-        rc = dsa_backend_submit(b, &req);
-        json_decref(body);
-        if (rc) {
-            dsa_ruler_sample_release(&j->s);
-            free(j);
-            return -DSA_EXIT_INTERNAL;
-        }
-        return 1;
+    struct state *st = ev;
+    struct job *j = job;
+    int rc = dsa_ruler_sample_make(st->haystack, st->o->seed, (enum dsa_ruler_task)j->t, j->k, j->i,
+                                   &j->s);
+    if (rc) {
+        dsa_errorf("cannot make RULER sample '%s': %s", j->id, dsa_ruler_strerror(rc));
+        return -DSA_EXIT_DATA;
     }
+    j->made = true;
+    if (!st->inprocess && st->max_model_len > 0 &&
+        (long)j->s.tokens + j->s.tokens_to_generate > st->max_model_len) {
+        *rec = base_record(&j->s, "excluded");
+        char why[160];
+        snprintf(why, sizeof why, "over_context: %zu prompt tokens + %d > %ld", j->s.tokens,
+                 j->s.tokens_to_generate, st->max_model_len);
+        json_object_set_new(*rec, "score", json_null());
+        json_object_set_new(*rec, "error", json_string(why));
+        json_object_set_new(*rec, "max_model_len", json_integer(st->max_model_len));
+        return 0;
+    }
+    rq->body = request_body(st, &j->s, &rq->api);
+    rq->stream = st->stream && !st->inprocess;
     return 0;
 }
 
-static bool must_stop(void *ud)
+static void grade(void *ev, void *job, const struct dsa_result *r, json_t **rec,
+                  struct dsa_request *rq)
 {
-    return ((struct state *)ud)->stop;
+    (void)rq;
+    struct state *st = ev;
+    *rec = st->inprocess ? select_record(job, r) : answer_record(job, r);
 }
 
-static void tick(void *ud, dsa_backend *b)
+static void job_free(void *ev, void *job)
 {
-    (void)b;
-    struct state *st = ud;
-    if (st->pg)
-        dsa_progress_poll(st->pg);
+    (void)ev;
+    struct job *j = job;
+    if (j->made)
+        dsa_ruler_sample_release(&j->s);
+    free(j);
 }
 
-int dsa_ruler_eval_run(dsa_backend *b, dsa_run *run, const struct dsa_ruler_eval_opts *o,
-                       dsa_progress *pg)
-{
-    struct state st = {.run = run, .o = o, .pg = pg};
-    static const struct dsa_eval_feed ep_feed = {submit_next, must_stop, tick, 50};
-    static const struct dsa_eval_feed ip_feed = {submit_next, must_stop, tick, 0};
-    int ret = o->drive(b, o->inprocess ? &ip_feed : &ep_feed, &st, o->interrupted);
-    return st.ret ? st.ret : ret;
-}
+/* ---- the summary ---- */
 
-void dsa_ruler_inproc_summary_print(json_t *runs_records)
+/* the in-process text summary (ruler_eval.h) */
+static void inproc_summary_print(json_t *runs_records)
 {
     struct dsa_inproc_bin_sum sums[DSA_RULER_NLENGTHS] = {{0}};
     struct dsa_inproc_stage_sum stages = {{0}, 0};
@@ -305,3 +429,45 @@ void dsa_ruler_inproc_summary_print(json_t *runs_records)
         labels[l] = dsa_ruler_length_name(l);
     dsa_inproc_bin_table_print(labels, sums, DSA_RULER_NLENGTHS, &stages);
 }
+
+static int summary(void *ev, const struct dsa_eval_summary_in *in)
+{
+    struct state *st = ev;
+    int ret = in->ret;
+    if ((ret == DSA_EXIT_OK || ret == DSA_EXIT_INTERRUPTED) && json_array_size(in->runs)) {
+        if (st->inprocess && !st->ctx->as_json)
+            inproc_summary_print(in->runs);
+        else
+            dsa_summary_print(in->runs, st->ctx->as_json, stdout);
+    }
+    long failed = ret == DSA_EXIT_OK ? dsa_summary_failed(in->runs) : 0;
+    if (failed) {
+        dsa_warnf("%ld samples failed after retries and are not scored (see the summary)", failed);
+        ret = DSA_EXIT_FAIL;
+    }
+    return ret;
+}
+
+static void free_state(void *ev)
+{
+    struct state *st = ev;
+    dsa_ruler_haystack_free(&st->haystack);
+    free(st);
+}
+
+const struct dsa_eval_hooks dsa_ruler_hooks = {
+    .check = check,
+    .traces = traces,
+    .load = load,
+    .begin = begin,
+    .total = total,
+    .header = header,
+    .start = start,
+    .next = next,
+    .request = request,
+    .grade = grade,
+    .job_free = job_free,
+    .summary = summary,
+    .free = free_state,
+    .poll_ms = 50,
+};

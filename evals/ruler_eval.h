@@ -1,7 +1,7 @@
 /*
  * The RULER eval's run (`dsa-eval ruler`, docs/ruler.md): the samples of the selected tasks ×
  * lengths × --limit indices (evals/ruler.h makes each one from the seed), those of this shard
- * without a record sent through the run loop's drive, one record each:
+ * without a record sent by the run loop (src/run/run.h), one record each:
  *
  *   endpoint   the input as the one user message (chat) or as the prompt (completions),
  *              max_tokens = the task's tokens to generate, temperature 0; the answer scored
@@ -14,7 +14,16 @@
  *              the indexer's selection, needle_retention (answer needles in the last query
  *              row's selection) and its golden value, distractor_tokens, selection_sha256.
  *
- * Ownership: borrows the backend, the run, the haystack and the options.
+ * The text summary of in-process runs replaces the endpoint table (whose columns are for
+ * answers, not selections):
+ *
+ *   bin      rows     recall@k   needle  needle(golden)
+ *   4k          6       0.9910    1.000           1.000
+ *   µs per context token: 788.3 = proxy 70.8 + S1 13.6 + … + host 1.3
+ *
+ * one row per length (ascending), the means over the ok records of every run.
+ *
+ * Ownership: the run state borrows the options and owns the haystack; a job owns its sample.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #ifndef DSA_EVALS_RULER_EVAL_H
@@ -22,45 +31,23 @@
 
 #include <stdbool.h>
 
-#include "backend/backend.h"
 #include "evals/evals.h"
-#include "evals/ruler.h"
-#include "store/store.h"
-#include "util/progress.h"
-#include "util/shard.h"
 
+/* The options of `dsa-eval ruler` (src/cmd_ruler.c fills the first part, check the rest). */
 struct dsa_ruler_eval_opts {
+    const char *tasks, *lengths; /* "all" or lists */
+    const char *haystack;        /* FILE, or NULL: the shipped substitute */
+    const char *api;             /* endpoint: "chat" or "completions" */
+    const char *seed_text;       /* NULL: seed 0 */
+    int limit;                   /* samples per (task, length) */
+    int max_query;               /* inprocess: query rows = the last N tokens (0 = all) */
+    bool stream;                 /* endpoint: SSE */
+    /* parsed by the check hook */
     unsigned tasks_mask, lengths_mask;
-    int limit; /* samples per (task, length) */
     unsigned long seed;
-    const dsa_ruler_haystack *haystack;
-    bool inprocess;     /* DSA_API_SELECT requests (else chat or completions) */
-    bool completions;   /* endpoint: POST /v1/completions with the input as the prompt */
-    bool stream;        /* endpoint: SSE */
-    long max_model_len; /* endpoint: the server's context, -1 unknown */
-    int max_query;      /* inprocess: query rows = the last N tokens (0 = all) */
-    struct dsa_shard shard;
-    volatile int *interrupted;
-    dsa_eval_drive_fn drive;
 };
 
-/* the samples of this shard (for the progress meter and the resume note) */
-long dsa_ruler_eval_count(const struct dsa_ruler_eval_opts *o);
-
-/* Runs (or resumes) one run into `run`. Returns an enum dsa_exit: OK (every sample has a
-   record; failed ones among them), INTERRUPTED, DATA (a sample could not be made; printed),
-   IO, BACKEND (the server went away or the stack failed; printed). */
-int dsa_ruler_eval_run(dsa_backend *b, dsa_run *run, const struct dsa_ruler_eval_opts *o,
-                       dsa_progress *pg);
-
-/* The text summary of in-process runs (records of every run: an array of arrays), printed
-   to stdout in place of the endpoint table (whose columns are for answers, not selections):
- *
- *   bin      rows     recall@k   needle  needle(golden)
- *   4k          6       0.9910    1.000           1.000
- *   µs per context token: 788.3 = proxy 70.8 + S1 13.6 + … + host 1.3
- *
- * one row per length (ascending), the means over the ok records of every run. */
-void dsa_ruler_inproc_summary_print(json_t *runs_records);
+/* The hooks of RULER's row in dsa_evals[]. */
+extern const struct dsa_eval_hooks dsa_ruler_hooks;
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend/inprocess.h"
+#include "util/exitcode.h"
 #include "util/msg.h"
 
 /* the in-process records' "stage_us_per_token" keys, then "total" */
@@ -593,4 +594,26 @@ int dsa_summary_print(json_t *runs, bool as_json, FILE *out)
     dsa_buf_release(&b);
     json_decref(s);
     return 0;
+}
+
+long dsa_summary_failed(json_t *runs)
+{
+    long failed = 0;
+    size_t i, k;
+    json_t *recs, *rec;
+    json_array_foreach(runs, i, recs) json_array_foreach(recs, k, rec)
+    {
+        const char *s = json_string_value(json_object_get(rec, "status"));
+        failed += s && !strcmp(s, "failed");
+    }
+    return failed;
+}
+
+int dsa_summary_print_json_if(json_t *runs, int ret)
+{
+    if (ret != DSA_EXIT_OK && ret != DSA_EXIT_FAIL && ret != DSA_EXIT_INTERRUPTED)
+        return ret;
+    if (json_array_size(runs) && dsa_summary_print(runs, true, stdout) < 0 && ret == DSA_EXIT_OK)
+        ret = DSA_EXIT_DATA;
+    return ret;
 }

@@ -50,4 +50,11 @@ void dsa_summary_render_json(json_t *summary, struct dsa_buf *out);
    rendering written to `out`. Returns 0, or -1 when the records are unusable (printed). */
 int dsa_summary_print(json_t *runs, bool as_json, FILE *out);
 
+/* The records with status "failed" in runs (an array of arrays of records). */
+long dsa_summary_failed(json_t *runs);
+/* --json after an in-process run: the summary document of the run files' records on stdout
+   when `ret` is a finished run (OK, FAIL, INTERRUPTED). Returns ret, or DSA_EXIT_DATA when the
+   document could not be printed. */
+int dsa_summary_print_json_if(json_t *runs, int ret);
+
 #endif

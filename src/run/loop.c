@@ -10,7 +10,7 @@ static bool interrupted(volatile int *flag)
 }
 
 /* submits while the backend takes more; returns 0 or the submit error (negative exit) */
-static int fill(dsa_backend *b, const struct dsa_eval_feed *h, void *ud, volatile int *o,
+static int fill(dsa_backend *b, const struct dsa_loop_feed *h, void *ud, volatile int *o,
                 bool *more)
 {
     while (*more && !interrupted(o) && !(h->must_stop && h->must_stop(ud)) &&
@@ -24,7 +24,7 @@ static int fill(dsa_backend *b, const struct dsa_eval_feed *h, void *ud, volatil
     return 0;
 }
 
-int dsa_loop_drive(dsa_backend *b, const struct dsa_eval_feed *h, void *ud, volatile int *o)
+int dsa_loop_drive(dsa_backend *b, const struct dsa_loop_feed *h, void *ud, volatile int *o)
 {
     bool more = true;
     for (;;) {

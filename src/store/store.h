@@ -120,6 +120,11 @@ json_t *dsa_run_command_json(int argc, char **argv);
    key; caller frees. */
 char *dsa_run_match_diff(json_t *a, json_t *b);
 
+/* The header of the run file at path (line 1; a new reference), or NULL when there is no file,
+   no header yet (a torn first line) or the line is not a run header. Quiet: dsa_run_open
+   reports what is wrong with the file. */
+json_t *dsa_run_read_header(const char *path);
+
 /* A header to fill (new reference): "dsa_eval_run": 1, "tool", "command" (from argv through
    dsa_run_command_json), "eval", "run", "created" (now, UTC), and empty "match", "dataset",
    "backend" and "params" objects for the caller to fill before dsa_run_open(). */

@@ -79,6 +79,36 @@ for k, v in row.items():
     want = sum(r["stage_us_per_token"][k] * r["context_tokens"] for r in recs) / tok
     assert abs(v - want) <= 1e-9 * max(want, 1e-9), (k, v, want)
 PY
+# the row filters in the header: match.filters as the endpoint writes it, no masks
+head -n 1 "$F" | "$DSA_PYTHON" -c '
+import json, sys
+m = json.loads(sys.stdin.readline())["match"]
+assert m["filters"] == {"needles": "2", "bins": None, "max_bin": None, "limit": 0}, m
+assert not {"bins_mask", "needles_mask", "limit"} & set(m), m' && ok "header: match.filters" \
+    || not_ok "header: match.filters"
+# a run file of an older build (tests/data/runs): the filters as masks in its match; with this
+# build's kernel identity in place of that build's, it resumes (nothing to do) and is unchanged,
+# and other filters are refused
+mkdir -p "$TMP/old"
+"$DSA_PYTHON" - "$DSA_DATA/runs/mrcr-inprocess-masks.jsonl" "$F" "$TMP/old/run-001.jsonl" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+h, now = json.loads(lines[0]), json.loads(open(sys.argv[2]).readline())
+assert h["match"]["bins_mask"] == 0 and h["match"]["needles_mask"] == 4, h["match"]
+for side in ("match", "backend"):
+    h[side]["kernels"] = now["match"]["kernels"]
+lines[0] = json.dumps(h, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+open(sys.argv[3], "w").write("\n".join(lines) + "\n")
+PY
+cp "$TMP/old/run-001.jsonl" "$TMP/old.before"
+expect_success "old-format run file resumes" run --out "$TMP/old"
+grep -qx "dsa-eval: resuming: 2 of 2 samples already done in '$TMP/old/run-001.jsonl': nothing left to do" \
+    "$TMP/err" && ok "old format: nothing left to do" || { not_ok "old format: nothing left to do"; sed 's/^/#   /' "$TMP/err"; }
+cmp -s "$TMP/old/run-001.jsonl" "$TMP/old.before" && ok "old format: file unchanged" \
+    || not_ok "old format: file unchanged"
+expect_code 6 "old format, another --limit: refused" run --limit 1 --out "$TMP/old"
+grep -q "(different limit: 0 vs 1)" "$TMP/err" && ok "old format: the key named" \
+    || { not_ok "old format: the key named"; sed 's/^/#   /' "$TMP/err"; }
 expect_code 6 "other variant into the same dir" run --variant rope=interleaved --out "$TMP/fp32"
 expect_code 2 "unknown variant" run --variant weights=fp8 --out "$TMP/x"
 grep -q "unknown variant 'weights=fp8'" "$TMP/err" && ok "variant message" || not_ok "variant message"

@@ -122,6 +122,8 @@ bad 2 "mrcr: --concurrency 0" "must be in range" "${M[@]}" --out m2 --concurrenc
 bad 2 "mrcr: --limit -1" "must be in range" "${M[@]}" --out m2 --limit -1
 bad 2 "mrcr: --bins 7k" "'7k' is not an MRCR bin edge" "${M[@]}" --out m2 --bins 7k
 bad 3 "mrcr: --needles 3" "pass the filters (--needles 3)" "${M[@]}" --out m2 --needles 3
+bad 2 "mrcr: no --endpoint, before the (missing) dataset" "--endpoint URL is required" \
+    env DSA_EVAL_CACHE="$TMP/nocache" "$DSA_BIN" mrcr --out m2
 bad 2 "mrcr: --timeout nan (fixed: was accepted)" "number out of range: 'nan'" \
     "${M[@]}" --out m2 --timeout nan
 bad 2 "mrcr: --extra-body not an object" "--extra-body is not a JSON object" \

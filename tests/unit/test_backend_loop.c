@@ -21,8 +21,10 @@
 
 #include "backend/backend.h"
 #include "backend/endpoint.h"
+#include "evals/evals.h"
 #include "evals/mrcr_eval.h"
 #include "run/loop.h"
+#include "run/run.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/hash.h"
@@ -646,7 +648,7 @@ static void test_probe(void **state)
    "row-c" (2 needles, bin 8k, prefix "PFX"), and an open run file beside it. */
 struct mrcr_fixture {
     char dir[64], ds[128], runp[128];
-    dsa_run *run;
+    json_t *records; /* of run-001.jsonl once run */
 };
 
 static void mrcr_fixture_open(struct mrcr_fixture *fx, const char *name)
@@ -665,16 +667,47 @@ static void mrcr_fixture_open(struct mrcr_fixture *fx, const char *name)
                 "\"desired_msg_index\":0,\"total_messages\":1,\"n_chars\":5,\"bin\":\"8k\"}\n",
                 tags[i]);
     fclose(f);
-    json_t *header =
-        json_pack("{s:i, s:s, s:i, s:{}}", "dsa_eval_run", 1, "eval", "mrcr", "run", 1, "match");
-    fx->run = NULL;
-    assert_int_equal(dsa_run_open(&fx->run, fx->runp, header, 0), 0);
+    fx->records = NULL;
+}
+
+/* The eval's row through the run loop on backend b (no pre-count: the server's context is
+   unknown); the run file's records into fx->records. Returns the loop's exit status. */
+static int mrcr_fixture_run(struct mrcr_fixture *fx, dsa_backend *b, bool strip_think)
+{
+    struct dsa_loop_opts lo;
+    dsa_loop_opts_init(&lo, 0, NULL, 8, 5, 1800, NULL, 2048);
+    lo.out = fx->dir;
+    dsa_strlist_push(&lo.ep.urls, url0); /* the backend is b; the option says there is one */
+    struct dsa_mrcr_eval_opts mo = {.dataset = fx->ds,
+                                    .needles = "2",
+                                    .max_tokens = 64,
+                                    .temperature = 0,
+                                    .no_count = true,
+                                    .strip_think = strip_think};
+    int ret = dsa_loop_run_on(dsa_eval_find("mrcr"), &mo, &lo, b);
+    dsa_loop_opts_release(&lo);
+    json_t *header = NULL;
+    assert_int_equal(dsa_run_load(fx->runp, &header, &fx->records), 0);
     json_decref(header);
+    return ret;
+}
+
+/* the record of `id`, or NULL */
+static json_t *mrcr_fixture_get(const struct mrcr_fixture *fx, const char *id)
+{
+    size_t i;
+    json_t *rec;
+    json_array_foreach(fx->records, i, rec)
+    {
+        if (!strcmp(json_string_value(json_object_get(rec, "id")), id))
+            return rec;
+    }
+    return NULL;
 }
 
 static void mrcr_fixture_close(struct mrcr_fixture *fx)
 {
-    dsa_run_free(&fx->run);
+    json_decref(fx->records);
     unlink(fx->ds);
     unlink(fx->runp);
     rmdir(fx->dir);
@@ -706,22 +739,11 @@ static void test_mrcr_eval_records(void **state)
     struct mrcr_fixture fx;
     mrcr_fixture_open(&fx, "test_mrcr_eval");
     dsa_backend *b = open_client(1, 2, 0, 10, NULL, NULL);
-    dsa_run *run = fx.run;
-    const char *paths[] = {fx.ds};
-    struct dsa_mrcr_eval_opts o = {.dataset_paths = paths,
-                                   .n_datasets = 1,
-                                   .max_tokens = 64,
-                                   .temperature = 0,
-                                   .max_model_len = -1,
-                                   .strip_think = true,
-                                   .drive = dsa_loop_drive};
-    struct dsa_mrcr_eval_counts c;
-    assert_int_equal(dsa_mrcr_eval_run(b, run, &o, NULL, NULL, &c), 0);
-    assert_int_equal(c.ok, 2);
-    assert_int_equal(c.failed, 1);
-    assert_int_equal(c.done, 3);
+    /* one row failed: exit 1 (DSA_EXIT_FAIL) once every row has its record */
+    assert_int_equal(mrcr_fixture_run(&fx, b, true), 1);
+    assert_int_equal(json_array_size(fx.records), 3);
 
-    json_t *a = dsa_run_get(run, "n2/r0000");
+    json_t *a = mrcr_fixture_get(&fx, "n2/r0000");
     assert_non_null(a);
     assert_string_equal(json_string_value(json_object_get(a, "status")), "ok");
     /* the official score sees "<think>…": no prefix, 0; the labelled second score strips */
@@ -737,13 +759,13 @@ static void test_mrcr_eval_records(void **state)
     assert_null(json_object_get(a, "reasoning"));
     assert_int_equal(json_integer_value(json_object_get(a, "completion_tokens")), 4);
 
-    json_t *bb = dsa_run_get(run, "n2/r0001");
+    json_t *bb = mrcr_fixture_get(&fx, "n2/r0001");
     assert_string_equal(json_string_value(json_object_get(bb, "output")), "");
     assert_true(json_is_true(json_object_get(bb, "output_null")));
     assert_true(json_real_value(json_object_get(bb, "score")) == 0.0);
     assert_string_equal(json_string_value(json_object_get(bb, "finish_reason")), "length");
 
-    json_t *cc = dsa_run_get(run, "n2/r0002");
+    json_t *cc = mrcr_fixture_get(&fx, "n2/r0002");
     assert_string_equal(json_string_value(json_object_get(cc, "status")), "failed");
     assert_true(json_is_null(json_object_get(cc, "score")));
     assert_string_equal(json_string_value(json_object_get(cc, "error")), "HTTP 422: bad row");
@@ -787,18 +809,10 @@ static void test_mrcr_eval_auth_stop(void **state)
     mrcr_fixture_open(&fx, "test_mrcr_auth");
     /* concurrency 1: row-a finishes before row-b is refused */
     dsa_backend *b = open_client(1, 1, 0, 10, NULL, NULL);
-    dsa_run *run = fx.run;
-    const char *paths[] = {fx.ds};
-    struct dsa_mrcr_eval_opts o = {.dataset_paths = paths,
-                                   .n_datasets = 1,
-                                   .max_tokens = 64,
-                                   .max_model_len = -1,
-                                   .drive = dsa_loop_drive};
-    struct dsa_mrcr_eval_counts c;
-    assert_int_equal(dsa_mrcr_eval_run(b, run, &o, NULL, NULL, &c), 4); /* DSA_EXIT_BACKEND */
-    assert_int_equal(dsa_run_count(run), 1);
-    assert_non_null(dsa_run_get(run, "n2/r0000"));
-    assert_null(dsa_run_get(run, "n2/r0001"));
+    assert_int_equal(mrcr_fixture_run(&fx, b, false), 4); /* DSA_EXIT_BACKEND */
+    assert_int_equal(json_array_size(fx.records), 1);
+    assert_non_null(mrcr_fixture_get(&fx, "n2/r0000"));
+    assert_null(mrcr_fixture_get(&fx, "n2/r0001"));
     dsa_backend_free(&b);
     mrcr_fixture_close(&fx);
 }

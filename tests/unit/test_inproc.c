@@ -16,8 +16,9 @@
 #include <math.h>
 
 #include "dsa_numeric.h"
-#include "evals/inproc_mrcr.h"
-#include "run/loop.h"
+#include "evals/evals.h"
+#include "evals/mrcr_eval.h"
+#include "run/run.h"
 #include "kernels/proxy.h"
 #include "store/store.h"
 
@@ -36,18 +37,17 @@ static json_t *load_records(const char *out)
 
 static void run(const char *out, const char *variant)
 {
-    struct dsa_inproc_run o;
-    dsa_inproc_run_init(&o);
-    o.stack.device = "cpu";
-    const char *files[] = {dataset};
-    o.datasets = files;
-    o.ndatasets = 1;
-    o.out_dir = out;
-    o.max_query = 4;
-    o.drive = dsa_loop_drive;
+    struct dsa_loop_opts lo;
+    dsa_loop_opts_init(&lo, 0, NULL, 8, 5, 1800, NULL, 2048);
+    lo.backend = "inprocess";
+    lo.out = out;
+    lo.ip.device = "cpu";
     if (variant)
-        assert_int_equal(dsa_k_flags_set(&o.stack.flags, variant), 0);
-    assert_int_equal(dsa_inproc_mrcr_run(&o), 0);
+        dsa_strlist_push(&lo.ip.variants, variant);
+    struct dsa_mrcr_eval_opts mo = {
+        .dataset = dataset, .needles = "2", .max_tokens = 4096, .max_query = 4};
+    assert_int_equal(dsa_loop_run(dsa_eval_find("mrcr"), &mo, &lo), 0);
+    dsa_loop_opts_release(&lo);
 }
 
 static void test_mrcr_inproc(void **state)
