@@ -53,6 +53,32 @@ static void test_escapes(void **state)
     json_decref(s);
 }
 
+/* The writer skips 8 plain bytes at a time: each byte that needs an escape (and a plain
+   neighbour of each class: 0x1f/0x20, '!'/'#' around '"', '['/']' around '\\', a byte >= 0x80)
+   at every offset in a word and across its edge, in strings of every length around 8 and 16. */
+static void test_escapes_aligned(void **state)
+{
+    (void)state;
+    static const char special[] = {0x01, 0x1f, ' ', '"', '!', '#', '\\', '[', ']', '\n', 0x7f};
+    for (size_t k = 0; k < sizeof special; k++)
+        for (size_t len = 1; len <= 18; len++)
+            for (size_t at = 0; at < len; at++) {
+                char text[20];
+                memset(text, 'a', len);
+                text[at] = special[k];
+                json_t *s = json_stringn(text, len);
+                same_as_jansson(s);
+                json_decref(s);
+                /* with a two-byte sequence in the same word */
+                if (len >= 2 && at + 2 < len) {
+                    memcpy(text + at + 1, "\xc3\xa9", 2);
+                    s = json_stringn(text, len);
+                    same_as_jansson(s);
+                    json_decref(s);
+                }
+            }
+}
+
 static void test_scalars_and_nesting(void **state)
 {
     (void)state;
@@ -119,6 +145,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escapes),
+        cmocka_unit_test(test_escapes_aligned),
         cmocka_unit_test(test_scalars_and_nesting),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_random),
