@@ -3,6 +3,7 @@
 #include "backend/response.h"
 
 #include <pcre2.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -235,8 +236,9 @@ static bool contains(const char *s, size_t len, const char *needle)
     return false;
 }
 
-/* Only digits, '-', ',' and JSON blanks between p and end: a 32K-token list is ~200 KB, looked
-   at byte by byte, so through a table rather than a strchr() per byte. */
+/* Only digits, '-', ',' and JSON blanks between p and end. A 128K-token list is ~900 KB: words
+   of digits and commas (nearly all of it) pass 8 bytes at a time; a word with anything else
+   is looked at byte by byte through the table. */
 static bool plain_int_list(const char *p, const char *end)
 {
     static const bool table[256] = {
@@ -244,6 +246,25 @@ static bool plain_int_list(const char *p, const char *end)
         ['6'] = true, ['7'] = true,  ['8'] = true,  ['9'] = true,  ['-'] = true, [','] = true,
         [' '] = true, ['\n'] = true, ['\t'] = true, ['\r'] = true,
     };
+    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+    const uint64_t lows = ~highs;
+    while (end - p >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        if (!(w & highs)) {
+            /* bytes below 0x80 add without carries: exact per byte */
+            uint64_t digit = ((w + ones * (0x80 - '0')) & ~(w + ones * (0x80 - '9' - 1))) & highs;
+            uint64_t c = w ^ (ones * ',');
+            uint64_t comma = ~(((c & lows) + lows) | c) & highs;
+            if ((digit | comma) == highs) {
+                p += 8;
+                continue;
+            }
+        }
+        for (const char *q = p + 8; p < q; p++)
+            if (!table[(unsigned char)*p])
+                return false;
+    }
     for (; p < end; p++)
         if (!table[(unsigned char)*p])
             return false;
