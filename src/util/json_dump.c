@@ -118,7 +118,9 @@ static int dump_scalar(const json_t *v, struct dsa_buf *out)
     return 0;
 }
 
-int dsa_json_dump_compact(const json_t *v, struct dsa_buf *out)
+static int dump(const json_t *v, struct dsa_buf *out, struct dsa_json_splice *sp);
+
+static int dump_value(const json_t *v, struct dsa_buf *out, struct dsa_json_splice *sp)
 {
     switch (json_typeof(v)) {
     case JSON_STRING:
@@ -128,7 +130,7 @@ int dsa_json_dump_compact(const json_t *v, struct dsa_buf *out)
         for (size_t i = 0; i < json_array_size(v); i++) {
             if (i)
                 dsa_buf_addch(out, ',');
-            if (dsa_json_dump_compact(json_array_get(v, i), out) < 0)
+            if (dump(json_array_get(v, i), out, sp) < 0)
                 return -1;
         }
         dsa_buf_addch(out, ']');
@@ -149,7 +151,7 @@ int dsa_json_dump_compact(const json_t *v, struct dsa_buf *out)
             if (dump_string(key, key_len, out) < 0)
                 return -1;
             dsa_buf_addch(out, ':');
-            if (dsa_json_dump_compact(val, out) < 0)
+            if (dump(val, out, sp) < 0)
                 return -1;
         }
         dsa_buf_addch(out, '}');
@@ -158,4 +160,29 @@ int dsa_json_dump_compact(const json_t *v, struct dsa_buf *out)
     default:
         return dump_scalar(v, out);
     }
+}
+
+static int dump(const json_t *v, struct dsa_buf *out, struct dsa_json_splice *sp)
+{
+    if (!sp || v != sp->v)
+        return dump_value(v, out, sp);
+    size_t off = out->len;
+    if (sp->bytes)
+        dsa_buf_add(out, sp->bytes, sp->len);
+    else if (dump_value(v, out, NULL) < 0)
+        return -1;
+    sp->off = off;
+    sp->len = out->len - off;
+    sp->seen = true;
+    return 0;
+}
+
+int dsa_json_dump_compact(const json_t *v, struct dsa_buf *out)
+{
+    return dump(v, out, NULL);
+}
+
+int dsa_json_dump_compact_splice(const json_t *v, struct dsa_buf *out, struct dsa_json_splice *sp)
+{
+    return dump(v, out, sp);
 }
