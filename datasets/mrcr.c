@@ -21,6 +21,7 @@
 #include "util/hash.h"
 #include "util/json.h"
 #include "util/json_pick.h"
+#include "util/json_simd.h"
 #include "util/lines.h"
 #include "util/msg.h"
 #include "util/opt.h"
@@ -463,20 +464,24 @@ static bool keep(dsa_mrcr_reader *rd, int n, int bin, bool count)
     return true;
 }
 
-/* One line's object. Pass 1 counts rows by their head: the prompt, most of each line, is
-   lexed but neither decoded nor built. Pass 2 builds JSONL rows with one event-parser pass
-   that also parses the prompt's messages from the bytes it decoded (rd->messages); jansson
-   reads the pages and words every refusal (util/json_pick.h). */
+/* One line's object, parsed by simdjson where the line reader left it (util/json_simd.h).
+   Pass 1 counts rows by their head: the whole line is checked, but of the prompt, most of each
+   line, no jansson string is built. Pass 2 builds JSONL rows and parses the prompt's messages
+   from the bytes simdjson decoded (rd->messages); jansson reads the pages and words every
+   refusal (util/json_pick.h). */
 static json_t *read_line_object(dsa_mrcr_reader *rd, const char *line, size_t len,
                                 const struct dsa_json_where *w)
 {
     static const char *const head[] = {"n_needles", "n_chars", "context_tokens", "bin", NULL};
     if (rd->fmt != FMT_JSONL)
         return dsa_json_parse_object(line, len, w);
-    if (!rd->pass2)
-        return dsa_json_pick_object(line, len, head, w);
+    _Static_assert(DSA_LINES_PADDING >= DSA_JSIMD_PADDING, "lines are padded for simdjson");
+    if (!rd->pass2) {
+        json_t *obj = dsa_jsimd_pick(line, len, true, head);
+        return obj ? obj : dsa_json_parse_object(line, len, w);
+    }
     json_decref(rd->messages);
-    json_t *obj = dsa_json_load_fast_inner(line, len, "prompt", &rd->messages);
+    json_t *obj = dsa_jsimd_load(line, len, true, "prompt", &rd->messages);
     if (obj && json_is_object(obj))
         return obj;
     json_decref(obj);

@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 # The test references are part of the test suite, not options: every test runs and none is
 # skipped (CPython difflib/re/json, numpy and scipy, prometheus_client, and a headless browser
 # that renders the HTML report).
-packages=(build-essential cmake pkg-config git
-          libcurl4-openssl-dev libjansson-dev libyajl-dev libpcre2-dev libgsl-dev libssl-dev
+packages=(build-essential g++ cmake pkg-config git
+          libcurl4-openssl-dev libjansson-dev libyajl-dev libsimdjson-dev libpcre2-dev libgsl-dev libssl-dev
           libmicrohttpd-dev libcmocka-dev libicu-dev zlib1g-dev curl openssl
           python3 python3-numpy python3-scipy python3-prometheus-client)
 

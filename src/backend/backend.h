@@ -119,7 +119,9 @@ typedef void (*dsa_backend_done_fn)(const struct dsa_result *res);
 
 struct dsa_request {
     enum dsa_api api;
-    json_t *body;     /* borrowed; may be NULL for GET */
+    json_t *body;     /* borrowed, and not changed after submit (a value submitted again
+                         from this request's callback is taken to have the same bytes);
+                         may be NULL for GET */
     const char *path; /* GET path, or an override of the API's default path */
     int endpoint;     /* -1: any (least outstanding requests); else that endpoint */
     bool stream;      /* CHAT/COMPLETION: SSE with include_usage */

@@ -52,6 +52,10 @@ struct xfer {
     char *path;
     char *body; /* serialized request, NULL for GET */
     size_t body_len;
+    /* TOKENIZE: the body's "messages" (a reference) and where their bytes lie in body, for
+       the chat request its callback sends with the same messages (ep_submit) */
+    json_t *msgs;
+    size_t msgs_off, msgs_len;
     int fixed_endpoint; /* -1: any */
     int endpoint;       /* of the current attempt */
     bool stream;
@@ -106,7 +110,8 @@ struct ep {
     CURL **pool; /* idle easy handles: reusing them keeps their connection caches warm */
     int n_pool, cap_pool;
     long total_retries, total_errors;
-    long n_delivered; /* callbacks run so far (all statuses) */
+    long n_delivered;        /* callbacks run so far (all statuses) */
+    struct xfer *delivering; /* the request whose callback is running, or NULL */
 };
 
 static double now_s(void)
@@ -173,6 +178,7 @@ static void xfer_free(struct xfer *x)
     uncharge(x);
     free(x->path);
     free(x->body);
+    json_decref(x->msgs);
     dsa_buf_release(&x->resp_body);
     dsa_sse_release(&x->sse);
     dsa_resp_release(&x->acc);
@@ -267,8 +273,11 @@ static void deliver(struct ep *ep, struct xfer *x, enum dsa_res_status st, const
     if (st == DSA_RES_FAILED)
         ep->total_errors++;
     ep->n_delivered++;
+    struct xfer *outer = ep->delivering;
+    ep->delivering = x; /* a request submitted from the callback may copy from x->body */
     if (x->done)
         x->done(&res);
+    ep->delivering = outer;
     xfer_free(x);
 }
 
@@ -504,14 +513,17 @@ static bool curl_retryable(CURLcode cc)
 
 /* x->body = body's compact JSON, written once into the buffer curl sends from
    (CURLOPT_POSTFIELDS does not copy): the prompt is escaped straight into it, with no
-   intermediate string and no second copy. Returns 0 or -1 (not UTF-8). */
-static int serialize_body(struct xfer *x, const json_t *body)
+   intermediate string and no second copy; sp (or NULL) as in util/json_dump.h. Returns 0 or
+   -1 (not UTF-8). */
+static int serialize_body(struct xfer *x, const json_t *body, struct dsa_json_splice *sp)
 {
     struct dsa_buf b = DSA_BUF_INIT;
     free(x->body);
     x->body = NULL;
     x->body_len = 0;
-    if (dsa_json_dump_compact(body, &b) < 0) {
+    json_decref(x->msgs); /* its bytes go with the old body */
+    x->msgs = NULL;
+    if (dsa_json_dump_compact_splice(body, &b, sp) < 0) {
         dsa_buf_release(&b);
         return -1;
     }
@@ -556,7 +568,7 @@ static int chain_count(struct ep *ep, struct xfer *x, char *err, size_t errlen)
     }
     json_t *body = dsa_llamacpp_count_body(prompt, len);
     json_decref(v);
-    int rc = serialize_body(x, body);
+    int rc = serialize_body(x, body, NULL);
     json_decref(body);
     if (rc < 0)
         return snprintf(err, errlen, "cannot serialize the token count request"), -1;
@@ -807,6 +819,33 @@ static const char *default_path(const struct ep *ep, enum dsa_api api)
     return NULL;
 }
 
+/* Serializes a request's body. A row's messages are sent twice, counted by /tokenize and then
+   in the chat request that count's callback submits: the second body copies their bytes from
+   the first (still held while its callback runs) instead of escaping a prompt of up to a
+   megabyte again. The same json_t is the same bytes: bodies are not changed after submit
+   (backend.h). */
+static int serialize_request(struct ep *ep, struct xfer *x, const struct dsa_request *req,
+                             const json_t *body)
+{
+    json_t *msgs = req->body ? json_object_get(req->body, "messages") : NULL;
+    if (!json_is_array(msgs))
+        return serialize_body(x, body, NULL);
+    struct dsa_json_splice sp = {.v = msgs};
+    const struct xfer *d = ep->delivering;
+    if (d && d->msgs == msgs && d->body) {
+        sp.bytes = d->body + d->msgs_off;
+        sp.len = d->msgs_len;
+    }
+    if (serialize_body(x, body, &sp) < 0)
+        return -1;
+    if (req->api == DSA_API_TOKENIZE && sp.seen) {
+        x->msgs = json_incref(msgs);
+        x->msgs_off = sp.off;
+        x->msgs_len = sp.len;
+    }
+    return 0;
+}
+
 static int ep_submit(dsa_backend *b, const struct dsa_request *req)
 {
     struct ep *ep = (struct ep *)b;
@@ -875,7 +914,7 @@ static int ep_submit(dsa_backend *b, const struct dsa_request *req)
             }
         }
         /* no sorting: messages and every string go out byte-exact, in the caller's order */
-        int rc = serialize_body(x, body);
+        int rc = serialize_request(ep, x, req, body);
         json_decref(body);
         if (rc < 0) {
             xfer_free(x);

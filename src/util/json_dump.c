@@ -3,6 +3,7 @@
 #include "util/json_dump.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,21 +45,54 @@ static void escape_byte(struct dsa_buf *out, unsigned char c)
     dsa_buf_add(out, seq, n);
 }
 
+#define ONES  UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* Pure ASCII (most prompts): one look at each byte's top bit, 8 bytes at a time. */
+static bool ascii(const char *s, size_t len)
+{
+    uint64_t high = 0, w;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        memcpy(&w, s + i, 8);
+        high |= w;
+    }
+    for (; i < len; i++)
+        high |= (unsigned char)s[i];
+    return !(high & HIGHS);
+}
+
+/* Non-zero if a byte of w needs an escape: below 0x20 (the has-less-than test), '"' or '\\'
+   (the has-zero-byte test on w xor the byte). Exact as to "any", which is all it is asked. */
+static uint64_t needs_escape(uint64_t w)
+{
+    uint64_t q = w ^ (ONES * '"'), b = w ^ (ONES * '\\');
+    return (((w - ONES * 0x20) & ~w) | ((q - ONES) & ~q) | ((b - ONES) & ~b)) & HIGHS;
+}
+
 static int dump_string(const char *s, size_t len, struct dsa_buf *out)
 {
     /* jansson refuses to dump what is not UTF-8 (json_stringn_nocheck can hold anything) */
-    if (!dsa_utf8_valid(s, len))
+    if (!ascii(s, len) && !dsa_utf8_valid(s, len))
         return -1;
     dsa_buf_grow(out, len + 2);
     dsa_buf_addch(out, '"');
-    size_t run = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\')
+    size_t run = 0, i = 0;
+    while (i < len) {
+        uint64_t w;
+        if (i + 8 <= len && (memcpy(&w, s + i, 8), !needs_escape(w))) {
+            i += 8; /* a prompt's text runs tens of bytes between escapes */
             continue;
-        dsa_buf_add(out, s + run, i - run);
-        escape_byte(out, c);
-        run = i + 1;
+        }
+        size_t stop = i + 8 <= len ? i + 8 : len;
+        for (; i < stop; i++) {
+            unsigned char c = (unsigned char)s[i];
+            if (c >= 0x20 && c != '"' && c != '\\')
+                continue;
+            dsa_buf_add(out, s + run, i - run);
+            escape_byte(out, c);
+            run = i + 1;
+        }
     }
     dsa_buf_add(out, s + run, len - run);
     dsa_buf_addch(out, '"');
@@ -84,7 +118,9 @@ static int dump_scalar(const json_t *v, struct dsa_buf *out)
     return 0;
 }
 
-int dsa_json_dump_compact(const json_t *v, struct dsa_buf *out)
+static int dump(const json_t *v, struct dsa_buf *out, struct dsa_json_splice *sp);
+
+static int dump_value(const json_t *v, struct dsa_buf *out, struct dsa_json_splice *sp)
 {
     switch (json_typeof(v)) {
     case JSON_STRING:
@@ -94,7 +130,7 @@ int dsa_json_dump_compact(const json_t *v, struct dsa_buf *out)
         for (size_t i = 0; i < json_array_size(v); i++) {
             if (i)
                 dsa_buf_addch(out, ',');
-            if (dsa_json_dump_compact(json_array_get(v, i), out) < 0)
+            if (dump(json_array_get(v, i), out, sp) < 0)
                 return -1;
         }
         dsa_buf_addch(out, ']');
@@ -115,7 +151,7 @@ int dsa_json_dump_compact(const json_t *v, struct dsa_buf *out)
             if (dump_string(key, key_len, out) < 0)
                 return -1;
             dsa_buf_addch(out, ':');
-            if (dsa_json_dump_compact(val, out) < 0)
+            if (dump(val, out, sp) < 0)
                 return -1;
         }
         dsa_buf_addch(out, '}');
@@ -124,4 +160,29 @@ int dsa_json_dump_compact(const json_t *v, struct dsa_buf *out)
     default:
         return dump_scalar(v, out);
     }
+}
+
+static int dump(const json_t *v, struct dsa_buf *out, struct dsa_json_splice *sp)
+{
+    if (!sp || v != sp->v)
+        return dump_value(v, out, sp);
+    size_t off = out->len;
+    if (sp->bytes)
+        dsa_buf_add(out, sp->bytes, sp->len);
+    else if (dump_value(v, out, NULL) < 0)
+        return -1;
+    sp->off = off;
+    sp->len = out->len - off;
+    sp->seen = true;
+    return 0;
+}
+
+int dsa_json_dump_compact(const json_t *v, struct dsa_buf *out)
+{
+    return dump(v, out, NULL);
+}
+
+int dsa_json_dump_compact_splice(const json_t *v, struct dsa_buf *out, struct dsa_json_splice *sp)
+{
+    return dump(v, out, sp);
 }

@@ -12,11 +12,27 @@
 #define DSA_UTIL_JSON_DUMP_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 #include "util/buf.h"
 
 /* Appends v's compact JSON to out. Returns 0, or -1 when json_dumps would fail (a string
    that is not valid UTF-8, a NaN); out then holds a partial document the caller discards. */
 int dsa_json_dump_compact(const json_t *v, struct dsa_buf *out);
+
+/* One value of a tree, found by pointer, whose bytes a dump records or copies: with bytes NULL
+   the dump writes it as usual and sets off/len to where it lies in out; with bytes set, those
+   len bytes (the same value's dump, from an earlier body) are copied in its place. seen: the
+   dump met it. For a row's messages, counted in one request and sent in the next: escaped
+   once, copied the second time. */
+struct dsa_json_splice {
+    const json_t *v;
+    const char *bytes;
+    size_t off, len;
+    bool seen;
+};
+/* As dsa_json_dump_compact(), with sp (may be NULL) as above. */
+int dsa_json_dump_compact_splice(const json_t *v, struct dsa_buf *out, struct dsa_json_splice *sp);
 
 #endif

@@ -1,18 +1,19 @@
 /*
  * One pass over a JSON object text (a JSONL line) that keeps only what its caller needs, and the
- * checks every event-parser reader of the project shares (this file and
- * evals/mrcr_grade_fields.c): what makes yajl accept exactly the texts jansson accepts.
+ * checks every event-parser reader of the project shares (evals/mrcr_grade_fields.c): what
+ * makes yajl accept exactly the texts jansson accepts.
  *
  * dsa_json_pick_object() keeps some top-level members: for lines whose bulk is a value the
- * caller does not need now (the prompt of an MRCR row while its head is counted). The line is
- * lexed once by yajl's event parser, which builds nothing and decodes no string; each named
- * member is read by jansson from its own bytes.
- * Lines the event parser declines (not JSON, not an object, a duplicate key, invalid UTF-8,
- * a NUL byte raw or escaped, a lone surrogate escape, a number beyond a 64-bit integer or a double,
- * nesting deeper than jansson's 2048) are parsed whole by dsa_json_parse_object(), so every refusal
- * is jansson's message and the lines accepted are exactly those it accepts. Ownership: the
- * json_t results are new references (json_decref them); a struct dsa_json_keys owns its memory
- * until dsa_json_keys_release(). SPDX-License-Identifier: GPL-3.0-or-later
+ * caller does not need now (the prompt of an MRCR row while its head is counted). The picker
+ * and the tree builders run on simdjson (util/json_simd.h: the text parsed once into its tape,
+ * then only the values asked for made into jansson values).
+ * Lines simdjson or jansson's extra rules decline (not JSON, not an object, a duplicate key,
+ * invalid UTF-8, a NUL byte raw or escaped, a lone surrogate escape, an integer beyond long long,
+ * a number beyond a double, nesting deeper than simdjson's 1024) are parsed whole by
+ * dsa_json_parse_object(), so every refusal is jansson's message and the lines accepted are
+ * exactly those it accepts. Ownership: the json_t results are new references (json_decref them);
+ * a struct dsa_json_keys owns its memory until dsa_json_keys_release().
+ * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #ifndef DSA_UTIL_JSON_PICK_H
 #define DSA_UTIL_JSON_PICK_H
@@ -34,17 +35,17 @@ json_t *dsa_json_pick_object(const char *text, size_t len, const char *const *na
                              const struct dsa_json_where *w);
 
 /* The whole text as jansson's json_loadb(text, len, 0) reads it (an object or an array), built
-   from one event-parser pass with one copy of each string; NULL (nothing printed) where the
-   event parser declines (as above, a duplicate key included): then call jansson, which
-   either refuses the text with its message or reads it as it does. */
+   from one simdjson parse with one copy of each string; NULL (nothing printed) where it
+   declines (as above, a duplicate key included): then call jansson, which either refuses the
+   text with its message or reads it as it does. */
 json_t *dsa_json_load_fast(const char *text, size_t len);
 
 /* As dsa_json_load_fast(), and where the top-level member named inner_key is a string whose
    decoded bytes dsa_json_load_fast() takes (the JSON text of an MRCR row's messages), those bytes
-   are parsed where the event parser decoded them, never copied into a string: *inner gets that
+   are parsed where simdjson decoded them, never copied into a jansson string: *inner gets that
    tree and the member holds "" in the object. Otherwise *inner is NULL and the member is the
    string itself, for the caller to parse or refuse as before. For the hot path of the MRCR
-   reader: each prompt byte is lexed by yajl once here. */
+   reader. */
 json_t *dsa_json_load_fast_inner(const char *text, size_t len, const char *inner_key,
                                  json_t **inner);
 
@@ -77,7 +78,7 @@ bool dsa_json_only_blanks_after(const char *text, size_t len, size_t end);
 size_t dsa_json_value_start(const char *text, size_t off);
 
 #ifdef DSA_UNITTEST_BUILD
-/* The event-parser path alone: the picked object, or NULL where jansson must decide. */
+/* The simdjson path alone: the picked object, or NULL where jansson must decide. */
 json_t *dsa_json_pick_stream(const char *text, size_t len, const char *const *names);
 #endif
 

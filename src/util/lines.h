@@ -2,7 +2,9 @@
  * Streaming line reader for JSONL and other line formats. Memory grows with the longest line,
  * never with the file (MRCR rows of 1M tokens are ~5 MB; a 2,400-row file is ~2.5 GB).
  * Ownership: the reader owns the line buffer; a line returned by dsa_lines_next() is valid
- * until the next call. "-" means standard input.
+ * until the next call, NUL-terminated, and followed by at least DSA_LINES_PADDING readable
+ * bytes (a parser that reads past a text's end, util/json_simd.h, takes it in place).
+ * "-" means standard input.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #ifndef DSA_UTIL_LINES_H
@@ -11,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+
+#define DSA_LINES_PADDING 64
 
 typedef struct dsa_lines dsa_lines;
 

@@ -208,6 +208,31 @@ static void test_completion_and_generate(void **state)
     const char *t4 = "{\"tokens\":[5,\"x]\"],\"count\":2}"; /* not integers: parsed whole */
     assert_int_equal(dsa_resp_parse_body(&r, DSA_API_TOKENIZE, t4, strlen(t4)), DSA_RESP_OK);
     assert_int_equal(r.prompt_tokens, 2);
+    dsa_resp_reset(&r);
+    /* the list is checked 8 bytes at a time: a byte that no integer list holds, at every
+       offset, sends the body to the parser whole (which refuses it); none, and it is skipped */
+    static const char bad[] = {'x', '+', ':', '.', '\x01', '\x80'};
+    char body[160];
+    for (size_t k = 0; k <= sizeof bad; k++)
+        for (size_t at = 0; at < 64; at++) {
+            int n = snprintf(body, sizeof body,
+                             "{\"count\":9,\"tokens\":[1234567,-890123,4567890, 12345,\n"
+                             "6789012,3456789,0,12,345678,9012345,6789]}");
+            size_t list = strlen("{\"count\":9,\"tokens\":[");
+            if (k < sizeof bad)
+                body[list + at] = bad[k];
+            int rc = dsa_resp_parse_body(&r, DSA_API_TOKENIZE, body, (size_t)n);
+            if (k == sizeof bad || bad[k] == '.') {
+                /* '.' makes a real (valid JSON, parsed whole) or an invalid token */
+                if (k == sizeof bad)
+                    assert_int_equal(rc, DSA_RESP_OK);
+            } else if (rc == DSA_RESP_OK) {
+                fail_msg("byte 0x%02x at %zu of the list was skipped", (unsigned char)bad[k], at);
+            }
+            if (rc == DSA_RESP_OK)
+                assert_int_equal(r.prompt_tokens, 9);
+            dsa_resp_reset(&r);
+        }
     dsa_resp_release(&r);
 }
 

@@ -53,6 +53,65 @@ static void test_escapes(void **state)
     json_decref(s);
 }
 
+/* The writer skips 8 plain bytes at a time: each byte that needs an escape (and a plain
+   neighbour of each class: 0x1f/0x20, '!'/'#' around '"', '['/']' around '\\', a byte >= 0x80)
+   at every offset in a word and across its edge, in strings of every length around 8 and 16. */
+static void test_escapes_aligned(void **state)
+{
+    (void)state;
+    static const char special[] = {0x01, 0x1f, ' ', '"', '!', '#', '\\', '[', ']', '\n', 0x7f};
+    for (size_t k = 0; k < sizeof special; k++)
+        for (size_t len = 1; len <= 18; len++)
+            for (size_t at = 0; at < len; at++) {
+                char text[20];
+                memset(text, 'a', len);
+                text[at] = special[k];
+                json_t *s = json_stringn(text, len);
+                same_as_jansson(s);
+                json_decref(s);
+                /* with a two-byte sequence in the same word */
+                if (len >= 2 && at + 2 < len) {
+                    memcpy(text + at + 1, "\xc3\xa9", 2);
+                    s = json_stringn(text, len);
+                    same_as_jansson(s);
+                    json_decref(s);
+                }
+            }
+}
+
+/* A value recorded in one dump and copied into the next: the second body's bytes are those of
+   a plain dump, and the recorded range holds exactly the value's own dump. */
+static void test_splice(void **state)
+{
+    (void)state;
+    json_t *msgs = json_pack("[{s:s,s:s},{s:s,s:s}]", "role", "user", "content", "a\"b\n\xc3\xa9",
+                             "role", "assistant", "content", "c\\d");
+    json_t *count = json_pack("{s:s,s:O}", "model", "m", "messages", msgs);
+    json_t *chat =
+        json_pack("{s:O,s:i,s:f}", "messages", msgs, "max_tokens", 256, "temperature", 0.0);
+    struct dsa_buf first = DSA_BUF_INIT, second = DSA_BUF_INIT, plain = DSA_BUF_INIT;
+    struct dsa_json_splice sp = {.v = msgs};
+    assert_int_equal(dsa_json_dump_compact_splice(count, &first, &sp), 0);
+    assert_true(sp.seen);
+    char *want = json_dumps(msgs, JSON_COMPACT);
+    assert_int_equal(sp.len, strlen(want));
+    assert_memory_equal(first.data + sp.off, want, sp.len);
+    same_as_jansson(count);
+    struct dsa_json_splice copy = {.v = msgs, .bytes = first.data + sp.off, .len = sp.len};
+    assert_int_equal(dsa_json_dump_compact_splice(chat, &second, &copy), 0);
+    assert_true(copy.seen);
+    assert_int_equal(dsa_json_dump_compact(chat, &plain), 0);
+    assert_int_equal(second.len, plain.len);
+    assert_memory_equal(second.data, plain.data, plain.len);
+    free(want);
+    dsa_buf_release(&first);
+    dsa_buf_release(&second);
+    dsa_buf_release(&plain);
+    json_decref(count);
+    json_decref(chat);
+    json_decref(msgs);
+}
+
 static void test_scalars_and_nesting(void **state)
 {
     (void)state;
@@ -118,10 +177,9 @@ static void test_random(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_escapes),
-        cmocka_unit_test(test_scalars_and_nesting),
-        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_random),
+        cmocka_unit_test(test_escapes),  cmocka_unit_test(test_escapes_aligned),
+        cmocka_unit_test(test_splice),   cmocka_unit_test(test_scalars_and_nesting),
+        cmocka_unit_test(test_refusals), cmocka_unit_test(test_random),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

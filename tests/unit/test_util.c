@@ -162,6 +162,51 @@ static void test_lines_torn_tail(void **state)
     unlink(path);
 }
 
+/* Lines longer than the reader's 64 KiB reads, across their edges: each line whole, in order,
+   with its offsets, NUL-terminated and followed by DSA_LINES_PADDING readable bytes (read here,
+   so the sanitizer build checks the promise). */
+static void test_lines_long(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/dsa-test-lines-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    static const size_t lens[] = {0, 1, 65535, 65536, 65537, 200000, 3, 0, 131072, 7};
+    struct dsa_buf b = DSA_BUF_INIT;
+    for (size_t i = 0; i < DSA_ARRAY_SIZE(lens); i++) {
+        for (size_t k = 0; k < lens[i]; k++)
+            dsa_buf_addch(&b, (char)('a' + (i + k) % 26));
+        dsa_buf_adds(&b, i % 3 == 1 ? "\r\n" : "\n");
+    }
+    assert_int_equal(write(fd, b.data, b.len), (ssize_t)b.len);
+    close(fd);
+    dsa_lines *r = dsa_lines_open(path);
+    const char *line;
+    size_t len;
+    off_t off = 0;
+    for (size_t i = 0; i < DSA_ARRAY_SIZE(lens); i++) {
+        assert_int_equal(dsa_lines_next(r, &line, &len), 1);
+        assert_int_equal(len, lens[i]);
+        assert_int_equal(dsa_lines_offset(r), off);
+        off += (off_t)lens[i] + (i % 3 == 1 ? 2 : 1);
+        assert_int_equal(dsa_lines_next_offset(r), off);
+        for (size_t k = 0; k < len; k++)
+            if (line[k] != (char)('a' + (i + k) % 26))
+                fail_msg("line %zu byte %zu", i, k);
+        assert_int_equal(line[len], '\0');
+        unsigned sum = 0;
+        for (size_t k = 1; k <= DSA_LINES_PADDING; k++)
+            sum += (unsigned char)line[len + k];
+        (void)sum;
+        assert_false(dsa_lines_unterminated(r));
+    }
+    assert_int_equal(dsa_lines_next(r, &line, &len), 0);
+    assert_int_equal(dsa_lines_lineno(r), (long)DSA_ARRAY_SIZE(lens));
+    dsa_lines_free(&r);
+    dsa_buf_release(&b);
+    unlink(path);
+}
+
 static void test_utc_format(void **state)
 {
     (void)state;
@@ -468,45 +513,54 @@ static void test_json_pick(void **state)
         "{\"n_needles\":8,\"prompt\":\"[{\\\"role\\\":\\\"user\\\"}]\",\"bin\":\"8k\"}",
         " {\"bin\" : [1, {\"a\": null}] , \"x\":{\"y\":[true,false]}, \"n_needles\":-0.5e3 }\t",
         "{\"nested\":{\"bin\":1},\"x\":\"\\u00e9\\ud83c\\udf0d\"}",
-        "{\"a\":{\"a\":1},\"b\":{\"a\":2}}",
-        "{}",
-        "{\"bin\":1,\"bin\":2}",
-        "{\"q\":{\"k\":1,\"k\":2}}",
-        "{\"n_needles\":99999999999999999999}",
-        "{\"n_needles\":1e400}",
-        "{\"n_needles\":1e-400}",
-        "{\"x\":\"a\\u0000b\"}",
-        "{\"x\":\"a\\\\u0000b\"}",
-        "{\"x\":\"\\udf0d\"}",
-        "{\"x\":\"\\ud83c\"}",
-        "{\"x\":\"\\ud83c\\u0041\"}",
-        "{\"x\":\"\\\\ud83c\\udf0d\"}",
-        "{\"x\":\"\\ud83c\\\\udf0d\"}",
-        "{\"x\":\"\\u12\"}",
-        "{\"x\":\"\xc0\xaf\"}",
-        "{\"x\":\"\xed\xa0\x80\"}",
-        "{\"x\":\"\xe2\x82\xac\"}",
-        "{\"a\":1} x",
-        "{\"a\":2\v}",
-        "{\"a\":2\f}",
-        "{\"a\":\t2\r\n}",
-        "{}\"da",
-        "{\"a\":1",
-        "{\"a\":01}",
-        "{\"a\":\"\t\"}",
-        "[1]",
-        "[{\"role\":\"user\",\"content\":\"a\\\"b\\n\"},{\"k\":[1.5,-2,1e3,true,null]}]",
+        "{\"a\":{\"a\":1},\"b\":{\"a\":2}}", "{}", "{\"bin\":1,\"bin\":2}",
+        "{\"q\":{\"k\":1,\"k\":2}}", "{\"n_needles\":99999999999999999999}",
+        "{\"n_needles\":1e400}", "{\"n_needles\":1e-400}", "{\"x\":\"a\\u0000b\"}",
+        "{\"x\":\"a\\\\u0000b\"}", "{\"x\":\"\\udf0d\"}", "{\"x\":\"\\ud83c\"}",
+        "{\"x\":\"\\ud83c\\u0041\"}", "{\"x\":\"\\\\ud83c\\udf0d\"}",
+        "{\"x\":\"\\ud83c\\\\udf0d\"}", "{\"x\":\"\\u12\"}", "{\"x\":\"\xc0\xaf\"}",
+        "{\"x\":\"\xed\xa0\x80\"}", "{\"x\":\"\xe2\x82\xac\"}", "{\"a\":1} x", "{\"a\":2\v}",
+        "{\"a\":2\f}", "{\"a\":\t2\r\n}", "{}\"da", "{\"a\":1", "{\"a\":01}", "{\"a\":\"\t\"}",
+        "[1]", "[{\"role\":\"user\",\"content\":\"a\\\"b\\n\"},{\"k\":[1.5,-2,1e3,true,null]}]",
         ("{\"prompt\":\"[{\\\"role\\\":\\\"user\\\",\\\"content\\\":\\\"a\\\\n\\\\u00e9\\\"}]\","
          "\"n\":1}"),
-        "{\"prompt\":\"not json\",\"n\":1}",
-        "{\"prompt\":\"[1,\\\"\\\\u0000\\\"]\"}",
-        "{\"prompt\":[1,2]}",
-        "{\"a\":{\"prompt\":\"[1]\"}}",
-        "5",
-        "",
+        "{\"prompt\":\"not json\",\"n\":1}", "{\"prompt\":\"[1,\\\"\\\\u0000\\\"]\"}",
+        "{\"prompt\":[1,2]}", "{\"a\":{\"prompt\":\"[1]\"}}", "5", "",
+        /* the rules simdjson's parse leaves to the walk over its tape (util/json_simd.cc) */
+        "{\"bin\":-0,\"x\":-0.0}", "{\"bin\":9223372036854775807,\"x\":-9223372036854775808}",
+        "{\"bin\":9223372036854775808}", "{\"bin\":-9223372036854775809}",
+        "{\"bin\":18446744073709551616}", "{\"bin\":4.9e-324,\"x\":1.7976931348623157e308}",
+        "{\"a\\u0000\":1}", "{\"x\":{\"a\\u0000b\":1,\"a\\u0000c\":1}}",
+        "{\"x\":[\"user\",\"user\",\"assistant\",\"user\"],\"bin\":\"user\"}",
+        ("{\"x\":{\"k1\":1,\"k2\":2,\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,"
+         "\"k9\":9,\"k10\":10,\"k11\":11,\"k12\":12,\"k13\":13,\"k14\":14,\"k15\":15,"
+         "\"k16\":16,\"k17\":17,\"k3\":18}}"),
+        ("{\"x\":{\"k1\":1,\"k2\":2,\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,"
+         "\"k9\":9,\"k10\":10,\"k11\":11,\"k12\":12,\"k13\":13,\"k14\":14,\"k15\":15,"
+         "\"k16\":16,\"k17\":17,\"k18\":18}}"),
+        "{\"prompt\":\"[{\\\"a\\\":1,\\\"a\\\":2}]\",\"n\":1}",
+        "{\"prompt\":\"[18446744073709551616]\",\"n\":1}",
+        "\xef\xbb\xbf{\"bin\":1}", /* a byte-order mark: jansson refuses it, so must the rest */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         pick_agrees(cases[i], strlen(cases[i]));
+    /* nesting: jansson reads 2048 levels (counting the object) and refuses 2049; so does the
+       simdjson path */
+    for (int depth = 2046; depth <= 2049; depth++) {
+        struct dsa_buf b = DSA_BUF_INIT;
+        dsa_buf_adds(&b, "{\"x\":");
+        for (int d = 1; d < depth; d++)
+            dsa_buf_adds(&b, "[");
+        for (int d = 1; d < depth; d++)
+            dsa_buf_adds(&b, "]");
+        dsa_buf_adds(&b, "}");
+        pick_agrees(b.data, b.len);
+        json_t *t = dsa_json_load_fast(b.data, b.len);
+        if (!t != (depth > 2048))
+            fail_msg("depth %d: %s", depth, t ? "taken" : "declined");
+        json_decref(t);
+        dsa_buf_release(&b);
+    }
     static const char nul[] = "{\"bin\":null\0,\"x\":1}";
     pick_agrees(nul, sizeof nul - 1);
     /* escapes jansson reads are taken (a valid pair, an escaped backslash before "u") */
@@ -531,6 +585,7 @@ int main(void)
         cmocka_unit_test(test_parse_tokens),
         cmocka_unit_test(test_buf),
         cmocka_unit_test(test_lines_torn_tail),
+        cmocka_unit_test(test_lines_long),
         cmocka_unit_test(test_utc_format),
         cmocka_unit_test(test_atomic_write),
         cmocka_unit_test(test_stale_tmp_sweep),

@@ -1,0 +1,305 @@
+/*
+ * util/json_simd.h over simdjson's DOM API, built without exceptions (error codes only).
+ * A text is parsed into simdjson's tape and turned into jansson values, the rules jansson adds
+ * (unique keys, no NUL, integers within long long) applied on the way; anything simdjson
+ * refuses is declined, so jansson words the refusal. The picker walks the whole tape for those
+ * rules first, then builds only the members asked for.
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include "util/json_simd.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include <simdjson.h>
+
+namespace dom = simdjson::dom;
+
+static_assert(simdjson::SIMDJSON_PADDING <= DSA_JSIMD_PADDING, "the padding callers promise");
+
+namespace
+{
+
+/* jansson's JSON_PARSER_MAX_DEPTH: texts nested deeper are refused by both */
+constexpr size_t max_depth = 2048;
+
+/* A parser that nests as deep as jansson does and keeps its buffers (the padded copy of the
+   text, the tape, the decoded strings) for the next call. */
+struct deep_parser {
+    dom::parser p;
+    bool ok; /* false: out of memory, every text is declined */
+    deep_parser() : ok(!p.allocate(simdjson::SIMDJSON_PADDING, max_depth))
+    {
+    }
+};
+
+/* One parser per text being walked at once: the row, and the prompt decoded from it. */
+thread_local deep_parser outer_parser, inner_parser;
+
+/* jansson with JSON_REJECT_DUPLICATES refuses an object with a key twice; without it, it keeps
+   the last value. Either way the text is jansson's to decide. Keys are compared decoded. */
+bool keys_unique(dom::object o)
+{
+    std::string_view few[16];
+    size_t n = 0;
+    for (dom::key_value_pair kv : o) {
+        if (n == 16)
+            break;
+        for (size_t i = 0; i < n; i++)
+            if (few[i] == kv.key)
+                return false;
+        few[n++] = kv.key;
+    }
+    if (n < 16)
+        return true;
+    std::vector<std::string_view> all;
+    for (dom::key_value_pair kv : o)
+        all.push_back(kv.key);
+    std::sort(all.begin(), all.end());
+    return std::adjacent_find(all.begin(), all.end()) == all.end();
+}
+
+/* No NUL byte: simdjson refuses a raw one, so one here was "\u0000", which jansson refuses
+   (without JSON_ALLOW_NUL) in strings and keys alike. */
+bool no_nul(std::string_view s)
+{
+    return !std::memchr(s.data(), '\0', s.size());
+}
+
+/* The rules jansson adds to simdjson's, over a whole value: unique keys in every object, no
+   NUL in a string or key, no integer beyond long long (simdjson reads those as uint64;
+   jansson's strtoll overflows). */
+bool jansson_takes(dom::element e)
+{
+    switch (e.type()) {
+    case dom::element_type::ARRAY: {
+        dom::array a;
+        if (e.get_array().get(a))
+            return false;
+        for (dom::element v : a)
+            if (!jansson_takes(v))
+                return false;
+        return true;
+    }
+    case dom::element_type::OBJECT: {
+        dom::object o;
+        if (e.get_object().get(o) || !keys_unique(o))
+            return false;
+        for (dom::key_value_pair kv : o)
+            if (!no_nul(kv.key) || !jansson_takes(kv.value))
+                return false;
+        return true;
+    }
+    case dom::element_type::STRING: {
+        std::string_view s;
+        return !e.get_string().get(s) && no_nul(s);
+    }
+    case dom::element_type::UINT64:
+        return false;
+    default:
+        return true;
+    }
+}
+
+/* Makes jansson values of simdjson ones, applying jansson_takes()'s rules on the way (NULL:
+   declined, or out of memory). Short strings that repeat within one text (the "user" and
+   "assistant" of a message list) become one shared json_t: jansson's values are reference
+   counted, and the trees are read, never changed in place (json_simd.h). */
+class builder
+{
+  public:
+    ~builder()
+    {
+        for (size_t i = 0; i < nshort; i++)
+            json_decref(shorts[i].v);
+    }
+    json_t *build(dom::element e);
+
+  private:
+    static constexpr size_t short_max = 16, nshort_max = 8;
+    struct short_string {
+        json_t *v;
+        size_t len;
+        char bytes[short_max];
+    } shorts[nshort_max];
+    size_t nshort = 0;
+
+    json_t *string(std::string_view s);
+    json_t *array(dom::element e);
+    json_t *object(dom::element e);
+};
+
+json_t *builder::string(std::string_view s)
+{
+    if (!no_nul(s))
+        return nullptr;
+    if (s.size() > short_max)
+        return json_stringn_nocheck(s.data(), s.size());
+    for (size_t i = 0; i < nshort; i++)
+        if (shorts[i].len == s.size() && !std::memcmp(shorts[i].bytes, s.data(), s.size()))
+            return json_incref(shorts[i].v);
+    /* valid UTF-8: simdjson checked */
+    json_t *v = json_stringn_nocheck(s.data(), s.size());
+    if (v && nshort < nshort_max) {
+        short_string &c = shorts[nshort++];
+        c.v = json_incref(v);
+        c.len = s.size();
+        std::memcpy(c.bytes, s.data(), s.size());
+    }
+    return v;
+}
+
+json_t *builder::array(dom::element e)
+{
+    dom::array a;
+    json_t *arr = json_array();
+    if (!arr || e.get_array().get(a))
+        return arr;
+    for (dom::element v : a) {
+        json_t *c = build(v);
+        if (!c || json_array_append_new(arr, c)) {
+            json_decref(arr);
+            return nullptr;
+        }
+    }
+    return arr;
+}
+
+json_t *builder::object(dom::element e)
+{
+    dom::object o;
+    if (e.get_object().get(o) || !keys_unique(o))
+        return nullptr;
+    json_t *obj = json_object();
+    if (!obj)
+        return nullptr;
+    for (dom::key_value_pair kv : o) {
+        json_t *c = no_nul(kv.key) ? build(kv.value) : nullptr;
+        /* keys are valid UTF-8 (simdjson checked) without NUL (checked) */
+        if (!c || json_object_setn_new_nocheck(obj, kv.key.data(), kv.key.size(), c)) {
+            json_decref(obj);
+            return nullptr;
+        }
+    }
+    return obj;
+}
+
+json_t *builder::build(dom::element e)
+{
+    switch (e.type()) {
+    case dom::element_type::ARRAY:
+        return array(e);
+    case dom::element_type::OBJECT:
+        return object(e);
+    case dom::element_type::INT64: {
+        int64_t v = 0;
+        return e.get_int64().get(v) ? nullptr : json_integer(static_cast<json_int_t>(v));
+    }
+    case dom::element_type::DOUBLE: {
+        /* simdjson rounds correctly, as glibc's strtod does for jansson */
+        double v = 0;
+        return e.get_double().get(v) ? nullptr : json_real(v);
+    }
+    case dom::element_type::STRING: {
+        std::string_view s;
+        return e.get_string().get(s) ? nullptr : string(s);
+    }
+    case dom::element_type::BOOL: {
+        bool v = false;
+        return e.get_bool().get(v) ? nullptr : json_boolean(v);
+    }
+    case dom::element_type::NULL_VALUE:
+        return json_null();
+    case dom::element_type::UINT64:
+        break; /* beyond long long: jansson refuses it */
+    }
+    return nullptr;
+}
+
+/* The root of text, parsed by p, when it is an object (or, with arrays, an array). */
+bool parse_root(deep_parser &dp, const char *text, size_t len, bool padded, bool arrays,
+                dom::element *root)
+{
+    if (!len || !dp.ok || dp.p.parse(text, len, !padded).get(*root))
+        return false;
+    dom::element_type t = root->type();
+    return t == dom::element_type::OBJECT || (arrays && t == dom::element_type::ARRAY);
+}
+
+bool named(const char *const *names, std::string_view key)
+{
+    for (; *names; names++)
+        if (key == *names)
+            return true;
+    return false;
+}
+
+} // namespace
+
+json_t *dsa_jsimd_pick(const char *text, size_t len, bool padded, const char *const *names)
+{
+    dom::element root;
+    dom::object o;
+    if (!parse_root(outer_parser, text, len, padded, false, &root) || !jansson_takes(root) ||
+        root.get_object().get(o))
+        return nullptr;
+    builder b;
+    json_t *out = json_object();
+    for (dom::key_value_pair kv : o) {
+        if (!named(names, kv.key))
+            continue;
+        json_t *v = b.build(kv.value);
+        if (!v || json_object_setn_new_nocheck(out, kv.key.data(), kv.key.size(), v)) {
+            json_decref(out);
+            return nullptr;
+        }
+    }
+    return out;
+}
+
+/* The decoded string s as a text of its own (the prompt's messages), or NULL. */
+static json_t *load_inner(std::string_view s)
+{
+    dom::element root;
+    if (!parse_root(inner_parser, s.data(), s.size(), false, true, &root))
+        return nullptr;
+    builder b;
+    return b.build(root);
+}
+
+json_t *dsa_jsimd_load(const char *text, size_t len, bool padded, const char *inner_key,
+                       json_t **inner)
+{
+    if (inner)
+        *inner = nullptr;
+    dom::element root;
+    if (!parse_root(outer_parser, text, len, padded, true, &root))
+        return nullptr;
+    dom::object o;
+    builder b;
+    if (!inner_key || root.get_object().get(o))
+        return b.build(root);
+    if (!keys_unique(o))
+        return nullptr;
+    json_t *out = json_object();
+    for (dom::key_value_pair kv : o) {
+        json_t *v = nullptr;
+        std::string_view s;
+        if (inner && !*inner && kv.key == inner_key && !kv.value.get_string().get(s) &&
+            (*inner = load_inner(s)))
+            v = json_string(""); /* the bytes live on as *inner */
+        else if (no_nul(kv.key))
+            v = b.build(kv.value);
+        if (!v || json_object_setn_new_nocheck(out, kv.key.data(), kv.key.size(), v)) {
+            json_decref(out);
+            if (inner) {
+                json_decref(*inner);
+                *inner = nullptr;
+            }
+            return nullptr;
+        }
+    }
+    return out;
+}
