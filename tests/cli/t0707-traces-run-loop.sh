@@ -2,7 +2,7 @@
 # The traces runs on the one run loop: their header's row filters in match.filters (as the proxy
 # runs write them, docs/runfiles.md "MRCR's row filters"), and a traces run file of an older build
 # (tests/data/runs/mrcr-traces-masks.jsonl: the filters as masks) still resumes, unchanged;
-# --shard and --runs as the loop has them.
+# --shard, merge and --runs as the loop has them.
 # SPDX-License-Identifier: GPL-3.0-or-later
 . "$(dirname "$0")/lib.sh"
 require_python
@@ -63,6 +63,18 @@ grep -q "different filters" "$TMP/err" && ok "new format: the key named" \
 # the loop's --shard: the one row's shard runs it, the other has none; merge gives the run
 for s in 1 2; do expect_success "shard $s/2" run --shard "$s/2" --out "$R/s$s"; done
 expect_eq "one record over both shards" "$(cat "$R"/s1/run-001.jsonl "$R"/s2/run-001.jsonl | grep -c '"id":"n8/r0000"')" "1"
+expect_success "merge the shards" "$DSA_BIN" merge "$R/m.jsonl" "$R/s1/run-001.jsonl" "$R/s2/run-001.jsonl"
+"$DSA_PYTHON" - "$R/m.jsonl" "$F" <<'PY' && ok "merged = unsharded (match, records but their times)" || not_ok "merged = unsharded (match, records but their times)"
+import json, sys
+def read(p):
+    lines = open(p).read().splitlines()
+    recs = [json.loads(l) for l in lines[1:]]
+    for r in recs:
+        r.pop("elapsed_ms"), r.pop("stage_us_per_token")
+    return json.loads(lines[0])["match"], sorted(json.dumps(r, sort_keys=True) for r in recs)
+m, u = read(sys.argv[1]), read(sys.argv[2])
+assert m == u and len(u[1]) == 1, (m, u)
+PY
 expect_code 2 "--runs 2 on traces" run --runs 2 --out "$R/n"
 grep -q "^dsa-eval: --runs N does not apply to --traces" "$TMP/err" && ok "--runs message" || not_ok "--runs message"
 done_testing
