@@ -26,6 +26,11 @@ bool dsa_eval_run_stopper(const struct dsa_result *r)
            (r->unreachable || r->http_code == 401 || r->http_code == 403);
 }
 
+bool dsa_eval_run_bad_input(const struct dsa_result *r)
+{
+    return r->status == DSA_RES_FAILED && r->error && !strcmp(r->error, DSA_INPROC_BAD_TRACE);
+}
+
 const struct dsa_eval *dsa_eval_find(const char *name)
 {
     for (const struct dsa_eval *e = dsa_evals; name && e->name; e++)

@@ -36,7 +36,7 @@ struct dsa_eval_ctx {
     struct dsa_shard shard; /* --shard i/n; n = 0: every sample */
     const char *out;        /* the run folder; NULL only where the eval allows it (gsm8k) */
     int runs;               /* --runs N: run files 1..N of the same samples */
-    const char *traces;     /* --traces DIR (the eval's traces hook runs instead), or NULL */
+    const char *traces;     /* --traces DIR (the manifest's rows are the samples), or NULL */
     bool as_json, quiet;    /* --json, -q */
     bool force_new;         /* --force-new */
     bool retry_failed;      /* --retry-failed */
@@ -48,9 +48,11 @@ struct dsa_eval_ctx {
     json_t *extra_body; /* NULL: none */
     /* inprocess: the stack's options (the backend is opened with them) */
     struct dsa_inproc_opts stack;
-    /* set by SIGINT/SIGTERM (the traces runs, which drive the stack themselves, poll it) */
+    /* set by SIGINT/SIGTERM (the loop's drive polls it) */
     volatile int *interrupted;
 };
+
+struct dsa_traces_opts;
 
 /* What the summary hook is given once every run has ended. */
 struct dsa_eval_summary_in {
@@ -74,9 +76,10 @@ struct dsa_eval_hooks {
     /* checks and parses the eval's options for the run ctx describes (may set ctx->stack's
        seed). DSA_EXIT_OK or DSA_EXIT_USAGE */
     int (*check)(void *opts, struct dsa_eval_ctx *ctx);
-    /* --traces DIR: the captured-traces run of this eval in place of its samples (one call
-       into evals/inproc_traces.h); NULL: the eval has none */
-    int (*traces)(void *opts, const struct dsa_eval_ctx *ctx, const char *dir);
+    /* --traces DIR: what the captured-traces run of this eval takes of its options (filters,
+       --mtp) into *t (evals/inproc_traces.h); the loop then drives dsa_traces_hooks in place
+       of this struct's load … free. NULL: the eval has none */
+    int (*traces)(void *opts, struct dsa_traces_opts *t);
     /* loads and filters the samples (the dataset with the options, --limit, the bins; a bad
        dataset is reported before any network traffic) into a new *ev */
     int (*load)(void *opts, const struct dsa_eval_ctx *ctx, void **ev);
@@ -140,6 +143,11 @@ struct dsa_eval {
    (revoked mid-run), or the in-process stack failed. The run stops (exit 4) instead of
    recording every remaining sample as failed; a rerun sends them. */
 bool dsa_eval_run_stopper(const struct dsa_result *r);
+
+/* A failure that is the sample's input: the in-process backend cannot read the trace a request
+   names, or it does not fit (printed there). The run stops with exit 3, its finished records
+   kept. */
+bool dsa_eval_run_bad_input(const struct dsa_result *r);
 
 /* The table, ended by a row whose name is NULL. */
 extern const struct dsa_eval dsa_evals[];

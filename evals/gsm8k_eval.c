@@ -428,22 +428,14 @@ static int check(void *opts, struct dsa_eval_ctx *c)
     return DSA_EXIT_OK;
 }
 
-/* --traces DIR: real activations, the traces' query rows as the decode rows (no GSM8K data) */
-static int traces(void *opts, const struct dsa_eval_ctx *c, const char *dir)
+/* --traces DIR: real activations, the traces' query rows as the decode rows (no GSM8K data);
+   no filters */
+static int traces(void *opts, struct dsa_traces_opts *t)
 {
     const struct dsa_gsm8k_eval_opts *o = opts;
-    struct dsa_inproc_run io;
-    dsa_inproc_run_init(&io);
-    io.stack = c->stack;
-    io.mtp = o->mtp ? o->mtp_n : 0;
-    io.out_dir = c->out;
-    io.force_new = c->force_new;
-    io.json = c->as_json;
-    io.interrupted = c->interrupted;
-    io.shard = c->shard;
-    io.command = c->command;
-    io.traces_dir = dir;
-    return dsa_inproc_traces_mtp_run(&io);
+    t->eval = "gsm8k";
+    t->mtp = o->mtp ? o->mtp_n : 0;
+    return DSA_EXIT_OK;
 }
 
 static int load(void *opts, const struct dsa_eval_ctx *c, void **ev)

@@ -7,24 +7,6 @@
 #include "store/store.h"
 #include "util/exitcode.h"
 
-void dsa_inproc_run_init(struct dsa_inproc_run *o)
-{
-    memset(o, 0, sizeof *o);
-    dsa_inproc_opts_init(&o->stack);
-    o->max_query = 32;
-    o->mtp = 3;
-}
-
-json_t *dsa_inproc_header_new(json_t *backend, const char *eval, const struct dsa_inproc_run *o)
-{
-    json_t *header = dsa_run_header_new(eval, 1, 0, NULL);
-    if (o->command)
-        json_object_set(header, "command", o->command);
-    dsa_inproc_match_set(json_object_get(header, "match"), backend, eval, &o->stack);
-    json_object_set_new(header, "backend", backend);
-    return header;
-}
-
 void dsa_inproc_match_set(json_t *match, json_t *backend, const char *eval,
                           const struct dsa_inproc_opts *stack)
 {

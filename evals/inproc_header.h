@@ -1,7 +1,6 @@
 /*
- * What the in-process evaluations share (mrcr, gsm8k, ruler, the traces runs): the options
- * of a traces run, its header and match keys, the keys of a selection's record and the
- * by-bin summary.
+ * What the in-process evaluations share (mrcr, gsm8k, ruler, the traces runs): their match
+ * keys, the keys of a selection's record and the by-bin summary.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #ifndef DSA_EVALS_INPROC_HEADER_H
@@ -15,43 +14,9 @@
 #include "store/store.h"
 #include "util/shard.h"
 
-/* An in-process evaluation: the stack's options and the run's (`--backend inprocess` of mrcr
-   and gsm8k). Borrowed strings and arrays. */
-struct dsa_inproc_run {
-    struct dsa_inproc_opts stack;
-    int max_query; /* MRCR: query rows = the last max_query tokens of the question (0 = all) */
-    int mtp;       /* GSM8K: draft tokens N; rows per verify step = N + 1 */
-    const char *dataset_name;    /* as given (--dataset), for the header */
-    const char *const *datasets; /* resolved files, read in order into one run file */
-    size_t ndatasets;
-    const char *out_dir;
-    long limit;            /* rows per (needles, bin), 0 = all */
-    unsigned bins_mask;    /* 0 = all */
-    unsigned needles_mask; /* 0 = all */
-    unsigned tasks_mask;   /* RULER traces: bit t = enum dsa_ruler_task t, 0 = all */
-    const char *eval;      /* --traces: "mrcr" (NULL) or "ruler": the manifest's bins and ids;
-                              RULER's lengths go in bins_mask */
-    bool force_new;
-    bool json;                 /* the caller prints the summary as JSON: no text table on stdout */
-    bool quiet;                /* no progress meter (-q) */
-    const char *traces_dir;    /* --traces DIR: captured model traces instead of the proxy model */
-    json_t *command;           /* the command line as dsa_run_command_json() made it (borrowed), for
-                                  the run header; NULL = none */
-    volatile int *interrupted; /* set by SIGINT/SIGTERM, or NULL */
-    struct dsa_shard shard;    /* --shard i/n; n = 0: every sample */
-};
-
-/* dsa_inproc_opts_init for the stack, max_query 32, mtp 3, the rest zero */
-void dsa_inproc_run_init(struct dsa_inproc_run *o);
-
-/* A new run header (new reference) for run 1 of `eval`: o->command as the command line, the
-   stack's identity (`backend`, what dsa_backend_describe gave: stolen) under "backend", and in
-   "match" what a resume must agree on — eval, backend, device, kernels, variant, top-k, proxy
-   and its seed. Callers add their eval's own match keys. */
-json_t *dsa_inproc_header_new(json_t *backend, const char *eval, const struct dsa_inproc_run *o);
-
-/* The match keys every in-process run has (those of dsa_inproc_header_new) set in match:
-   the stack's identity from `backend` (dsa_backend_describe; borrowed) and options. */
+/* The match keys every in-process run has (eval, backend, device, kernels, variant, top-k,
+   proxy and its seed) set in match: the stack's identity from `backend` (dsa_backend_describe;
+   borrowed) and options. Callers add their eval's own match keys. */
 void dsa_inproc_match_set(json_t *match, json_t *backend, const char *eval,
                           const struct dsa_inproc_opts *stack);
 

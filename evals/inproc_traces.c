@@ -1,5 +1,5 @@
 /*
- * MRCR and RULER in-process on captured traces (inproc_traces.h).
+ * The traces runs of mrcr, ruler and gsm8k --mtp on the run loop (inproc_traces.h).
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include "evals/inproc_traces.h"
@@ -11,13 +11,13 @@
 #include "datasets/mrcr.h"
 #include "evals/inproc_header.h"
 #include "evals/ruler.h"
+#include "evals/summary.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/exitcode.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/msg.h"
-#include "util/progress.h"
 
 /* what the manifest's rows of one eval look like: their bins, and what groups their ids */
 struct traces_eval {
@@ -48,10 +48,10 @@ static const struct traces_eval ruler_eval = {"ruler",
                                               "\"bin\" is not one of the RULER lengths (4k … 1m)",
                                               "--tasks, --lengths, --limit"};
 
-/* the eval of a run's options: "ruler", else MRCR */
-static const struct traces_eval *eval_of(const struct dsa_inproc_run *o)
+/* the rows of eval `name`: RULER's, else MRCR's (gsm8k's MTP run reads MRCR's manifests) */
+static const struct traces_eval *eval_named(const char *name)
 {
-    return o->eval && !strcmp(o->eval, "ruler") ? &ruler_eval : &mrcr_eval;
+    return name && !strcmp(name, "ruler") ? &ruler_eval : &mrcr_eval;
 }
 
 #define MAX_BINS   9 /* the most bins of an eval above (RULER's lengths) */
@@ -164,7 +164,7 @@ int dsa_inproc_traces_parse_line(const char *eval, const char *text, size_t len,
     json_error_t je;
     json_t *o = json_loadb(text, len, 0, &je);
     struct trow r;
-    const struct traces_eval *ev = !strcmp(eval, "ruler") ? &ruler_eval : &mrcr_eval;
+    const struct traces_eval *ev = eval_named(eval);
     const char *bad = o ? parse_row(ev, o, &r) : je.text;
     if (!bad) {
         free(r.id);
@@ -222,32 +222,6 @@ static int read_manifest(const struct traces_eval *ev, const char *path, struct 
     return rc;
 }
 
-/* One request of a trace row through the backend (the in-process backend runs one request per
-   poll, so a blocking call keeps the rows in manifest order). The answer's raw (a new
-   reference), or NULL with *exit_code set: DATA for a trace that cannot be read or does not fit,
-   BACKEND when the stack failed, INTERRUPTED when cancelled, INTERNAL when the backend refused
-   the request (each printed where it happened). */
-static json_t *trace_call(dsa_backend *b, enum dsa_api api, json_t *body, int *exit_code)
-{
-    struct dsa_request req = {.api = api, .body = body, .endpoint = -1};
-    struct dsa_result res;
-    json_t *raw = NULL;
-    dsa_backend_call(b, &req, &res);
-    if (res.status == DSA_RES_OK)
-        raw = json_incref(res.raw);
-    else if (res.status == DSA_RES_CANCELLED)
-        *exit_code = DSA_EXIT_INTERRUPTED;
-    else if (res.unreachable)
-        *exit_code = DSA_EXIT_BACKEND;
-    else if (res.error && !strcmp(res.error, DSA_INPROC_BAD_TRACE))
-        *exit_code = DSA_EXIT_DATA;
-    else /* the request itself was refused (printed): not the data's fault */
-        *exit_code = DSA_EXIT_INTERNAL;
-    dsa_result_release(&res);
-    json_decref(body);
-    return raw;
-}
-
 /* the means over layers of one row's measures, in layer order */
 struct row_sum {
     double recall, recall_last, agree, agree_gold, needle, needle_gold, needle_model;
@@ -279,16 +253,22 @@ static json_t *num_or_null(int ok, double v)
     return ok ? json_real(v) : json_null();
 }
 
-/* one row -> one record (new reference), or NULL with *exit set (printed) */
-static json_t *run_row(dsa_backend *b, const struct dsa_inproc_run *o, const struct trow *r,
-                       int *exit_code)
+/* the run state of a traces run: the manifest, the rows the filters keep, where next is */
+struct tstate {
+    const struct dsa_traces_opts *t;
+    const struct dsa_eval_ctx *c;
+    const struct traces_eval *ev; /* the manifest's rows */
+    bool mtp;                     /* gsm8k: the MTP verify run */
+    struct manifest m;
+    char *mpath; /* DIR/manifest.jsonl */
+    bool *sel;   /* sel[i]: the filters keep row i */
+    long total;  /* the kept rows of this shard */
+    size_t pos;  /* the next row next looks at */
+};
+
+/* one row's DSA_API_SELECT answer -> its record (new reference) */
+static json_t *select_record(const struct tstate *st, const struct trow *r, json_t *raw)
 {
-    char *path = dsa_path_join(o->traces_dir, r->file);
-    json_t *raw = trace_call(
-        b, DSA_API_SELECT, json_pack("{s:s, s:O}", "trace", path, "needles", r->spans), exit_code);
-    free(path);
-    if (!raw)
-        return NULL;
     json_t *rl = json_object_get(raw, "layers"), *l, *layers = json_array();
     int nl = (int)json_array_size(rl), all_model = 1;
     struct row_sum sum = {0};
@@ -300,7 +280,7 @@ static json_t *run_row(dsa_backend *b, const struct dsa_inproc_run *o, const str
     dsa_sha256_free(&h);
     json_int_t ntok = json_integer_value(json_object_get(raw, "needle_tokens"));
     int hn = ntok > 0;
-    const struct traces_eval *ev = eval_of(o);
+    const struct traces_eval *ev = st->ev;
     json_t *rec = json_pack(
         "{s:s, s:s, s:I, s:s, s:f, s:n, s:f, s:o, s:o, s:o, s:o, s:o, s:s, s:O, s:O, "
         "s:I, s:i, s:s, s:O, s:o, s:O}",
@@ -311,55 +291,37 @@ static json_t *run_row(dsa_backend *b, const struct dsa_inproc_run *o, const str
         "needle_retention_golden", num_or_null(hn, sum.needle_gold), "needle_retention_model",
         num_or_null(hn && all_model, sum.needle_model), "selection_sha256", hex, "context_tokens",
         json_object_get(raw, "context_tokens"), "query_tokens",
-        json_object_get(raw, "query_tokens"), "needle_tokens", ntok, "topk", o->stack.topk, "trace",
-        r->file, "elapsed_ms", json_object_get(raw, "elapsed_ms"), "layers", layers,
+        json_object_get(raw, "query_tokens"), "needle_tokens", ntok, "topk", st->c->stack.topk,
+        "trace", r->file, "elapsed_ms", json_object_get(raw, "elapsed_ms"), "layers", layers,
         "stage_us_per_token", json_object_get(raw, "stage_us_per_token"));
     if (ev == &ruler_eval)
         json_object_set_new(rec, "task", json_string(dsa_ruler_task_name(r->group)));
-    json_decref(raw);
-    *exit_code = DSA_EXIT_OK;
     return rec;
 }
 
-/* rope (unless --variant rope=… was given) and index heads from the first trace */
-static int flags_from_trace(struct dsa_inproc_run *o, const struct trow *r)
+/* one row's DSA_API_MTP_VERIFY answer -> its record (new reference) */
+static json_t *mtp_record(const struct tstate *st, const struct trow *r, json_t *raw)
 {
-    char *path = dsa_path_join(o->traces_dir, r->file);
-    int rc = dsa_inproc_opts_from_trace(&o->stack, path);
-    free(path);
-    return rc;
+    json_t *layers = json_object_get(raw, "layers"), *l;
+    int same = 1, logits = 1;
+    dsa_sha256 *h = dsa_sha256_new();
+    size_t i;
+    json_array_foreach(layers, i, l)
+    {
+        same &= json_is_true(json_object_get(l, "identical"));
+        logits &= json_is_true(json_object_get(l, "logits_identical"));
+        dsa_sha256_update(h, json_string_value(json_object_get(l, "selection_sha256")), 64);
+    }
+    char hex[65];
+    dsa_sha256_final_hex(h, hex);
+    dsa_sha256_free(&h);
+    return json_pack(
+        "{s:s, s:s, s:s, s:f, s:n, s:b, s:b, s:O, s:i, s:i, s:s, s:s, s:O}", "id", r->id, "bin",
+        dsa_mrcr_bin_label(r->bin), "status", "ok", "score", same ? 1.0 : 0.0, "error", "identical",
+        same, "logits_identical", logits, "rows", json_object_get(raw, "rows"), "mtp", st->t->mtp,
+        "topk", st->c->stack.topk, "selection_sha256", hex, "trace", r->file, "layers", layers);
 }
 
-/* the run header: the in-process identity, with the traces (and their model) instead of the
-   proxy model; a resume must see the same manifest */
-static json_t *traces_header(dsa_backend *b, const char *eval, const struct dsa_inproc_run *o,
-                             const struct manifest *m, const char *mpath)
-{
-    json_t *header = dsa_inproc_header_new(dsa_backend_describe(b), eval, o);
-    json_t *match = json_object_get(header, "match"), *be = json_object_get(header, "backend");
-    json_t *tr = json_pack("{s:s, s:s, s:s?}", "dir", o->traces_dir, "manifest_sha256", m->sha256,
-                           "model", m->model);
-    json_object_del(match, "proxy");
-    json_object_del(match, "seed");
-    json_object_set_new(match, "traces",
-                        json_pack("{s:s, s:s?}", "manifest_sha256", m->sha256, "model", m->model));
-    json_object_set_new(match, "limit", json_integer(o->limit));
-    if (!strcmp(eval, "ruler")) {
-        json_object_set_new(match, "lengths_mask", json_integer(o->bins_mask));
-        json_object_set_new(match, "tasks_mask", json_integer(o->tasks_mask));
-    } else {
-        json_object_set_new(match, "bins_mask", json_integer(o->bins_mask));
-        json_object_set_new(match, "needles_mask", json_integer(o->needles_mask));
-    }
-    json_object_del(be, "proxy");
-    json_object_del(be, "seed");
-    json_object_set_new(be, "source", json_string("traces"));
-    json_object_set_new(be, "traces", tr);
-    json_t *ds = json_object_get(header, "dataset");
-    json_object_set_new(ds, "name", json_string(o->traces_dir));
-    json_object_set_new(ds, "files", json_pack("[{s:s, s:s}]", "path", mpath, "sha256", m->sha256));
-    return header;
-}
 struct bin_sum {
     int n, nm, nn, nnm;
     double score, agree, agree_gold, needle, needle_gold, needle_model;
@@ -386,33 +348,6 @@ static void add_to_bin(struct bin_sum *b, json_t *rec)
         b->nnm++;
         b->needle_model += json_number_value(nm);
     }
-}
-
-/* makes one row's record: run_row (prefill) or mtp_row (MTP verify) */
-typedef json_t *(*row_fn)(dsa_backend *b, const struct dsa_inproc_run *o, const struct trow *r,
-                          int *exit_code);
-
-/* The row's record (new reference): the run file's when an earlier attempt finished it
-   (*made = false), else made and appended (*made = true). NULL with *ret set when making or
-   appending it failed. */
-static json_t *row_record(dsa_run *run, row_fn make, dsa_backend *b, const struct dsa_inproc_run *o,
-                          const struct trow *r, int *ret, bool *made)
-{
-    json_t *rec = dsa_run_get(run, r->id);
-    *made = !rec;
-    if (rec)
-        return json_incref(rec);
-    int rc;
-    if (!(rec = make(b, o, r, &rc))) {
-        *ret = rc; /* only a failure's code: a made record leaves *ret alone */
-        return NULL;
-    }
-    if (dsa_run_append(run, rec)) {
-        json_decref(rec);
-        *ret = DSA_EXIT_IO;
-        return NULL;
-    }
-    return rec;
 }
 
 /*
@@ -446,7 +381,7 @@ static void print_summary(const struct traces_eval *ev, const struct bin_sum *su
 
 /* the options' filters: MRCR by bin and needle count, RULER by length and task; --limit rows
    per (group, bin) */
-static bool keep_row(const struct traces_eval *ev, const struct dsa_inproc_run *o,
+static bool keep_row(const struct traces_eval *ev, const struct dsa_traces_opts *o,
                      const struct trow *r, long counts[MAX_GROUPS][MAX_BINS])
 {
     if (o->bins_mask && !(o->bins_mask & (1u << r->bin)))
@@ -470,7 +405,7 @@ static bool keep_row(const struct traces_eval *ev, const struct dsa_inproc_run *
 }
 
 /* the rows the filters keep (sel[i]); the first one's index, m->n when none */
-static size_t select_rows(const struct traces_eval *ev, const struct dsa_inproc_run *o,
+static size_t select_rows(const struct traces_eval *ev, const struct dsa_traces_opts *o,
                           const struct manifest *m, bool *sel)
 {
     long counts[MAX_GROUPS][MAX_BINS] = {{0}};
@@ -481,197 +416,263 @@ static size_t select_rows(const struct traces_eval *ev, const struct dsa_inproc_
     return first;
 }
 
-/* the rows of this shard, the notes of a rerun, and the first line of the text output */
-static dsa_progress *start_rows(const struct traces_eval *ev, const struct dsa_inproc_run *o,
-                                const struct manifest *m, bool *sel, dsa_run *run, json_t *header,
-                                dsa_backend *b, const char *path)
+/* ---- the hooks the run loop drives (src/run/run.c) ---- */
+
+static void tfree(void *ev)
 {
-    /* a rerun says what it found, and rows (seconds each on the CPU) drive the meter, as the
-       proxy run does */
-    size_t selected = 0, resumed = 0;
-    for (size_t i = 0; i < m->n; i++)
-        if ((sel[i] = sel[i] && dsa_shard_keep(&o->shard, m->v[i].id))) {
-            selected++;
-            resumed += dsa_run_get(run, m->v[i].id) != NULL;
-        }
-    dsa_run_note_resume(resumed, selected, path);
-    char label[48];
-    snprintf(label, sizeof label, "%s in-process", ev->name);
-    dsa_progress *pg = o->quiet ? NULL : dsa_progress_new(label, selected, resumed);
-    if (!o->json)
-        printf(
-            "%s in-process on traces '%s' (model: %s): %s on %s, %s, top-%d -> %s\n", ev->name,
-            o->traces_dir, m->model ? m->model : "unnamed",
-            json_string_value(json_object_get(
-                json_object_get(json_object_get(header, "match"), "kernels"), "name")),
-            dsa_inproc_backend_device(b),
-            json_string_value(json_object_get(json_object_get(header, "backend"), "variant_str")),
-            o->stack.topk, path);
-    fflush(stdout);
-    return pg;
+    struct tstate *st = ev;
+    manifest_release(&st->m);
+    free(st->mpath);
+    free(st->sel);
+    free(st);
 }
 
-int dsa_inproc_traces_run(const struct dsa_inproc_run *o_in)
+/* the options no traces run takes; -1 (printed) or 0 */
+static int check_ctx(const struct tstate *st)
 {
-    struct dsa_inproc_run o = *o_in;
-    const struct traces_eval *ev = eval_of(&o);
-    struct manifest m = {0};
+    if (st->mtp && (st->t->mtp < 0 || st->t->mtp > 3))
+        return dsa_errorf("--mtp N must be 0..3 in-process (next_n = N+1 <= 4)");
+    if (!st->c->out)
+        return dsa_errorf("--out DIR is required with --traces");
+    if (st->c->runs != 1) /* the stack on one trace is deterministic: one file says it all */
+        return dsa_errorf("--runs N does not apply to --traces (one run file)");
+    return 0;
+}
+
+/* the manifest read and its rows selected; rope (unless --variant rope=… was given) and index
+   heads of the stack from the first kept row's trace */
+static int load(void *opts, const struct dsa_eval_ctx *c, void **evp)
+{
+    const struct dsa_traces_opts *t = opts;
+    struct tstate *st = dsa_xcalloc(1, sizeof *st);
+    *st = (struct tstate){.t = t, .c = c, .ev = eval_named(t->eval)};
+    st->mtp = !strcmp(t->eval, "gsm8k");
+    st->mpath = dsa_path_join(t->dir, "manifest.jsonl");
+    *evp = st;
+    if (check_ctx(st))
+        return DSA_EXIT_USAGE;
+    if (read_manifest(st->ev, st->mpath, &st->m))
+        return DSA_EXIT_DATA;
+    st->sel = dsa_xcalloc(st->m.n, sizeof *st->sel);
+    size_t first = 0;
+    if (st->mtp) /* every row: its query rows are the decode rows */
+        memset(st->sel, 1, st->m.n * sizeof *st->sel);
+    else if ((first = select_rows(st->ev, t, &st->m, st->sel)) == st->m.n) {
+        dsa_errorf("no rows of '%s' pass the filters (%s)", st->mpath, st->ev->filter_opts);
+        return DSA_EXIT_DATA;
+    }
+    char *path = dsa_path_join(t->dir, st->m.v[first].file);
+    int rc = dsa_inproc_opts_from_trace(t->stack, path);
+    free(path);
+    if (rc)
+        return DSA_EXIT_DATA;
+    for (size_t i = 0; i < st->m.n; i++)
+        st->total += st->sel[i] && dsa_shard_keep(&c->shard, st->m.v[i].id);
+    return DSA_EXIT_OK;
+}
+
+static long total(void *ev)
+{
+    return ((struct tstate *)ev)->total;
+}
+
+static void label(void *ev, int ri, char *buf, size_t size)
+{
+    (void)ri;
+    snprintf(buf, size, "%s in-process", ((struct tstate *)ev)->t->eval);
+}
+
+/* The stack's identity (the loop's header has backend = describe()), with the traces (and
+   their model) in place of the proxy model; a resume must see the same manifest. The filters
+   go in match.filters as the proxy runs write them; a run file of an older build holds them as
+   masks (match.limit …): resumed in that form. */
+static void header(void *ev, dsa_backend *b, int ri, json_t *h, json_t *old)
+{
+    (void)b, (void)ri;
+    struct tstate *st = ev;
+    const struct dsa_traces_opts *t = st->t;
+    const struct manifest *m = &st->m;
+    json_t *be = json_object_get(h, "backend"), *match = json_object();
+    dsa_inproc_match_set(match, be, t->eval, &st->c->stack);
+    json_object_del(match, "proxy");
+    json_object_del(match, "seed");
+    json_object_set_new(match, "traces",
+                        json_pack("{s:s, s:s?}", "manifest_sha256", m->sha256, "model", m->model));
+    if (json_object_get(json_object_get(old, "match"), "limit")) { /* the form of older builds */
+        bool ruler = st->ev == &ruler_eval && !st->mtp;
+        json_object_set_new(match, "limit", json_integer(t->limit));
+        json_object_set_new(match, ruler ? "lengths_mask" : "bins_mask",
+                            json_integer(t->bins_mask));
+        json_object_set_new(match, ruler ? "tasks_mask" : "needles_mask",
+                            json_integer(ruler ? t->tasks_mask : t->needles_mask));
+    } else if (t->filters) {
+        json_object_set(match, "filters", t->filters);
+    }
+    if (st->mtp)
+        json_object_set_new(match, "mtp", json_integer(t->mtp));
+    json_object_set_new(h, "match", match);
+    json_object_del(be, "proxy");
+    json_object_del(be, "seed");
+    json_object_set_new(be, "source", json_string("traces"));
+    json_object_set_new(be, "traces",
+                        json_pack("{s:s, s:s, s:s?}", "dir", t->dir, "manifest_sha256", m->sha256,
+                                  "model", m->model));
+    json_object_set_new(h, "dataset",
+                        json_pack("{s:s, s:[{s:s, s:s}]}", "name", t->dir, "files", "path",
+                                  st->mpath, "sha256", m->sha256));
+}
+
+/* the first line of the text output; next starts from the manifest's first row */
+static int start(void *ev, dsa_backend *b, dsa_run *run, const char *path)
+{
+    (void)run;
+    struct tstate *st = ev;
+    const struct dsa_traces_opts *t = st->t;
+    st->pos = 0;
+    json_t *id = dsa_backend_describe(b);
+    const char *kernels =
+        json_string_value(json_object_get(json_object_get(id, "kernels"), "name"));
+    const char *model = st->m.model ? st->m.model : "unnamed";
+    if (st->mtp)
+        printf("gsm8k in-process on traces '%s' (model: %s): MTP verify next_n=%d vs one row at a "
+               "time, %s on %s, top-%d -> %s\n",
+               t->dir, model, t->mtp + 1, kernels, dsa_inproc_backend_device(b), st->c->stack.topk,
+               path);
+    else if (!st->c->as_json)
+        printf("%s in-process on traces '%s' (model: %s): %s on %s, %s, top-%d -> %s\n",
+               st->ev->name, t->dir, model, kernels, dsa_inproc_backend_device(b),
+               json_string_value(json_object_get(id, "variant_str")), st->c->stack.topk, path);
+    fflush(stdout);
+    json_decref(id);
+    return DSA_EXIT_OK;
+}
+
+/* the manifest's kept rows in order; a job is its row (borrowed from the manifest) */
+static int next(void *ev, void **job, const char **id)
+{
+    struct tstate *st = ev;
+    while (st->pos < st->m.n && !st->sel[st->pos])
+        st->pos++;
+    if (st->pos == st->m.n)
+        return 0;
+    struct trow *r = &st->m.v[st->pos++];
+    *job = r;
+    *id = r->id;
+    return 1;
+}
+
+static void job_free(void *ev, void *job)
+{
+    (void)ev, (void)job;
+}
+
+/* one request of the in-process backend naming the row's trace (inprocess_backend.c) */
+static int request(void *ev, void *job, struct dsa_request *rq, json_t **rec)
+{
+    (void)rec;
+    struct tstate *st = ev;
+    const struct trow *r = job;
+    char *path = dsa_path_join(st->t->dir, r->file);
+    rq->api = st->mtp ? DSA_API_MTP_VERIFY : DSA_API_SELECT;
+    rq->body = st->mtp ? json_pack("{s:s, s:i}", "trace", path, "mtp", st->t->mtp)
+                       : json_pack("{s:s, s:O}", "trace", path, "needles", r->spans);
+    free(path);
+    return 0;
+}
+
+/* a trace that cannot be read stops the run before this (dsa_eval_run_bad_input), a failed
+   stack too (dsa_eval_run_stopper): what is left is an answer */
+static void grade(void *ev, void *job, const struct dsa_result *r, json_t **rec,
+                  struct dsa_request *rq)
+{
+    (void)rq;
+    struct tstate *st = ev;
+    const struct trow *row = job;
+    if (r->status != DSA_RES_OK)
+        *rec = json_pack("{s:s, s:s, s:s, s:s?}", "id", row->id, "bin", st->ev->label(row->bin),
+                         "status", "failed", "error", r->error);
+    else
+        *rec = st->mtp ? mtp_record(st, row, r->raw) : select_record(st, row, r->raw);
+}
+
+/* "identical selections: X/Y traces; bit-identical logits: X/Y"; FAIL when one differs */
+static int mtp_summary(json_t *recs, int ret)
+{
+    size_t n = 0, same = 0, logits = 0, i;
+    json_t *rec;
+    json_array_foreach(recs, i, rec)
+    {
+        n++;
+        same += json_is_true(json_object_get(rec, "identical"));
+        logits += json_is_true(json_object_get(rec, "logits_identical"));
+    }
+    printf("identical selections: %zu/%zu traces; bit-identical logits: %zu/%zu\n", same, n, logits,
+           n);
+    return ret == DSA_EXIT_OK && same != n ? DSA_EXIT_FAIL : ret;
+}
+
+/* A run stopped by a trace it cannot read (exit 3) ends before the loop reads its file back:
+   the summary of the rows before it, as the file holds them; NULL when it left none. */
+static json_t *stopped_runs(const struct dsa_eval_summary_in *in)
+{
+    json_t *runs = json_array();
+    if (in->ret != DSA_EXIT_DATA || !in->path || !dsa_is_file(in->path) ||
+        dsa_run_load_into(in->path, runs) < 0) {
+        json_decref(runs);
+        return NULL;
+    }
+    return runs;
+}
+
+/* the by-bin table and the time per stage, or the summary document with --json */
+static int bin_summary(const struct tstate *st, json_t *runs, int ret)
+{
+    if (st->c->as_json)
+        return dsa_summary_print_json_if(runs, ret);
     struct bin_sum sums[MAX_BINS] = {{0}};
     struct dsa_inproc_stage_sum stages = {{0}, 0};
-    dsa_backend *b = NULL;
-    dsa_run *run = NULL;
-    json_t *header = NULL;
-    char *path = NULL, *mpath = dsa_path_join(o.traces_dir, "manifest.jsonl");
-    int ret = DSA_EXIT_DATA;
-    bool *sel = NULL;
-    dsa_progress *pg = NULL;
-    if (read_manifest(ev, mpath, &m))
-        goto cleanup;
-    sel = dsa_xcalloc(m.n, sizeof *sel);
-    size_t first = select_rows(ev, &o, &m, sel);
-    if (first == m.n) {
-        dsa_errorf("no rows of '%s' pass the filters (%s)", mpath, ev->filter_opts);
-        goto cleanup;
-    }
-    if (flags_from_trace(&o, &m.v[first]))
-        goto cleanup;
-    ret = DSA_EXIT_BACKEND;
-    if (!(b = dsa_inproc_backend_new(&o.stack)))
-        goto cleanup;
-    header = traces_header(b, ev->name, &o, &m, mpath);
-    dsa_shard_match(&o.shard, json_object_get(header, "match"));
-    path = dsa_run_file_name(o.out_dir, 1);
-    if ((ret = dsa_run_open_status(&run, path, header, o.force_new ? DSA_RUN_FORCE_NEW : 0)))
-        goto cleanup;
-    pg = start_rows(ev, &o, &m, sel, run, header, b, path);
-    ret = DSA_EXIT_OK;
-    for (size_t i = 0; i < m.n && ret == DSA_EXIT_OK; i++) {
-        if (!sel[i])
-            continue;
-        bool made;
-        json_t *rec = row_record(run, run_row, b, &o, &m.v[i], &ret, &made);
-        if (!rec)
-            break;
-        if (made && pg)
-            dsa_progress_done(pg, strcmp(json_string_value(json_object_get(rec, "status")), "ok"));
-        add_to_bin(&sums[m.v[i].bin], rec);
-        dsa_inproc_stage_sum_add(&stages, rec);
-        json_decref(rec);
-        if (o.interrupted && *o.interrupted)
-            ret = DSA_EXIT_INTERRUPTED;
-    }
-    if (pg)
-        dsa_progress_finish(pg);
-    if (!o.json) { /* --json: the caller prints the run's summary document instead */
-        print_summary(ev, sums);
-        dsa_inproc_stage_sum_print(&stages);
-    }
-cleanup:
-    dsa_progress_free(&pg);
-    dsa_run_free(&run);
-    json_decref(header);
-    free(path);
-    free(mpath);
-    free(sel);
-    manifest_release(&m);
-    dsa_backend_free(&b); /* unloads a plugin */
-    return ret;
-}
-
-/* ---- gsm8k --backend inprocess --mtp N --traces DIR: the MTP verify shapes on real q/k/w ---- */
-
-static json_t *mtp_row(dsa_backend *b, const struct dsa_inproc_run *o, const struct trow *r,
-                       int *exit_code)
-{
-    char *path = dsa_path_join(o->traces_dir, r->file);
-    json_t *raw = trace_call(b, DSA_API_MTP_VERIFY,
-                             json_pack("{s:s, s:i}", "trace", path, "mtp", o->mtp), exit_code);
-    free(path);
-    if (!raw)
-        return NULL;
-    json_t *layers = json_object_get(raw, "layers"), *l;
-    int same = 1, logits = 1;
-    dsa_sha256 *h = dsa_sha256_new();
+    json_t *rec;
     size_t i;
-    json_array_foreach(layers, i, l)
+    json_array_foreach(json_array_get(runs, 0), i, rec)
     {
-        same &= json_is_true(json_object_get(l, "identical"));
-        logits &= json_is_true(json_object_get(l, "logits_identical"));
-        dsa_sha256_update(h, json_string_value(json_object_get(l, "selection_sha256")), 64);
-    }
-    char hex[65];
-    dsa_sha256_final_hex(h, hex);
-    dsa_sha256_free(&h);
-    json_t *rec = json_pack(
-        "{s:s, s:s, s:s, s:f, s:n, s:b, s:b, s:O, s:i, s:i, s:s, s:s, s:O}", "id", r->id, "bin",
-        dsa_mrcr_bin_label(r->bin), "status", "ok", "score", same ? 1.0 : 0.0, "error", "identical",
-        same, "logits_identical", logits, "rows", json_object_get(raw, "rows"), "mtp", o->mtp,
-        "topk", o->stack.topk, "selection_sha256", hex, "trace", r->file, "layers", layers);
-    json_decref(raw);
-    *exit_code = DSA_EXIT_OK;
-    return rec;
-}
-
-int dsa_inproc_traces_mtp_run(const struct dsa_inproc_run *o_in)
-{
-    struct dsa_inproc_run o = *o_in;
-    struct manifest m = {0};
-    dsa_backend *b = NULL;
-    dsa_run *run = NULL;
-    json_t *header = NULL;
-    char *path = NULL, *mpath = dsa_path_join(o.traces_dir, "manifest.jsonl");
-    int ret = DSA_EXIT_DATA;
-    size_t nsame = 0, nlogits = 0, ndone = 0;
-    if (o.mtp < 0 || o.mtp > 3) {
-        ret = DSA_EXIT_USAGE;
-        dsa_errorf("--mtp N must be 0..3 in-process (next_n = N+1 <= 4)");
-        goto cleanup;
-    }
-    if (read_manifest(&mrcr_eval, mpath, &m) || flags_from_trace(&o, &m.v[0]))
-        goto cleanup;
-    ret = DSA_EXIT_BACKEND;
-    if (!(b = dsa_inproc_backend_new(&o.stack)))
-        goto cleanup;
-    header = traces_header(b, "gsm8k", &o, &m, mpath);
-    json_object_set_new(json_object_get(header, "match"), "mtp", json_integer(o.mtp));
-    dsa_shard_match(&o.shard, json_object_get(header, "match"));
-    path = dsa_run_file_name(o.out_dir, 1);
-    if ((ret = dsa_run_open_status(&run, path, header, o.force_new ? DSA_RUN_FORCE_NEW : 0)))
-        goto cleanup;
-    printf("gsm8k in-process on traces '%s' (model: %s): MTP verify next_n=%d vs one row at a "
-           "time, %s on %s, top-%d -> %s\n",
-           o.traces_dir, m.model ? m.model : "unnamed", o.mtp + 1,
-           json_string_value(json_object_get(
-               json_object_get(json_object_get(header, "match"), "kernels"), "name")),
-           dsa_inproc_backend_device(b), o.stack.topk, path);
-    fflush(stdout);
-    ret = DSA_EXIT_OK;
-    for (size_t i = 0; i < m.n && (!o.limit || (long)i < o.limit); i++) {
-        if (!dsa_shard_keep(&o.shard, m.v[i].id))
+        int b = bin_of_label(st->ev, json_string_value(json_object_get(rec, "bin")));
+        const char *status = json_string_value(json_object_get(rec, "status"));
+        if (b < 0 || !status || strcmp(status, "ok"))
             continue;
-        bool made;
-        json_t *rec = row_record(run, mtp_row, b, &o, &m.v[i], &ret, &made);
-        if (!rec)
-            break;
-        ndone++;
-        nsame += json_is_true(json_object_get(rec, "identical"));
-        nlogits += json_is_true(json_object_get(rec, "logits_identical"));
-        json_decref(rec);
-        if (o.interrupted && *o.interrupted) {
-            ret = DSA_EXIT_INTERRUPTED;
-            break;
-        }
+        add_to_bin(&sums[b], rec);
+        dsa_inproc_stage_sum_add(&stages, rec);
     }
-    printf("identical selections: %zu/%zu traces; bit-identical logits: %zu/%zu\n", nsame, ndone,
-           nlogits, ndone);
-    if (ret == DSA_EXIT_OK && nsame != ndone)
-        ret = DSA_EXIT_FAIL;
-cleanup:
-    dsa_run_free(&run);
-    json_decref(header);
-    free(path);
-    free(mpath);
-    manifest_release(&m);
-    dsa_backend_free(&b);
+    print_summary(st->ev, sums);
+    dsa_inproc_stage_sum_print(&stages);
     return ret;
 }
+
+/* Run 1's records (one run, check_ctx) summed. A run file refused (another command's), or
+   none left: no summary. */
+static int summary(void *ev, const struct dsa_eval_summary_in *in)
+{
+    struct tstate *st = ev;
+    json_t *own = json_array_size(in->runs) ? NULL : stopped_runs(in);
+    json_t *runs = own ? own : in->runs;
+    int ret = in->ret;
+    if (json_array_size(runs))
+        ret = st->mtp ? mtp_summary(json_array_get(runs, 0), ret) : bin_summary(st, runs, ret);
+    json_decref(own);
+    return ret;
+}
+
+/* check: the eval's own (the loop runs it before the traces hook); no offline run, no begin */
+const struct dsa_eval_hooks dsa_traces_hooks = {
+    .load = load,
+    .total = total,
+    .label = label,
+    .header = header,
+    .start = start,
+    .next = next,
+    .request = request,
+    .grade = grade,
+    .job_free = job_free,
+    .summary = summary,
+    .free = tfree,
+    .poll_ms = 0,
+};

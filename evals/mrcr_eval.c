@@ -131,36 +131,6 @@ static int check(void *opts, struct dsa_eval_ctx *c)
     return DSA_EXIT_OK;
 }
 
-/* --traces DIR: the model's activations instead of the proxy model (no dataset) */
-static int traces(void *opts, const struct dsa_eval_ctx *c, const char *dir)
-{
-    const struct dsa_mrcr_eval_opts *o = opts;
-    struct dsa_inproc_run io;
-    dsa_inproc_run_init(&io);
-    io.stack = c->stack;
-    io.out_dir = c->out;
-    io.limit = o->filter.limit;
-    io.bins_mask = o->filter.bins_mask;
-    io.needles_mask = o->filter.needles_mask;
-    io.force_new = c->force_new;
-    io.json = c->as_json;
-    io.quiet = c->quiet;
-    io.command = c->command;
-    io.interrupted = c->interrupted;
-    io.shard = c->shard;
-    io.traces_dir = dir;
-    int ret = dsa_inproc_traces_run(&io);
-    if (!c->as_json)
-        return ret;
-    char *path = dsa_run_file_name(c->out, 1);
-    json_t *runs = json_array();
-    dsa_run_load_into(path, runs);
-    ret = dsa_summary_print_json_if(runs, ret);
-    json_decref(runs);
-    free(path);
-    return ret;
-}
-
 /* A dataset argument is a file, or the name of the official data as `dsa-eval datasets fetch
    mrcr` stores it: "openai/mrcr" (the pinned revision) or "openai/mrcr@<sha>", found as
    <cache>/mrcr/<revision>/<N>needle.jsonl, one file per needle count asked for. */
@@ -314,6 +284,19 @@ static json_t *filters_json(const struct dsa_mrcr_eval_opts *o)
 {
     return json_pack("{s:s, s:s?, s:s?, s:I}", "needles", o->needles, "bins", o->bins, "max_bin",
                      o->max_bin, "limit", (json_int_t)o->limit);
+}
+
+/* --traces DIR: the model's activations instead of the proxy model (no dataset); the same
+   filters */
+static int traces(void *opts, struct dsa_traces_opts *t)
+{
+    const struct dsa_mrcr_eval_opts *o = opts;
+    t->eval = "mrcr";
+    t->limit = o->filter.limit;
+    t->bins_mask = o->filter.bins_mask;
+    t->needles_mask = o->filter.needles_mask;
+    t->filters = filters_json(o);
+    return DSA_EXIT_OK;
 }
 
 /* what must be equal for a resume: the rows, the model and everything in the body */

@@ -105,35 +105,17 @@ static int check(void *opts, struct dsa_eval_ctx *c)
 }
 
 /* --traces DIR: the stack on a model's captured activations of RULER prompts
-   (evals/inproc_traces.h) instead of the proxy; no samples are made */
-static int traces(void *opts, const struct dsa_eval_ctx *c, const char *dir)
+   (evals/inproc_traces.h) instead of the proxy; no samples are made, the same filters */
+static int traces(void *opts, struct dsa_traces_opts *t)
 {
     const struct dsa_ruler_eval_opts *o = opts;
-    struct dsa_inproc_run io;
-    dsa_inproc_run_init(&io);
-    io.stack = c->stack;
-    io.eval = "ruler";
-    io.traces_dir = dir;
-    io.out_dir = c->out;
-    io.limit = o->limit;
-    io.bins_mask = o->lengths_mask;
-    io.tasks_mask = o->tasks_mask;
-    io.force_new = c->force_new;
-    io.json = c->as_json;
-    io.quiet = c->quiet;
-    io.command = c->command;
-    io.interrupted = c->interrupted;
-    io.shard = c->shard;
-    int ret = dsa_inproc_traces_run(&io);
-    if (!c->as_json)
-        return ret;
-    char *path = dsa_run_file_name(c->out, 1);
-    json_t *runs = json_array();
-    dsa_run_load_into(path, runs);
-    ret = dsa_summary_print_json_if(runs, ret);
-    json_decref(runs);
-    free(path);
-    return ret;
+    t->eval = "ruler";
+    t->limit = o->limit;
+    t->bins_mask = o->lengths_mask;
+    t->tasks_mask = o->tasks_mask;
+    t->filters =
+        json_pack("{s:s?, s:s?, s:i}", "tasks", o->tasks, "lengths", o->lengths, "limit", o->limit);
+    return DSA_EXIT_OK;
 }
 
 static int load(void *opts, const struct dsa_eval_ctx *c, void **ev)

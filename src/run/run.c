@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evals/inproc_traces.h"
 #include "run/loop.h"
 #include "store/store.h"
 #include "util/buf.h"
@@ -155,6 +156,11 @@ static void on_done(const struct dsa_result *r)
         /* the server went away (or the stack failed): not this sample's fault, so no record */
         if (!l->stopped)
             l->stopped = dsa_xstrdup(r->error ? r->error : "cannot connect");
+        l->stop = true;
+    } else if (dsa_eval_run_bad_input(r)) {
+        /* the sample's input cannot be read (printed): exit 3, the finished records kept */
+        if (!l->ret)
+            l->ret = DSA_EXIT_DATA;
         l->stop = true;
     } else {
         json_t *rec = NULL;
@@ -317,10 +323,10 @@ static int run_one(struct loop *l, int ri, json_t *runs, char **first_path)
     return ret;
 }
 
-static int run_loaded(const struct dsa_eval *e, void *ev, const struct dsa_eval_ctx *c,
-                      dsa_backend *b)
+static int run_loaded(const struct dsa_eval *e, const struct dsa_eval_hooks *h, void *ev,
+                      const struct dsa_eval_ctx *c, dsa_backend *b)
 {
-    struct loop l = {.e = e, .h = e->hooks, .ev = ev, .ctx = c, .b = b};
+    struct loop l = {.e = e, .h = h, .ev = ev, .ctx = c, .b = b};
     int ret = l.h->begin ? l.h->begin(ev, b) : DSA_EXIT_OK;
     json_t *runs = json_array();
     char *first_path = NULL;
@@ -346,31 +352,48 @@ static int open_backend(const struct dsa_eval_ctx *c, const struct dsa_loop_opts
     return (*b = dsa_inproc_backend_new(&c->stack)) ? DSA_EXIT_OK : DSA_EXIT_BACKEND;
 }
 
-int dsa_loop_run(const struct dsa_eval *e, void *eval_opts, struct dsa_loop_opts *o)
+/* --traces DIR: the model's activations instead of the samples. The eval's traces hook takes
+   its options into *t; the traces hooks then stand in for the eval's. */
+static int traces_source(const struct dsa_eval *e, void *eval_opts, struct dsa_eval_ctx *c,
+                         struct dsa_traces_opts *t)
 {
-    struct dsa_eval_ctx c;
-    int ret = prepare(e, eval_opts, o, &c);
-    if (ret)
-        return ret;
-    if (o->traces) { /* the model's activations instead of the samples */
-        if (e->hooks->traces)
-            return e->hooks->traces(eval_opts, &c, o->traces);
+    if (!e->hooks->traces) {
         dsa_errorf("'%s' has no traces run (--traces)", e->name);
         return DSA_EXIT_USAGE;
     }
+    t->dir = c->traces;
+    t->stack = &c->stack;
+    return e->hooks->traces(eval_opts, t);
+}
+
+int dsa_loop_run(const struct dsa_eval *e, void *eval_opts, struct dsa_loop_opts *o)
+{
+    struct dsa_eval_ctx c;
+    struct dsa_traces_opts t = {0};
+    const struct dsa_eval_hooks *h = e ? e->hooks : NULL;
     void *ev = NULL;
     dsa_backend *b = NULL;
-    if ((ret = e->hooks->load(eval_opts, &c, &ev)))
+    int ret = prepare(e, eval_opts, o, &c);
+    if (ret)
+        return ret;
+    if (c.traces) {
+        if ((ret = traces_source(e, eval_opts, &c, &t)))
+            goto cleanup;
+        h = &dsa_traces_hooks;
+        eval_opts = &t;
+    }
+    if ((ret = h->load(eval_opts, &c, &ev)))
         goto cleanup;
-    if (e->hooks->offline && (ret = e->hooks->offline(ev)) >= 0)
+    if (h->offline && (ret = h->offline(ev)) >= 0)
         goto cleanup;
     if ((ret = open_backend(&c, o, &b)))
         goto cleanup;
-    ret = run_loaded(e, ev, &c, b);
+    ret = run_loaded(e, h, ev, &c, b);
 cleanup:
     dsa_backend_free(&b);
     if (ev)
-        e->hooks->free(ev);
+        h->free(ev);
+    json_decref(t.filters);
     return ret;
 }
 
@@ -383,7 +406,7 @@ int dsa_loop_run_on(const struct dsa_eval *e, void *eval_opts, struct dsa_loop_o
         return ret;
     void *ev = NULL;
     if (!(ret = e->hooks->load(eval_opts, &c, &ev)))
-        ret = run_loaded(e, ev, &c, b);
+        ret = run_loaded(e, e->hooks, ev, &c, b);
     if (ev)
         e->hooks->free(ev);
     return ret;

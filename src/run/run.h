@@ -46,7 +46,8 @@ void dsa_loop_opts_init(struct dsa_loop_opts *o, int argc, char **argv, int conc
 void dsa_loop_opts_release(struct dsa_loop_opts *o);
 
 /* Runs eval `e` (a row with hooks) with its options `eval_opts` and the shared options: checks,
-   --traces, load, the backend the options name, the runs, the summary. Returns an enum
+   load (with --traces: the traces hooks of evals/inproc_traces.h on the eval's options), the
+   backend the options name, the runs, the summary. Returns an enum
    dsa_exit (each failure printed as one line). */
 int dsa_loop_run(const struct dsa_eval *e, void *eval_opts, struct dsa_loop_opts *o);
 
