@@ -77,18 +77,24 @@ void dsa_json_keys_release(struct dsa_json_keys *k)
 
 bool dsa_json_number_fits(const char *num, size_t len)
 {
-    char buf[128];
-    if (len >= sizeof buf)
-        return false;
+    /* a token of any length: jansson reads 0.777… of 200 digits as a real, so a short buffer
+       that refused long tokens made the two readers of a line disagree */
+    char small[128];
+    char *buf = len < sizeof small ? small : dsa_xmalloc(len + 1);
     memcpy(buf, num, len);
     buf[len] = '\0';
     errno = 0;
+    bool fits;
     if (!strpbrk(buf, ".eE")) {
         (void)strtoll(buf, NULL, 10);
-        return errno != ERANGE;
+        fits = errno != ERANGE;
+    } else {
+        double v = strtod(buf, NULL);
+        fits = !(errno == ERANGE && isinf(v));
     }
-    double v = strtod(buf, NULL);
-    return !(errno == ERANGE && isinf(v));
+    if (buf != small)
+        free(buf);
+    return fits;
 }
 
 static long hex4(const char *p, const char *end)

@@ -506,6 +506,29 @@ static void test_json_escapes_aligned(void **state)
         }
 }
 
+/* number tokens of any length, as jansson reads them (fuzz_grade_mrcr's finding of
+   2026-12-02: a 165-digit real was refused by the stream reader, read by jansson) */
+static void test_json_number_fits_long(void **state)
+{
+    (void)state;
+    char real[240] = "0.";
+    memset(real + 2, '7', 200);
+    real[202] = '\0';
+    assert_true(dsa_json_number_fits(real, strlen(real)));
+    char big[240];
+    memset(big, '9', 200);
+    big[200] = '\0';
+    assert_false(dsa_json_number_fits(big, strlen(big))); /* jansson: "too big integer" */
+    char huge[240] = "1";
+    memset(huge + 1, '0', 200);
+    memcpy(huge + 201, ".5", 3); /* 1e200: a double */
+    assert_true(dsa_json_number_fits(huge, strlen(huge)));
+    assert_false(dsa_json_number_fits("1e400", 5)); /* "real number overflow" */
+    assert_true(dsa_json_number_fits("1e-400", 6)); /* underflow to 0 is read */
+    assert_true(dsa_json_number_fits("9223372036854775807", 19));
+    assert_false(dsa_json_number_fits("9223372036854775808", 19));
+}
+
 static void test_json_pick(void **state)
 {
     (void)state;
@@ -592,6 +615,7 @@ int main(void)
         cmocka_unit_test(test_url_redact),
         cmocka_unit_test(test_secret_hold),
         cmocka_unit_test(test_json_pick),
+        cmocka_unit_test(test_json_number_fits_long),
         cmocka_unit_test(test_json_escapes_aligned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
