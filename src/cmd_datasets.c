@@ -50,6 +50,23 @@ static int usage_error(const char *fmt, const char *arg)
     return DSA_EXIT_USAGE;
 }
 
+/* The options of a synth subcommand `what` ("synth mrcr"): no arguments, and -o FILE given.
+   Returns 0 to go on, or 1 to end with *status: 0 after --help, else a usage error (printed). */
+static int synth_parse(int argc, char **argv, struct dsa_option *opts, const char *const *usage,
+                       const char *what, const char *const *out, int *status)
+{
+    int n = dsa_opt_parse(&argc, argv, opts, usage);
+    if (n < 0)
+        *status = dsa_opt_exit(n);
+    else if (n > 0)
+        *status = usage_error("unexpected argument '%s'", argv[0]);
+    else if (!*out)
+        *status = usage_error("%s: -o FILE is required", what);
+    else
+        return 0;
+    return 1;
+}
+
 static int synth_mrcr(int argc, char **argv)
 {
     static const char *const usage[] = {
@@ -68,13 +85,9 @@ static int synth_mrcr(int argc, char **argv)
         DSA_OPT_STRING('o', "output", &out, "FILE", "write the JSONL here ('-' = stdout)"),
         DSA_OPT_END(),
     };
-    int n = dsa_opt_parse(&argc, argv, opts, usage);
-    if (n < 0)
-        return dsa_opt_exit(n);
-    if (n > 0)
-        return usage_error("unexpected argument '%s'", argv[0]);
-    if (!out)
-        return usage_error("%s: -o FILE is required", "synth mrcr");
+    int status;
+    if (synth_parse(argc, argv, opts, usage, "synth mrcr", &out, &status))
+        return status;
     if (bins && max_bin)
         return usage_error("%s: give --bins or --max-bin, not both", "synth mrcr");
     if (per_bin < 1 || per_bin > 100000) {
@@ -157,13 +170,9 @@ static int synth_ruler(int argc, char **argv)
         DSA_OPT_STRING('o', "output", &out, "FILE", "write the JSONL here ('-' = stdout)"),
         DSA_OPT_END(),
     };
-    int n = dsa_opt_parse(&argc, argv, opts, usage);
-    if (n < 0)
-        return dsa_opt_exit(n);
-    if (n > 0)
-        return usage_error("unexpected argument '%s'", argv[0]);
-    if (!out)
-        return usage_error("%s: -o FILE is required", "synth ruler");
+    int status;
+    if (synth_parse(argc, argv, opts, usage, "synth ruler", &out, &status))
+        return status;
     if (limit < 1 || seed < 0)
         return usage_error("--limit must be >= 1 and --seed >= 0%s", "");
     struct dsa_ruler_opts o = {0, 0, limit, (unsigned long)seed, NULL, &dsa_interrupted};

@@ -48,6 +48,24 @@ __device__ __forceinline__ float d_round_bf16(float x)
     return d_bf16_to_f32(d_f32_to_bf16(x));
 }
 
+/* One logit into the output row of either dtype: v (bf16: rounded to nearest even), or, for a
+   position outside the row's context, the masked value (-inf; bf16 0xff80). */
+__device__ __forceinline__ void d_logit_store(void *out, size_t o, bool lbf16, float v)
+{
+    if (lbf16)
+        ((uint16_t *)out)[o] = d_f32_to_bf16(v);
+    else
+        ((float *)out)[o] = v;
+}
+
+__device__ __forceinline__ void d_logit_mask(void *out, size_t o, bool lbf16)
+{
+    if (lbf16)
+        ((uint16_t *)out)[o] = 0xff80;
+    else
+        ((float *)out)[o] = -INFINITY;
+}
+
 /* e4m3fn encode: RNE, saturating to +-448 (cvt.rn.satfinite) */
 __device__ __forceinline__ uint8_t d_f32_to_e4m3(float x)
 {

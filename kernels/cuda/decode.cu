@@ -269,15 +269,9 @@ __global__ static void __launch_bounds__(DP_THREADS, 2) decode_pipe_kernel(const
             if (s < ctx_r) {
                 const float ks = *(const float *)(st + DSA_K_SCALE_OFF + key * 4);
                 const float v = __fmul_rn(ks, tig ? part1 : part0);
-                if (p.lbf16)
-                    ((uint16_t *)p.out)[o] = d_f32_to_bf16(v);
-                else
-                    ((float *)p.out)[o] = v;
+                d_logit_store(p.out, o, p.lbf16, v);
             } else if (p.clean) {
-                if (p.lbf16)
-                    ((uint16_t *)p.out)[o] = 0xff80;
-                else
-                    ((float *)p.out)[o] = -INFINITY;
+                d_logit_mask(p.out, o, p.lbf16);
             }
         }
         if (++pg == p.tiles_per_seq)

@@ -109,15 +109,9 @@ template <bool PAGED> __global__ static void logits_kernel(const logits_params p
                     acc = __fadd_rn(acc, __fmul_rn(sw[r * H + h], dot));
             }
             float v = __fmul_rn(kscale, acc);
-            if (p.lbf16)
-                ((uint16_t *)p.out)[o] = d_f32_to_bf16(v);
-            else
-                ((float *)p.out)[o] = v;
+            d_logit_store(p.out, o, p.lbf16, v);
         } else if (p.clean) {
-            if (p.lbf16)
-                ((uint16_t *)p.out)[o] = 0xff80;
-            else
-                ((float *)p.out)[o] = -INFINITY;
+            d_logit_mask(p.out, o, p.lbf16);
         }
     }
 }
@@ -262,15 +256,9 @@ __global__ static void __launch_bounds__(128) logits_mma_kernel(const logits_par
                     size_t o = (size_t)(row0 + r) * p.stride + s;
                     if (s >= slo[r] && s < shi[r]) {
                         float v = __fmul_rn(sks[key], part);
-                        if (p.lbf16)
-                            ((uint16_t *)p.out)[o] = d_f32_to_bf16(v);
-                        else
-                            ((float *)p.out)[o] = v;
+                        d_logit_store(p.out, o, p.lbf16, v);
                     } else if (p.clean) {
-                        if (p.lbf16)
-                            ((uint16_t *)p.out)[o] = 0xff80;
-                        else
-                            ((float *)p.out)[o] = -INFINITY;
+                        d_logit_mask(p.out, o, p.lbf16);
                     }
                 }
         }
