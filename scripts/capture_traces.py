@@ -99,48 +99,50 @@ def render(messages, needle_msg, tok):
     return ids, needle, question
 
 
+def jsonl_lines(path):
+    """(line number from 1, line) of each non-blank line of a JSONL file, in file order."""
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if line.strip():
+                yield lineno, line
+
+
 def mrcr_rows(path):
     """(id, bin, messages, needle message index) in file order, ids and bins as dsa-eval's
     reader gives them (docs/mrcr.md: n8/r0123; "bin", else "context_tokens", else the block)."""
     per_n = {}
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                msgs = row["messages"] if "messages" in row else json.loads(row["prompt"])
-                n = int(row["n_needles"])
-                dmi = int(row["desired_msg_index"])
-            except (ValueError, KeyError, TypeError) as e:
-                sys.exit("capture_traces: cannot parse line %d of '%s': %s" % (lineno, path, e))
-            r = per_n.get(n, 0)
-            per_n[n] = r + 1
-            b = None
-            if isinstance(row.get("bin"), str):
-                b = EDGE.get(row["bin"].lower().lstrip("≤<="))
-            elif isinstance(row.get("context_tokens"), int):
-                ct = row["context_tokens"]
-                b = next((k for k in range(8) if ct <= 8192 << k), None)
-            if b is None:
-                b = BLOCK_TO_BIN[(r // 100) % 8]
-            yield "n%d/r%04d" % (n, r), b, msgs, dmi + 1
+    for lineno, line in jsonl_lines(path):
+        try:
+            row = json.loads(line)
+            msgs = row["messages"] if "messages" in row else json.loads(row["prompt"])
+            n = int(row["n_needles"])
+            dmi = int(row["desired_msg_index"])
+        except (ValueError, KeyError, TypeError) as e:
+            sys.exit("capture_traces: cannot parse line %d of '%s': %s" % (lineno, path, e))
+        r = per_n.get(n, 0)
+        per_n[n] = r + 1
+        b = None
+        if isinstance(row.get("bin"), str):
+            b = EDGE.get(row["bin"].lower().lstrip("≤<="))
+        elif isinstance(row.get("context_tokens"), int):
+            ct = row["context_tokens"]
+            b = next((k for k in range(8) if ct <= 8192 << k), None)
+        if b is None:
+            b = BLOCK_TO_BIN[(r // 100) % 8]
+        yield "n%d/r%04d" % (n, r), b, msgs, dmi + 1
 
 
 def ruler_rows(path):
     """The rows of a RULER samples file (`dsa-eval datasets synth ruler`), in file order."""
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                assert row["eval"] == "ruler" and isinstance(row["prompt"], str)
-                row["needles"], row["question"]["bytes"]
-            except (ValueError, KeyError, TypeError, AssertionError) as e:
-                sys.exit("capture_traces: cannot parse line %d of '%s' as a RULER sample: %s" %
-                         (lineno, path, e))
-            yield row
+    for lineno, line in jsonl_lines(path):
+        try:
+            row = json.loads(line)
+            assert row["eval"] == "ruler" and isinstance(row["prompt"], str)
+            row["needles"], row["question"]["bytes"]
+        except (ValueError, KeyError, TypeError, AssertionError) as e:
+            sys.exit("capture_traces: cannot parse line %d of '%s' as a RULER sample: %s" %
+                     (lineno, path, e))
+        yield row
 
 
 def is_ruler(path):
