@@ -7,6 +7,7 @@
 #define HAVE_INLINE 1
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -360,27 +361,133 @@ static void strata_release(struct strata *s)
     free(s->size);
 }
 
+/* ---- the index stream (stats.h, struct dsa_stats_draws) -------------------------------- */
+
+/* GSL's taus.c: TAUSWORTHE(s, a, b, c, d) on 32-bit words, component q of taus2 */
+static inline uint32_t taus_step(unsigned q, uint32_t s)
+{
+    switch (q) {
+    case 0:
+        return ((s & 4294967294u) << 12) ^ (((s << 13) ^ s) >> 19);
+    case 1:
+        return ((s & 4294967288u) << 4) ^ (((s << 2) ^ s) >> 25);
+    default:
+        return ((s & 4294967280u) << 17) ^ (((s << 3) ^ s) >> 11);
+    }
+}
+
+/* Each component's step is linear over GF(2) on its 32-bit word (masks, shifts, xors), so
+   DSA_STATS_LANE_DRAWS steps are one 32 x 32 bit matrix: held as four tables of the images of
+   each byte, jump[q][j][b] = step^LANE_DRAWS(b << 8j), built once per process. */
+static uint32_t taus_jump[3][4][256];
+static pthread_once_t taus_jump_once = PTHREAD_ONCE_INIT;
+
+static void taus_jump_build(void)
+{
+    for (unsigned q = 0; q < 3; q++) {
+        uint32_t col[32];
+        for (unsigned i = 0; i < 32; i++) {
+            uint32_t s = (uint32_t)1 << i;
+            for (unsigned t = 0; t < DSA_STATS_LANE_DRAWS; t++)
+                s = taus_step(q, s);
+            col[i] = s;
+        }
+        for (unsigned j = 0; j < 4; j++)
+            for (unsigned b = 0; b < 256; b++) {
+                uint32_t v = 0;
+                for (unsigned i = 0; i < 8; i++)
+                    if (b >> i & 1)
+                        v ^= col[8 * j + i];
+                taus_jump[q][j][b] = v;
+            }
+    }
+}
+
+static uint32_t taus_jump_apply(unsigned q, uint32_t s)
+{
+    return taus_jump[q][0][s & 255] ^ taus_jump[q][1][s >> 8 & 255] ^
+           taus_jump[q][2][s >> 16 & 255] ^ taus_jump[q][3][s >> 24];
+}
+
+/* The block: lane l's states start LANE_DRAWS l words after the block's first, and all lanes
+   are stepped together (the inner loop over lanes is what the compiler vectorizes, the state
+   staying in registers); word t of lane l lands in word[t * LANES + l]. */
+static void taus_fill(struct dsa_stats_draws *d)
+{
+    enum { L = DSA_STATS_LANES };
+    uint32_t a[L], b[L], c[L];
+    for (unsigned q = 0; q < 3; q++) {
+        d->start[q][0] = d->after[q];
+        for (unsigned l = 1; l < L; l++)
+            d->start[q][l] = taus_jump_apply(q, d->start[q][l - 1]);
+    }
+    memcpy(a, d->start[0], sizeof a);
+    memcpy(b, d->start[1], sizeof b);
+    memcpy(c, d->start[2], sizeof c);
+    for (unsigned t = 0; t < DSA_STATS_LANE_DRAWS; t++)
+        for (unsigned l = 0; l < L; l++) {
+            a[l] = ((a[l] & 4294967294u) << 12) ^ (((a[l] << 13) ^ a[l]) >> 19);
+            b[l] = ((b[l] & 4294967288u) << 4) ^ (((b[l] << 2) ^ b[l]) >> 25);
+            c[l] = ((c[l] & 4294967280u) << 17) ^ (((c[l] << 3) ^ c[l]) >> 11);
+            d->word[t * L + l] = a[l] ^ b[l] ^ c[l];
+        }
+    d->after[0] = a[L - 1];
+    d->after[1] = b[L - 1];
+    d->after[2] = c[L - 1];
+}
+
 void dsa_stats_draws_init(struct dsa_stats_draws *d, gsl_rng *r)
 {
-    memset(d, 0, sizeof *d);
     d->r = r;
     /* GSL's taus_state_t is three unsigned longs holding 32-bit words */
     d->inline_taus = r->type == gsl_rng_taus2 && gsl_rng_size(r) == 3 * sizeof(unsigned long);
+    /* the scaling of dsa_stats_draw() is gsl_rng_uniform_int's for words in [0, 2^32 - 1] */
+    if (gsl_rng_min(r) != 0 || gsl_rng_max(r) != 0xffffffffUL)
+        abort();
+    /* empty: the "last lane" is used up at its first word, so the first draw fills a block */
+    d->lane = DSA_STATS_LANES - 1;
+    d->next = d->end = d->word + d->lane;
     if (d->inline_taus) {
+        pthread_once(&taus_jump_once, taus_jump_build);
         const unsigned long *st = gsl_rng_state(r);
-        d->s1 = (uint32_t)st[0];
-        d->s2 = (uint32_t)st[1];
-        d->s3 = (uint32_t)st[2];
+        for (unsigned q = 0; q < 3; q++)
+            d->after[q] = d->start[q][d->lane] = (uint32_t)st[q];
     }
+}
+
+void dsa_stats_draws_next_lane(struct dsa_stats_draws *d)
+{
+    enum { L = DSA_STATS_LANES };
+    if (!d->inline_taus) {
+        /* one word at a time: the generator's state is never ahead of the draws */
+        d->lane = 0;
+        d->word[0] = (uint32_t)gsl_rng_get(d->r);
+        d->next = d->word;
+        d->end = d->word + L;
+        return;
+    }
+    if (d->lane + 1 < L) {
+        d->lane++;
+    } else {
+        taus_fill(d);
+        d->lane = 0;
+    }
+    d->next = d->word + d->lane;
+    d->end = d->next + DSA_STATS_LANE_DRAWS * L;
 }
 
 void dsa_stats_draws_release(struct dsa_stats_draws *d)
 {
     if (d->inline_taus) {
+        /* the state after the last word used: its lane's start stepped over the words read */
+        size_t used = (size_t)(d->next - (d->word + d->lane)) / DSA_STATS_LANES;
         unsigned long *st = gsl_rng_state(d->r);
-        st[0] = d->s1;
-        st[1] = d->s2;
-        st[2] = d->s3;
+        for (unsigned q = 0; q < 3; q++) {
+            uint32_t s = d->start[q][d->lane];
+            for (size_t t = 0; t < used; t++)
+                s = taus_step(q, s);
+            st[q] = s;
+        }
     }
     d->r = NULL;
 }
@@ -486,6 +593,87 @@ static double *run_sum_table(const double *y, size_t nk, size_t R, double factor
     return t;
 }
 
+/*
+ * The next n integers of the stream for range m (scale = dsa_stats_draw_scale(m)) into u[0..n):
+ * dsa_stats_draw() n times, in a loop of its own. The replicate loops take their indices from
+ * here a batch at a time, so that their own loops hold no call (which would keep their sums in
+ * memory rather than registers, every xmm register being the callee's to clobber) and the
+ * draws and the sums are each a short loop the processor runs ahead on.
+ */
+enum { DRAW_BATCH = 512 };
+static void draw_batch(struct dsa_stats_draws *d, uint32_t m, uint64_t scale, uint32_t *u, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        if (d->next == d->end)
+            dsa_stats_draws_next_lane(d);
+        const uint32_t *p = d->next;
+        size_t avail = (size_t)(d->end - p) / DSA_STATS_LANES, lim = n - got;
+        if (lim > avail)
+            lim = avail;
+        for (size_t i = 0; i < lim; i++) {
+            /* a word whose k is out of range is redrawn: the next word overwrites u[got] */
+            uint32_t k = dsa_stats_draw_div(p[i * DSA_STATS_LANES], scale);
+            u[got] = k;
+            got += k < m;
+        }
+        d->next = p + lim * DSA_STATS_LANES;
+    }
+}
+
+/* One two-level replicate from the tables: the sum of wc[k] - wb[k] over the samples drawn,
+   stratum by stratum, in draw order. */
+static double two_level_sum(struct dsa_stats_draws *d, const struct strata *st,
+                            const uint64_t *scale, bool strat, const double *wc, const double *wb)
+{
+    uint32_t u[DRAW_BATCH];
+    double s = 0;
+    for (size_t j = 0; j < st->k; j++) {
+        const size_t *ix = st->idx[j];
+        for (size_t t = 0; t < st->size[j]; t += DRAW_BATCH) {
+            size_t nb = st->size[j] - t < DRAW_BATCH ? st->size[j] - t : DRAW_BATCH;
+            draw_batch(d, (uint32_t)st->size[j], scale[j], u, nb);
+            for (size_t i = 0; i < nb; i++) {
+                size_t k = strat ? ix[u[i]] : u[i];
+                double xc = wc[k], xb = wb[k];
+                s += xc - xb;
+            }
+        }
+    }
+    return s;
+}
+
+/* the terms of a replicate whose tables did not fit (many runs): formed per draw */
+struct tl_terms {
+    const double *B, *C;
+    size_t nk;
+    const size_t *ib, *ic;
+    size_t rb, rc;
+    const double *wb, *wc; /* a table where one fits, else NULL */
+};
+
+static double two_level_sum_formed(struct dsa_stats_draws *d, const struct strata *st,
+                                   const uint64_t *scale, bool strat, const struct tl_terms *w)
+{
+    uint32_t u[DRAW_BATCH];
+    double s = 0;
+    for (size_t j = 0; j < st->k; j++) {
+        for (size_t t = 0; t < st->size[j]; t += DRAW_BATCH) {
+            size_t nb = st->size[j] - t < DRAW_BATCH ? st->size[j] - t : DRAW_BATCH;
+            draw_batch(d, (uint32_t)st->size[j], scale[j], u, nb);
+            for (size_t i = 0; i < nb; i++) {
+                size_t k = strat ? st->idx[j][u[i]] : u[i];
+                double xc =
+                    w->wc ? w->wc[k] : (double)w->rb * arm_sum(w->C, w->nk, w->ic, w->rc, k);
+                double xb =
+                    w->wb ? w->wb[k] : (double)w->rc * arm_sum(w->B, w->nk, w->ib, w->rb, k);
+                s += xc - xb;
+            }
+        }
+    }
+    return s;
+}
+
 static void two_level(const struct dsa_paired_input *in, const size_t *brun, size_t rb,
                       const size_t *crun, size_t rc, const struct dsa_boot_cfg *cfg, uint32_t seed,
                       struct dsa_paired_result *out)
@@ -540,20 +728,14 @@ static void two_level(const struct dsa_paired_input *in, const size_t *brun, siz
         }
         /* w_i = rb * sum_q C[ic_q][i] - rc * sum_q B[ib_q][i] of each drawn sample, summed in
            draw order: from the tables when they fit, else formed per draw */
-        const double *wc = tc ? tc + tic * nk : NULL, *wb = tb ? tb + tib * nk : NULL;
-        double s = 0;
-        struct dsa_stats_draws d = dr; /* in registers for the loop, not in dr's memory */
-        for (size_t j = 0; j < st.k; j++) {
-            uint32_t m = (uint32_t)st.size[j];
-            for (uint32_t t = 0; t < m; t++) {
-                uint32_t u = dsa_stats_draw(&d, m, scale[j]);
-                size_t k = stratum ? st.idx[j][u] : u;
-                double xc = wc ? wc[k] : (double)rb * arm_sum(C, nk, ic, rc, k);
-                double xb = wb ? wb[k] : (double)rc * arm_sum(B, nk, ib, rb, k);
-                s += xc - xb;
-            }
+        double s;
+        if (tb && tc) {
+            s = two_level_sum(&dr, &st, scale, stratum != NULL, tc + tic * nk, tb + tib * nk);
+        } else {
+            struct tl_terms w = {
+                B, C, nk, ib, ic, rb, rc, tb ? tb + tib * nk : NULL, tc ? tc + tic * nk : NULL};
+            s = two_level_sum_formed(&dr, &st, scale, stratum != NULL, &w);
         }
-        dr = d;
         reps[b] = s / ((double)nk * (double)rb * (double)rc);
     }
     dsa_stats_draws_release(&dr);
@@ -612,22 +794,26 @@ static double replicate_rows4(struct dsa_stats_draws *dr, const struct pooled_lo
                               const double *row4, const uint64_t *scale, double *psum)
 {
     const struct strata *st = L->st;
-    struct dsa_stats_draws d = *dr; /* in registers for the loop */
+    const double *v = L->v;
+    bool identity = L->identity;
+    uint32_t u[DRAW_BATCH];
     double s = 0, a0 = 0, a1 = 0, a2 = 0, a3 = 0;
     for (size_t j = 0; j < st->k; j++) {
-        uint32_t m = (uint32_t)st->size[j];
-        for (uint32_t t = 0; t < m; t++) {
-            uint32_t u = dsa_stats_draw(&d, m, scale[j]);
-            size_t k = L->identity ? u : st->idx[j][u];
-            const double *row = row4 + 4 * k;
-            s += L->v[k];
-            a0 += row[0];
-            a1 += row[1];
-            a2 += row[2];
-            a3 += row[3];
+        const size_t *ix = st->idx[j];
+        for (size_t t = 0; t < st->size[j]; t += DRAW_BATCH) {
+            size_t nb = st->size[j] - t < DRAW_BATCH ? st->size[j] - t : DRAW_BATCH;
+            draw_batch(dr, (uint32_t)st->size[j], scale[j], u, nb);
+            for (size_t i = 0; i < nb; i++) {
+                size_t k = identity ? u[i] : ix[u[i]];
+                const double *row = row4 + 4 * k;
+                s += v[k];
+                a0 += row[0];
+                a1 += row[1];
+                a2 += row[2];
+                a3 += row[3];
+            }
         }
     }
-    *dr = d;
     double a[4] = {a0, a1, a2, a3};
     memcpy(psum, a, L->npairs * sizeof *psum);
     return s;
@@ -665,14 +851,17 @@ static void pooled_replicates(const struct pooled_loop *L, const struct dsa_boot
                 memset(psum, 0, L->npairs * sizeof *psum);
                 memset(pcnt, 0, L->npairs * sizeof *pcnt);
             }
+            uint32_t u[DRAW_BATCH];
             for (size_t j = 0; j < st->k; j++) {
-                uint32_t m = (uint32_t)st->size[j];
-                for (uint32_t t = 0; t < m; t++) {
-                    uint32_t u = dsa_stats_draw(&dr, m, scale[j]);
-                    size_t k = L->identity ? u : st->idx[j][u];
-                    s += L->v[k];
-                    if (L->npairs)
-                        pooled_add_runs(L, k, psum, pcnt);
+                for (size_t t = 0; t < st->size[j]; t += DRAW_BATCH) {
+                    size_t nb = st->size[j] - t < DRAW_BATCH ? st->size[j] - t : DRAW_BATCH;
+                    draw_batch(&dr, (uint32_t)st->size[j], scale[j], u, nb);
+                    for (size_t i = 0; i < nb; i++) {
+                        size_t k = L->identity ? u[i] : st->idx[j][u[i]];
+                        s += L->v[k];
+                        if (L->npairs)
+                            pooled_add_runs(L, k, psum, pcnt);
+                    }
                 }
             }
         }

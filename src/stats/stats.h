@@ -62,19 +62,35 @@ const char *dsa_stats_ci_name(enum dsa_ci_method m);
 gsl_rng *dsa_stats_rng_new(enum dsa_rng_kind k, uint32_t seed);
 /*
  * The index stream of every bootstrap here, draw by draw the integers gsl_rng_uniform_int(r, m)
- * returns. For taus2 the generator is stepped inline on a copy of GSL's state with GSL's own
- * recurrence and scaling (k = x / (0xffffffff / m), redrawn while k >= m): the same integers
- * without an indirect call or a divide instruction per draw (tests/unit/test_stats.c pins them to
- * GSL's); other generators go through gsl_rng_uniform_int. Plain struct: _init borrows r, _release
- * writes the state back into r, so GSL's later draws continue the same stream.
+ * returns: GSL's scaling k = x / (0xffffffff / m) of the generator's words x (both generators
+ * have min 0 and max 0xffffffff), redrawn while k >= m, with the division done as a
+ * multiplication (dsa_stats_draw_div) and the words read from a block.
+ * For taus2 the block is DSA_STATS_LANES stretches of DSA_STATS_LANE_DRAWS consecutive words of
+ * the one stream, made side by side (lane l starts DSA_STATS_LANE_DRAWS l words in, reached by
+ * GSL's recurrence jumped ahead as a linear map over GF(2)), so the compiler steps the lanes
+ * with vector instructions instead of one word at a time; the words, and so the integers, are
+ * GSL's in GSL's order (tests/unit/test_stats.c pins them draw by draw). Other generators fill
+ * the block one gsl_rng_get at a time.
+ * Plain struct: _init borrows r, _release writes the state at the last word used back into r,
+ * so GSL's later draws continue the same stream.
  */
+#define DSA_STATS_LANES      4
+#define DSA_STATS_LANE_DRAWS 512
 struct dsa_stats_draws {
     gsl_rng *r;
     bool inline_taus;
-    uint32_t s1, s2, s3;
+    /* the next word and the end of the lane being read: lane l's word t is word[t * LANES + l] */
+    const uint32_t *next, *end;
+    unsigned lane;
+    uint32_t start[3][DSA_STATS_LANES]; /* taus2: each lane's state before its first word */
+    uint32_t after[3];                  /* taus2: the state after the block's last word */
+    /* padded by one row: `end` of the last lane points past the last word */
+    uint32_t word[(DSA_STATS_LANE_DRAWS + 1) * DSA_STATS_LANES];
 };
 void dsa_stats_draws_init(struct dsa_stats_draws *d, gsl_rng *r);
 void dsa_stats_draws_release(struct dsa_stats_draws *d);
+/* the next lane, or the next block when the last lane is used up (d->next == d->end) */
+void dsa_stats_draws_next_lane(struct dsa_stats_draws *d);
 /* GSL's scale for range m (1 <= m <= 0xffffffff), d = 0xffffffff / m, as the multiplier of
    Lemire, Kaser and Kurz's exact division ("Faster remainder by direct computation", 2019,
    Theorem 1: floor(x c / 2^64) = floor(x / d) for every 32-bit x with c = ceil(2^64 / d)):
@@ -94,14 +110,11 @@ static inline uint32_t dsa_stats_draw_div(uint32_t x, uint64_t c)
 }
 static inline uint32_t dsa_stats_draw(struct dsa_stats_draws *d, uint32_t m, uint64_t scale)
 {
-    if (!d->inline_taus)
-        return (uint32_t)gsl_rng_uniform_int(d->r, m);
     for (;;) {
-        /* GSL's taus.c: TAUSWORTHE(s, a, b, c, d) on 32-bit words */
-        d->s1 = ((d->s1 & 4294967294u) << 12) ^ (((d->s1 << 13) ^ d->s1) >> 19);
-        d->s2 = ((d->s2 & 4294967288u) << 4) ^ (((d->s2 << 2) ^ d->s2) >> 25);
-        d->s3 = ((d->s3 & 4294967280u) << 17) ^ (((d->s3 << 3) ^ d->s3) >> 11);
-        uint32_t k = dsa_stats_draw_div(d->s1 ^ d->s2 ^ d->s3, scale);
+        if (d->next == d->end)
+            dsa_stats_draws_next_lane(d);
+        uint32_t k = dsa_stats_draw_div(*d->next, scale);
+        d->next += DSA_STATS_LANES;
         if (k < m)
             return k;
     }

@@ -81,8 +81,8 @@ static void test_rng_smoke(void **state)
     assert_int_equal(dsa_stats_stream_seed(42, "main..cand/<=8K"), 2280725362u);
 }
 
-/* the inline taus2 stream and its division by multiplication give GSL's integers, draw by
-   draw, for ranges that exercise every scale (d = 1 included), and hand the state back */
+/* the taus2 stream made in lanes and its division by multiplication give GSL's integers, draw
+   by draw, for ranges that exercise every scale (d = 1 included), and hand the state back */
 static void test_draws_match_gsl(void **state)
 {
     (void)state;
@@ -104,6 +104,33 @@ static void test_draws_match_gsl(void **state)
             gsl_rng_free(a);
             gsl_rng_free(b);
         }
+    /* the state handed back at every edge of a lane and of a block of lanes (m = 1: each draw
+       is one word, but for the word 0xffffffff once in 2^32) */
+    static const size_t used[] = {0,
+                                  1,
+                                  DSA_STATS_LANE_DRAWS - 1,
+                                  DSA_STATS_LANE_DRAWS,
+                                  DSA_STATS_LANE_DRAWS + 1,
+                                  DSA_STATS_LANES * DSA_STATS_LANE_DRAWS - 1,
+                                  DSA_STATS_LANES * DSA_STATS_LANE_DRAWS,
+                                  DSA_STATS_LANES * DSA_STATS_LANE_DRAWS + 1,
+                                  3 * DSA_STATS_LANES * DSA_STATS_LANE_DRAWS + 7};
+    for (size_t t = 0; t < sizeof used / sizeof *used; t++) {
+        gsl_rng *a = dsa_stats_rng_new(DSA_RNG_TAUS2, 77),
+                *b = dsa_stats_rng_new(DSA_RNG_TAUS2, 77);
+        struct dsa_stats_draws d;
+        dsa_stats_draws_init(&d, a);
+        for (size_t i = 0; i < used[t]; i++) {
+            uint32_t x = (uint32_t)gsl_rng_get(b);
+            assert_int_equal(dsa_stats_draw(&d, 1, dsa_stats_draw_scale(1)), 0);
+            assert_true(x != 0xffffffffu);
+        }
+        dsa_stats_draws_release(&d);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(gsl_rng_get(a), gsl_rng_get(b));
+        gsl_rng_free(a);
+        gsl_rng_free(b);
+    }
     /* the division alone, at the edges of the 32-bit words: floor(x / d) */
     static const uint32_t xs[] = {0, 1, 5368708, 5368709, 5368710, 4294967294u, 4294967295u};
     for (size_t t = 0; t < sizeof ms / sizeof *ms; t++) {
