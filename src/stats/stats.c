@@ -6,6 +6,7 @@
    the library's, about twice as fast) */
 #define HAVE_INLINE 1
 
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -363,6 +364,9 @@ static void strata_release(struct strata *s)
 
 /* ---- the index stream (stats.h, struct dsa_stats_draws) -------------------------------- */
 
+/* dsa_stats_draw_div()'s exactness needs each double operation rounded once, to double */
+_Static_assert(FLT_EVAL_METHOD == 0, "double arithmetic in double precision");
+
 /* GSL's taus.c: TAUSWORTHE(s, a, b, c, d) on 32-bit words, component q of taus2 */
 static inline uint32_t taus_step(unsigned q, uint32_t s)
 {
@@ -493,9 +497,9 @@ void dsa_stats_draws_release(struct dsa_stats_draws *d)
 }
 
 /* the stratum sizes' draw scales, once per bootstrap */
-static uint64_t *strata_scales(const struct strata *s)
+static double *strata_scales(const struct strata *s)
 {
-    uint64_t *sc = dsa_xmalloc(s->k * sizeof *sc);
+    double *sc = dsa_xmalloc(s->k * sizeof *sc);
     for (size_t j = 0; j < s->k; j++)
         sc[j] = s->size[j] ? dsa_stats_draw_scale((uint32_t)s->size[j]) : 1;
     return sc;
@@ -601,7 +605,7 @@ static double *run_sum_table(const double *y, size_t nk, size_t R, double factor
  * draws and the sums are each a short loop the processor runs ahead on.
  */
 enum { DRAW_BATCH = 512 };
-static void draw_batch(struct dsa_stats_draws *d, uint32_t m, uint64_t scale, uint32_t *u, size_t n)
+static void draw_batch(struct dsa_stats_draws *d, uint32_t m, double scale, uint32_t *u, size_t n)
 {
     size_t got = 0;
     while (got < n) {
@@ -623,8 +627,8 @@ static void draw_batch(struct dsa_stats_draws *d, uint32_t m, uint64_t scale, ui
 
 /* One two-level replicate from the tables: the sum of wc[k] - wb[k] over the samples drawn,
    stratum by stratum, in draw order. */
-static double two_level_sum(struct dsa_stats_draws *d, const struct strata *st,
-                            const uint64_t *scale, bool strat, const double *wc, const double *wb)
+static double two_level_sum(struct dsa_stats_draws *d, const struct strata *st, const double *scale,
+                            bool strat, const double *wc, const double *wb)
 {
     uint32_t u[DRAW_BATCH];
     double s = 0;
@@ -653,7 +657,7 @@ struct tl_terms {
 };
 
 static double two_level_sum_formed(struct dsa_stats_draws *d, const struct strata *st,
-                                   const uint64_t *scale, bool strat, const struct tl_terms *w)
+                                   const double *scale, bool strat, const struct tl_terms *w)
 {
     uint32_t u[DRAW_BATCH];
     double s = 0;
@@ -711,7 +715,7 @@ static void two_level(const struct dsa_paired_input *in, const size_t *brun, siz
     double *reps = dsa_xmalloc(Bn * sizeof *reps);
     size_t *ib = dsa_xmalloc(rb * sizeof *ib), *ic = dsa_xmalloc(rc * sizeof *ic);
     double *tb = run_sum_table(B, nk, rb, (double)rc), *tc = run_sum_table(C, nk, rc, (double)rb);
-    uint64_t *scale = strata_scales(&st);
+    double *scale = strata_scales(&st);
     gsl_rng *r = dsa_stats_rng_new(cfg->rng, seed);
     struct dsa_stats_draws dr;
     dsa_stats_draws_init(&dr, r);
@@ -791,7 +795,7 @@ static void pooled_add_runs(const struct pooled_loop *L, size_t k, double *psum,
 /* one replicate of pooled_replicates() over rows padded to 4 runs: the pooled sum returned,
    the per-run sums in psum[0..npairs-1], each in draw order */
 static double replicate_rows4(struct dsa_stats_draws *dr, const struct pooled_loop *L,
-                              const double *row4, const uint64_t *scale, double *psum)
+                              const double *row4, const double *scale, double *psum)
 {
     const struct strata *st = L->st;
     const double *v = L->v;
@@ -829,7 +833,7 @@ static void pooled_replicates(const struct pooled_loop *L, const struct dsa_boot
                               size_t *pcnt)
 {
     const struct strata *st = L->st;
-    uint64_t *scale = strata_scales(st);
+    double *scale = strata_scales(st);
     gsl_rng *r = dsa_stats_rng_new(cfg->rng, seed);
     struct dsa_stats_draws dr;
     dsa_stats_draws_init(&dr, r);

@@ -91,24 +91,23 @@ void dsa_stats_draws_init(struct dsa_stats_draws *d, gsl_rng *r);
 void dsa_stats_draws_release(struct dsa_stats_draws *d);
 /* the next lane, or the next block when the last lane is used up (d->next == d->end) */
 void dsa_stats_draws_next_lane(struct dsa_stats_draws *d);
-/* GSL's scale for range m (1 <= m <= 0xffffffff), d = 0xffffffff / m, as the multiplier of
-   Lemire, Kaser and Kurz's exact division ("Faster remainder by direct computation", 2019,
-   Theorem 1: floor(x c / 2^64) = floor(x / d) for every 32-bit x with c = ceil(2^64 / d)):
-   no divide instruction per draw. 0 stands for d = 1. */
-static inline uint64_t dsa_stats_draw_scale(uint32_t m)
+/* GSL's scale for range m (1 <= m <= 0xffffffff), d = 0xffffffff / m, as the factor of the
+   division k = floor(x / d) done as k = floor(x r) in doubles, r = (1/d)(1 + 2^-50): one
+   multiplication, no divide instruction per draw. Exact for every 32-bit x: with correctly
+   rounded double operations (FLT_EVAL_METHOD 0, checked in stats.c) r > (1/d)(1 + 2^-51), so the
+   rounded product is > x/d (never below k, also where d divides x), and it is
+   < (x/d)(1 + 2^-49) < x/d + 1/d <= k + 1, as x < 2^32 and x/d <= k + 1 - 1/d.
+   tests/unit/test_stats.c checks it against x / d at the edges of every k it tries. */
+static inline double dsa_stats_draw_scale(uint32_t m)
 {
-    uint32_t d = 0xffffffffu / m;
-    return d == 1 ? 0 : UINT64_MAX / d + 1;
+    return (1.0 / (double)(0xffffffffu / m)) * (1.0 + 0x1p-50);
 }
-/* floor(x / d) from c = dsa_stats_draw_scale(): the high 64 bits of the 96-bit product */
-static inline uint32_t dsa_stats_draw_div(uint32_t x, uint64_t c)
+/* floor(x / d) from r = dsa_stats_draw_scale() */
+static inline uint32_t dsa_stats_draw_div(uint32_t x, double r)
 {
-    if (!c)
-        return x;
-    uint64_t hi = (c >> 32) * x, lo = (c & 0xffffffffu) * x;
-    return (uint32_t)((hi + (lo >> 32)) >> 32);
+    return (uint32_t)((double)x * r);
 }
-static inline uint32_t dsa_stats_draw(struct dsa_stats_draws *d, uint32_t m, uint64_t scale)
+static inline uint32_t dsa_stats_draw(struct dsa_stats_draws *d, uint32_t m, double scale)
 {
     for (;;) {
         if (d->next == d->end)

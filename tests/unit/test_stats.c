@@ -96,7 +96,7 @@ static void test_draws_match_gsl(void **state)
             struct dsa_stats_draws d;
             dsa_stats_draws_init(&d, a);
             assert_int_equal(d.inline_taus, kind == 0);
-            uint64_t sc = dsa_stats_draw_scale(ms[t]);
+            double sc = dsa_stats_draw_scale(ms[t]);
             for (int i = 0; i < 20000; i++)
                 assert_int_equal(dsa_stats_draw(&d, ms[t], sc), gsl_rng_uniform_int(b, ms[t]));
             dsa_stats_draws_release(&d);
@@ -137,6 +137,24 @@ static void test_draws_match_gsl(void **state)
         uint32_t dv = 0xffffffffu / ms[t];
         for (size_t i = 0; i < sizeof xs / sizeof *xs; i++)
             assert_int_equal(dsa_stats_draw_div(xs[i], dsa_stats_draw_scale(ms[t])), xs[i] / dv);
+    }
+    /* and where the product comes closest to an integer: x = k d - 1, k d, k d + d - 1 for the
+       first and last 3000 k of each range (the rounding would show there first) */
+    static const uint32_t more[] = {1,     2,     3,          5,           100,        799,
+                                    800,   801,   2400,       6400,        12800,      1000003,
+                                    65536, 65537, 2147483647, 2147483648u, 4294967295u};
+    for (size_t t = 0; t < sizeof more / sizeof *more; t++) {
+        uint64_t dv = 0xffffffffu / more[t];
+        double r = dsa_stats_draw_scale(more[t]);
+        uint64_t top = 0xffffffffu / dv; /* the largest k with k d in range */
+        for (uint64_t k = 0; k <= top; k++) {
+            if (k == 3000 && top > 6000)
+                k = top - 3000;
+            uint64_t at[3] = {k * dv - 1, k * dv, k * dv + dv - 1};
+            for (int e = 0; e < 3; e++)
+                if (at[e] <= 0xffffffffu)
+                    assert_int_equal(dsa_stats_draw_div((uint32_t)at[e], r), at[e] / dv);
+        }
     }
 }
 
