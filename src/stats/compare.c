@@ -22,6 +22,7 @@
 #include "util/buf.h"
 #include "util/exitcode.h"
 #include "util/fmt.h"
+#include "util/hash.h"
 #include "util/msg.h"
 #include "util/opt.h"
 #include "util/url.h"
@@ -116,26 +117,40 @@ static int validate_run(const struct dsa_cmp_run *run)
     return 0;
 }
 
-int dsa_cmp_side_add(struct dsa_cmp_side *side, const char *path, json_t *header, json_t *records)
+/* The checks of dsa_cmp_side_add() on one run, before it joins a side; prints the first
+   failure. Borrows everything. */
+static int run_check(const char *path, json_t *header, json_t *records)
 {
-    if (!json_is_object(header) || !json_is_array(records)) {
-        json_decref(header);
-        json_decref(records);
+    if (!json_is_object(header) || !json_is_array(records))
         return dsa_errorf("cannot load '%s'", path);
-    }
     for (size_t k = 0; k < json_array_size(records); k++)
-        if (!json_is_object(json_array_get(records, k))) {
-            json_decref(header);
-            json_decref(records);
+        if (!json_is_object(json_array_get(records, k)))
             return dsa_errorf("line %zu of '%s': a record must be a JSON object", k + 1, path);
-        }
+    struct dsa_cmp_run run = {(char *)path, header, records};
+    return validate_run(&run);
+}
+
+/* Appends a checked run to the side (steals header and records). */
+static void side_append(struct dsa_cmp_side *side, const char *path, json_t *header,
+                        json_t *records)
+{
     side->runs = dsa_xrealloc(side->runs, (side->n_runs + 1) * sizeof *side->runs);
     struct dsa_cmp_run *run = &side->runs[side->n_runs++];
     run->path = dsa_xstrdup(path);
     dsa_url_redact_json(header); /* a file written before URLs were masked */
     run->header = header;
     run->records = records;
-    return validate_run(run);
+}
+
+int dsa_cmp_side_add(struct dsa_cmp_side *side, const char *path, json_t *header, json_t *records)
+{
+    if (run_check(path, header, records) < 0) {
+        json_decref(header);
+        json_decref(records);
+        return -1;
+    }
+    side_append(side, path, header, records);
+    return 0;
 }
 
 static int load_run(struct dsa_cmp_side *side, const char *path)
@@ -254,11 +269,14 @@ static void par_for(size_t n, int threads, void (*fn)(void *ud, size_t k), void 
     free(t);
 }
 
+/* reads and checks one run file (dsa_cmp_side_add()'s checks: per run, so on any thread) */
 static void prefetch_one(void *ud, size_t k)
 {
     struct pending_run *r = (struct pending_run *)ud + k;
     dsa_msg_capture(&r->msgs);
     r->rc = dsa_run_load(r->path, &r->header, &r->records);
+    if (r->rc == 0)
+        r->rc = run_check(r->path, r->header, r->records);
     dsa_msg_capture(NULL);
 }
 
@@ -300,7 +318,10 @@ static int sides_load(struct dsa_cmp_side *sides, const char *const *paths, int 
             struct pending_run *r = &runs[k];
             if (!ret) {
                 dsa_msg_replay(r->msgs.data, r->msgs.len);
-                ret = r->rc < 0 ? -1 : dsa_cmp_side_add(&sides[s], r->path, r->header, r->records);
+                ret = r->rc < 0 ? -1 : 0;
+            }
+            if (!ret) {
+                side_append(&sides[s], r->path, r->header, r->records);
             } else {
                 json_decref(r->header);
                 json_decref(r->records);
@@ -399,10 +420,79 @@ struct bin_info {
     long tokens;
 };
 
+/* id -> sample index k: open addressing over FNV-1a of the id's bytes (the ids are borrowed
+   from the records). A jansson object did this before at several times the cost, which was
+   most of the single-threaded part of a comparison between reading and the bootstraps. */
+struct id_map {
+    size_t cap, n; /* cap a power of two, at least twice n */
+    const char **key;
+    size_t *len, *val;
+};
+
+static void id_map_grow(struct id_map *m)
+{
+    struct id_map g = {m->cap ? 2 * m->cap : 1024, 0, NULL, NULL, NULL};
+    g.key = dsa_xcalloc(g.cap, sizeof *g.key);
+    g.len = dsa_xmalloc(g.cap * sizeof *g.len);
+    g.val = dsa_xmalloc(g.cap * sizeof *g.val);
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->key[i]) {
+            size_t h = (size_t)dsa_fnv1a64(m->key[i], m->len[i]) & (g.cap - 1);
+            while (g.key[h])
+                h = (h + 1) & (g.cap - 1);
+            g.key[h] = m->key[i];
+            g.len[h] = m->len[i];
+            g.val[h] = m->val[i];
+        }
+    g.n = m->n;
+    free(m->key);
+    free(m->len);
+    free(m->val);
+    *m = g;
+}
+
+/* the slot of id: where it is, or the empty one where it would go */
+static size_t id_map_slot(const struct id_map *m, const char *id, size_t len)
+{
+    size_t h = (size_t)dsa_fnv1a64(id, len) & (m->cap - 1);
+    while (m->key[h] && (m->len[h] != len || memcmp(m->key[h], id, len)))
+        h = (h + 1) & (m->cap - 1);
+    return h;
+}
+
+/* k of id, or SIZE_MAX */
+static size_t id_map_get(const struct id_map *m, const char *id, size_t len)
+{
+    if (!m->cap)
+        return SIZE_MAX;
+    size_t h = id_map_slot(m, id, len);
+    return m->key[h] ? m->val[h] : SIZE_MAX;
+}
+
+/* adds id (not in the map) with value k */
+static void id_map_put(struct id_map *m, const char *id, size_t len, size_t k)
+{
+    if (2 * (m->n + 1) > m->cap)
+        id_map_grow(m);
+    size_t h = id_map_slot(m, id, len);
+    m->key[h] = id;
+    m->len[h] = len;
+    m->val[h] = k;
+    m->n++;
+}
+
+static void id_map_release(struct id_map *m)
+{
+    free(m->key);
+    free(m->len);
+    free(m->val);
+    memset(m, 0, sizeof *m);
+}
+
 /* All samples of all sides, indexed once: id -> k, bin of each sample, and per side and run
    the state, score and latency of each sample. */
 struct universe {
-    json_t *index; /* id -> integer k */
+    struct id_map index; /* id -> k */
     size_t n;
     const char **ids; /* borrowed from the records */
     size_t *bin;      /* bin index of each sample */
@@ -439,7 +529,6 @@ static int universe_build(struct universe *u, const struct dsa_cmp_side *const *
                           size_t n_sides)
 {
     memset(u, 0, sizeof *u);
-    u->index = json_object();
     json_t *bin_index = json_object();
     size_t cap = 0;
     size_t *bin_of = NULL;
@@ -449,7 +538,9 @@ static int universe_build(struct universe *u, const struct dsa_cmp_side *const *
             const struct dsa_cmp_run *run = &sides[s]->runs[q];
             for (size_t k = 0; k < json_array_size(run->records); k++) {
                 json_t *r = json_array_get(run->records, k);
+                /* ids are C strings, as everywhere else here (first_duplicate, the docs) */
                 const char *id = json_string_value(json_object_get(r, "id"));
+                size_t id_len = strlen(id);
                 const char *bl = rec_bin(r);
                 json_t *bi = json_object_get(bin_index, bl);
                 if (!bi) {
@@ -461,9 +552,8 @@ static int universe_build(struct universe *u, const struct dsa_cmp_side *const *
                     bi = json_integer((json_int_t)u->n_bins++);
                     json_object_set_new(bin_index, bl, bi);
                 }
-                json_t *ki = json_object_get(u->index, id);
-                if (ki) {
-                    size_t k0 = (size_t)json_integer_value(ki);
+                size_t k0 = id_map_get(&u->index, id, id_len);
+                if (k0 != SIZE_MAX) {
                     if (bin_of[k0] != (size_t)json_integer_value(bi)) {
                         dsa_errorf("line %ld of '%s': sample '%s' is in bin '%s' here but in "
                                    "bin '%s' elsewhere",
@@ -480,7 +570,7 @@ static int universe_build(struct universe *u, const struct dsa_cmp_side *const *
                 }
                 u->ids[u->n] = id;
                 bin_of[u->n] = (size_t)json_integer_value(bi);
-                json_object_set_new(u->index, id, json_integer((json_int_t)u->n));
+                id_map_put(&u->index, id, id_len, u->n);
                 u->n++;
             }
         }
@@ -518,7 +608,7 @@ cleanup:
 
 static void universe_release(struct universe *u)
 {
-    json_decref(u->index);
+    id_map_release(&u->index);
     for (size_t b = 0; b < u->n_bins; b++)
         free(u->bins[b].label);
     free(u->bins);
@@ -542,8 +632,8 @@ static void side_data_build(struct side_data *sd, const struct dsa_cmp_side *sid
         json_t *recs = side->runs[q].records;
         for (size_t j = 0; j < json_array_size(recs); j++) {
             json_t *r = json_array_get(recs, j);
-            size_t k = (size_t)json_integer_value(
-                json_object_get(u->index, json_string_value(json_object_get(r, "id"))));
+            const char *id = json_string_value(json_object_get(r, "id"));
+            size_t k = id_map_get(&u->index, id, strlen(id));
             json_t *st = json_object_get(r, "status");
             const char *s = json_is_string(st) ? json_string_value(st) : "ok";
             size_t at = q * n + k;
