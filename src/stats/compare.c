@@ -533,6 +533,8 @@ static int universe_build(struct universe *u, const struct dsa_cmp_side *const *
     size_t cap = 0;
     size_t *bin_of = NULL;
     int ret = -1;
+    const char *last_bl = NULL;
+    json_t *last_bi = NULL;
     for (size_t s = 0; s < n_sides; s++)
         for (size_t q = 0; q < sides[s]->n_runs; q++) {
             const struct dsa_cmp_run *run = &sides[s]->runs[q];
@@ -542,7 +544,9 @@ static int universe_build(struct universe *u, const struct dsa_cmp_side *const *
                 const char *id = json_string_value(json_object_get(r, "id"));
                 size_t id_len = strlen(id);
                 const char *bl = rec_bin(r);
-                json_t *bi = json_object_get(bin_index, bl);
+                /* runs are written bin by bin: most records have the bin of the one before */
+                json_t *bi =
+                    last_bl && !strcmp(bl, last_bl) ? last_bi : json_object_get(bin_index, bl);
                 if (!bi) {
                     u->bins = dsa_xrealloc(u->bins, (u->n_bins + 1) * sizeof *u->bins);
                     json_t *bt = json_object_get(r, "bin_tokens");
@@ -552,6 +556,8 @@ static int universe_build(struct universe *u, const struct dsa_cmp_side *const *
                     bi = json_integer((json_int_t)u->n_bins++);
                     json_object_set_new(bin_index, bl, bi);
                 }
+                last_bl = bl;
+                last_bi = bi;
                 size_t k0 = id_map_get(&u->index, id, id_len);
                 if (k0 != SIZE_MAX) {
                     if (bin_of[k0] != (size_t)json_integer_value(bi)) {
