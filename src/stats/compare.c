@@ -623,8 +623,11 @@ static void universe_release(struct universe *u)
     free(u->why);
 }
 
-static void side_data_build(struct side_data *sd, const struct dsa_cmp_side *side,
-                            struct universe *u)
+/* One side's arrays; the first exclusion reason of each sample this side has goes to why[k]
+   when why[k] is NULL. Reads u and the side only, so sides can be built on several threads,
+   each with its own why. */
+static void side_data_fill(struct side_data *sd, const struct dsa_cmp_side *side,
+                           const struct universe *u, const char **why)
 {
     size_t n = u->n, R = side->n_runs;
     sd->R = R;
@@ -658,10 +661,48 @@ static void side_data_build(struct side_data *sd, const struct dsa_cmp_side *sid
             } else {
                 sd->state[at] = ST_EXCLUDED;
                 json_t *e = json_object_get(r, "error");
-                if (!u->why[k])
-                    u->why[k] = json_is_string(e) ? json_string_value(e) : "excluded";
+                if (!why[k])
+                    why[k] = json_is_string(e) ? json_string_value(e) : "excluded";
             }
         }
+    }
+}
+
+static void side_data_build(struct side_data *sd, const struct dsa_cmp_side *side,
+                            struct universe *u)
+{
+    side_data_fill(sd, side, u, u->why);
+}
+
+struct side_task {
+    struct side_data *sd;
+    const struct dsa_cmp_side *side;
+    const struct universe *u;
+    const char **why; /* this side's own first reasons */
+};
+
+static void side_task_run(void *ud, size_t k)
+{
+    struct side_task *t = (struct side_task *)ud + k;
+    side_data_fill(t->sd, t->side, t->u, t->why);
+}
+
+/* side_data_build() of each of the n sides in turn, the sides on up to `threads` threads: each
+   side notes its own exclusion reasons, and u->why takes the first in side order, as one
+   side after the other would have left it. */
+static void sides_data_build(struct side_data *sd, const struct dsa_cmp_side *const *sides,
+                             size_t n, struct universe *u, int threads)
+{
+    struct side_task t[3];
+    for (size_t s = 0; s < n && s < 3; s++)
+        t[s] =
+            (struct side_task){&sd[s], sides[s], u, dsa_xcalloc(u->n ? u->n : 1, sizeof(char *))};
+    par_for(n < 3 ? n : 3, threads, side_task_run, t);
+    for (size_t s = 0; s < n && s < 3; s++) {
+        for (size_t k = 0; k < u->n; k++)
+            if (!u->why[k])
+                u->why[k] = t[s].why[k];
+        free(t[s].why);
     }
 }
 
@@ -1275,11 +1316,11 @@ json_t *dsa_cmp_build(const struct dsa_cmp_side *base, const struct dsa_cmp_side
         universe_release(&u);
         return NULL;
     }
-    struct side_data sb, sc, sa;
-    side_data_build(&sb, base, &u);
-    side_data_build(&sc, cand, &u);
-    if (aa)
-        side_data_build(&sa, aa, &u);
+    struct side_data sd3[3];
+    memset(sd3, 0, sizeof sd3);
+    const struct dsa_cmp_side *in3[3] = {base, cand, aa};
+    sides_data_build(sd3, in3, aa ? 3 : 2, &u, opts->threads);
+    struct side_data sb = sd3[0], sc = sd3[1], sa = sd3[2];
     const struct dsa_boot_cfg *cfg = &opts->boot;
     unsigned char *use = classify(&u, &sb, &sc);
 
