@@ -14,8 +14,9 @@
  *
  * Reproducibility: every bootstrap takes its own gsl_rng seeded by the caller, normally with
  * dsa_stats_stream_seed(S, "<comparison>/<bin>"), so a bin's numbers never depend on which
- * other bins or statistics were computed, nor on their order or thread. Index draws go only
- * through gsl_rng_uniform_int (an integer path: bit-identical on every platform).
+ * other bins or statistics were computed, nor on their order or thread. Index draws are
+ * gsl_rng_uniform_int's integers (struct dsa_stats_draws: exact, so bit-identical on every
+ * platform with IEEE-754 doubles).
  *
  * Ownership: inputs are borrowed; a dsa_paired_result owns its `runs` array, released by
  * dsa_paired_result_release().
@@ -97,7 +98,8 @@ void dsa_stats_draws_next_lane(struct dsa_stats_draws *d);
    rounded double operations (FLT_EVAL_METHOD 0, checked in stats.c) r > (1/d)(1 + 2^-51), so the
    rounded product is > x/d (never below k, also where d divides x), and it is
    < (x/d)(1 + 2^-49) < x/d + 1/d <= k + 1, as x < 2^32 and x/d <= k + 1 - 1/d.
-   tests/unit/test_stats.c checks it against x / d at the edges of every k it tries. */
+   tests/unit/test_stats.c checks it against x / d at the edges of every k it tries, and
+   bench/bench_draw_div.c for every 32-bit x of the ranges it is given. */
 static inline double dsa_stats_draw_scale(uint32_t m)
 {
     return (1.0 / (double)(0xffffffffu / m)) * (1.0 + 0x1p-50);
