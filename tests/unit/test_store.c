@@ -22,6 +22,7 @@
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/hash.h"
+#include "util/msg.h"
 
 static char tmpdir[256];
 
@@ -436,6 +437,64 @@ static void test_load_plain_scores(void **state)
     free(path);
 }
 
+/* records read through simdjson are the trees jansson reads (types included: 1 is an integer,
+   1.0 a real), and the lines it declines are jansson's to read (U+0000) or to refuse with its
+   own message (a duplicate key) */
+static void test_load_trees_as_jansson(void **state)
+{
+    (void)state;
+    static const char *const lines[] = {
+        "{\"dsa_eval_run\":1,\"match\":{\"a\":1},\"eval\":\"mrcr\"}",
+        "{\"id\":\"n8/r1\",\"bin\":\"\\u22648K\",\"bin_tokens\":8192,\"status\":\"ok\",\"score\":1,"
+        "\"error\":null}",
+        "{\"id\":\"n8/r2\",\"bin\":\"b0\",\"status\":\"ok\",\"score\":1.0,\"usage\":{\"n\":[1,2.5,"
+        "true,false,null,\"x\"]},\"output\":\"caf\\u00e9 \\ud83d\\ude00 \\\"q\\\" \\\\\"}",
+        "{\"id\":\"n8/r3\",\"bin\":\"b0\",\"status\":\"failed\",\"score\":null,\"error\":\"e\","
+        "\"big\":9223372036854775807,\"neg\":-9223372036854775808,\"tiny\":5e-324}",
+        "{\"id\":\"n8/r4\",\"bin\":\"b0\",\"score\":0.25,\"output\":\"a\\u0000b\"}",
+        " {\"id\":\"n8/r5\",\"bin\":\"b0\",\"score\":0.5}\t\r",
+    };
+    size_t n = sizeof lines / sizeof *lines;
+    struct dsa_buf text = DSA_BUF_INIT;
+    for (size_t i = 0; i < n; i++)
+        dsa_buf_addf(&text, "%s\n", lines[i]);
+    char *path = tpath("trees.jsonl");
+    spit(path, text.data);
+    json_t *h, *r;
+    assert_int_equal(dsa_run_load(path, &h, &r), 0);
+    assert_int_equal(json_array_size(r), n - 1);
+    for (size_t i = 0; i < n; i++) {
+        json_error_t err;
+        json_t *want =
+            json_loadb(lines[i], strlen(lines[i]), JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &err);
+        assert_non_null(want);
+        json_t *got = i ? json_array_get(r, i - 1) : h;
+        assert_true(json_equal(got, want));
+        json_t *score = json_object_get(got, "score");
+        assert_int_equal(json_typeof(score ? score : json_null()),
+                         json_typeof(json_object_get(want, "score") ? json_object_get(want, "score")
+                                                                    : json_null()));
+        json_decref(want);
+    }
+    assert_int_equal(json_string_length(json_object_get(json_array_get(r, 3), "output")), 3);
+    json_decref(h);
+    json_decref(r);
+
+    /* a duplicate key: refused with jansson's words, as before */
+    spit(path,
+         "{\"id\":\"a\",\"bin\":\"all\",\"score\":1}\n{\"id\":\"b\",\"score\":1,\"score\":0}\n");
+    struct dsa_buf msg = DSA_BUF_INIT;
+    dsa_msg_capture(&msg);
+    int rc = dsa_run_load(path, &h, &r);
+    dsa_msg_capture(NULL);
+    assert_int_equal(rc, -1);
+    assert_non_null(strstr(msg.data, "cannot parse line 2 of '"));
+    assert_non_null(strstr(msg.data, "duplicate object key"));
+    dsa_buf_release(&msg);
+    dsa_buf_release(&text);
+    free(path);
+}
+
 static void check_command(int argc, const char **argv, const char *want)
 {
     json_t *a = dsa_run_command_json(argc, (char **)argv);
@@ -788,19 +847,13 @@ static void test_fork_kill9(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_file_name),
-        cmocka_unit_test(test_create_and_resume),
-        cmocka_unit_test(test_header_mismatch),
-        cmocka_unit_test(test_torn_lines),
-        cmocka_unit_test(test_load_plain_scores),
-        cmocka_unit_test(test_nul_round_trip),
-        cmocka_unit_test(test_bad_whole_last_line),
-        cmocka_unit_test(test_command_redaction),
-        cmocka_unit_test(test_threads),
-        cmocka_unit_test(test_crash_hook_sweep),
-        cmocka_unit_test(test_fork_kill9),
-        cmocka_unit_test(test_header_new_and_diff),
-        cmocka_unit_test(test_retry_failed),
+        cmocka_unit_test(test_file_name),           cmocka_unit_test(test_create_and_resume),
+        cmocka_unit_test(test_header_mismatch),     cmocka_unit_test(test_torn_lines),
+        cmocka_unit_test(test_load_plain_scores),   cmocka_unit_test(test_load_trees_as_jansson),
+        cmocka_unit_test(test_nul_round_trip),      cmocka_unit_test(test_bad_whole_last_line),
+        cmocka_unit_test(test_command_redaction),   cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_crash_hook_sweep),    cmocka_unit_test(test_fork_kill9),
+        cmocka_unit_test(test_header_new_and_diff), cmocka_unit_test(test_retry_failed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
