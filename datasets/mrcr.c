@@ -850,25 +850,22 @@ long dsa_mrcr_nselected(const dsa_mrcr_reader *rd)
     return rd->nselected;
 }
 
-int dsa_mrcr_files_next(struct dsa_mrcr_files *f, struct dsa_mrcr_row *row)
+int dsa_mrcr_rewind(dsa_mrcr_reader *rd)
 {
-    for (;;) {
-        if (!f->rd) {
-            if (f->next == f->n)
-                return 0;
-            if (!(f->rd = dsa_mrcr_open(f->paths[f->next++], f->filter)))
-                return -1;
-        }
-        int rc = dsa_mrcr_next(f->rd, row);
-        if (rc != 0)
-            return rc;
-        dsa_mrcr_free(&f->rd);
-    }
-}
-
-void dsa_mrcr_files_release(struct dsa_mrcr_files *f)
-{
-    dsa_mrcr_free(&f->rd);
+    /* pass 1's findings (sha256, ids, bins, counts) stand; pass 2 starts over */
+    dsa_lines_free(&rd->lines);
+    json_decref(rd->page);
+    rd->page = NULL;
+    json_decref(rd->messages);
+    rd->messages = NULL;
+    memset(rd->r2, 0, sizeof rd->r2);
+    memset(rd->kept, 0, sizeof rd->kept);
+    rd->seq2 = 0;
+    rd->returned = 0;
+    rd->done = false;
+    if (rd->fmt != FMT_PAGE_WHOLE && !(rd->lines = dsa_lines_open(rd->path)))
+        return -1;
+    return 0;
 }
 
 long dsa_mrcr_nselected_if(const dsa_mrcr_reader *rd, bool (*pred)(void *ud, const char *id),

@@ -32,7 +32,11 @@ struct state {
     json_t *files, *shas;     /* [{path, sha256}], [sha256] */
     long total;               /* this shard's rows */
     long max_model_len;       /* server context (tokens), -1 unknown: no pre-count then */
-    struct dsa_mrcr_files reader;
+    /* one reader per file, opened (checked and hashed) by load and read by the runs: the
+       first run goes on from the check, later ones rewind (dsa_mrcr_rewind) */
+    dsa_mrcr_reader **rds;
+    size_t cur;  /* the file being read */
+    bool rewind; /* a run has read them: rewind before the next */
     struct dsa_mrcr_row row;
 };
 
@@ -190,15 +194,18 @@ static bool shard_keep(void *ud, const char *id)
     return dsa_shard_keep(ud, id);
 }
 
-/* every file checked (and hashed) before any work: the header's dataset and this shard's rows */
+/* every file checked (and hashed) before any work: the header's dataset and this shard's rows;
+   the readers are kept, so the run's rows come from the same open (one check pass and one
+   pass over the rows per file, not a second check) */
 static int read_files(struct state *st)
 {
     const char *bins_src = NULL;
     long all = 0;
     st->dataset_id =
         json_pack("{s:s, s:[], s:o}", "name", st->dataset, "files", "revision", json_null());
+    st->rds = dsa_xcalloc(st->paths.n ? st->paths.n : 1, sizeof *st->rds);
     for (size_t i = 0; i < st->paths.n; i++) {
-        dsa_mrcr_reader *rd = dsa_mrcr_open(st->paths.v[i], &st->o->filter);
+        dsa_mrcr_reader *rd = st->rds[i] = dsa_mrcr_open(st->paths.v[i], &st->o->filter);
         if (!rd)
             return DSA_EXIT_DATA;
         all += (long)dsa_mrcr_nselected(rd);
@@ -213,7 +220,6 @@ static int read_files(struct state *st)
                           : bs == DSA_MRCR_BINS_EXPLICIT ? "explicit"
                                                          : "mixed";
         bins_src = !bins_src || !strcmp(bins_src, src) ? src : "mixed";
-        dsa_mrcr_free(&rd);
     }
     json_object_set(st->dataset_id, "files", st->files);
     json_object_set_new(st->dataset_id, "bins", json_string(bins_src));
@@ -238,7 +244,9 @@ static void free_state(void *ev)
     json_decref(st->files);
     json_decref(st->shas);
     dsa_mrcr_row_release(&st->row);
-    dsa_mrcr_files_release(&st->reader);
+    for (size_t i = 0; st->rds && i < st->paths.n; i++)
+        dsa_mrcr_free(&st->rds[i]);
+    free(st->rds);
     free(st);
 }
 
@@ -350,8 +358,11 @@ static int start(void *ev, dsa_backend *b, dsa_run *run, const char *path)
     (void)run;
     struct state *st = ev;
     dsa_mrcr_row_release(&st->row);
-    dsa_mrcr_files_release(&st->reader);
-    st->reader = (struct dsa_mrcr_files){st->paths.v, st->paths.n, &st->o->filter, 0, NULL};
+    for (size_t i = 0; st->rewind && i < st->paths.n; i++)
+        if (dsa_mrcr_rewind(st->rds[i]))
+            return DSA_EXIT_DATA;
+    st->rewind = true;
+    st->cur = 0;
     if (st->c->inprocess && !st->c->as_json)
         dsa_inproc_mrcr_banner(b, &st->c->stack, path);
     return DSA_EXIT_OK;
@@ -371,7 +382,9 @@ static void job_free(void *ev, void *job)
 static int next(void *ev, void **job, const char **id)
 {
     struct state *st = ev;
-    int rc = dsa_mrcr_files_next(&st->reader, &st->row);
+    int rc = 0;
+    while (st->cur < st->paths.n && (rc = dsa_mrcr_next(st->rds[st->cur], &st->row)) == 0)
+        st->cur++;
     if (rc <= 0)
         return rc < 0 ? -DSA_EXIT_DATA : 0;
     const struct dsa_mrcr_row *row = &st->row;

@@ -641,6 +641,47 @@ static void test_limit_stops_reading(void **state)
     free(path);
 }
 
+/* dsa_mrcr_rewind: the same rows again, in the same order, with the limit counted afresh and
+   without a second check pass; a row changed since the open is refused as in the first pass. */
+static void test_rewind(void **state)
+{
+    (void)state;
+    char *path = synth_file(1u << 8, 0x3, 3, 11); /* n8: 3 rows of <=8K, then 3 of <=16K */
+    struct dsa_mrcr_filter flt = {0, 0, 2};
+    dsa_mrcr_reader *rd = dsa_mrcr_open(path, &flt);
+    assert_non_null(rd);
+    static const char *const want[] = {"n8/r0000", "n8/r0001", "n8/r0003", "n8/r0004"};
+    struct dsa_mrcr_row row = {0};
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass)
+            assert_int_equal(dsa_mrcr_rewind(rd), 0);
+        for (size_t i = 0; i < DSA_ARRAY_SIZE(want); i++) {
+            assert_int_equal(dsa_mrcr_next(rd, &row), 1);
+            assert_string_equal(row.id, want[i]);
+            assert_int_equal(row.bin, (int)(i / 2));
+        }
+        assert_int_equal(dsa_mrcr_next(rd, &row), 0);
+    }
+    /* the file rewritten with its 8-needle rows as 2-needle ones: pass 2 sees another file */
+    size_t len;
+    char *all = slurp(path, &len);
+    int changed = 0;
+    for (char *p = all; (p = strstr(p, "\"n_needles\":8")); p++, changed++)
+        p[strlen("\"n_needles\":")] = '2';
+    assert_int_equal(changed, 6);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fwrite(all, 1, len, f);
+    fclose(f);
+    assert_int_equal(dsa_mrcr_rewind(rd), 0);
+    assert_int_equal(dsa_mrcr_next(rd, &row), -1);
+    dsa_mrcr_row_release(&row);
+    dsa_mrcr_free(&rd);
+    free(all);
+    unlink(path);
+    free(path);
+}
+
 static void test_synth_rows_parse_back(void **state)
 {
     (void)state;
@@ -960,6 +1001,7 @@ int main(void)
         cmocka_unit_test(test_synth_determinism),
         cmocka_unit_test(test_synth_rows_parse_back),
         cmocka_unit_test(test_limit_stops_reading),
+        cmocka_unit_test(test_rewind),
 #ifdef DSA_TEST_RSS
         cmocka_unit_test(test_streaming_memory),
 #endif
