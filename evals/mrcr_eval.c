@@ -47,7 +47,11 @@ struct job {
     int bin;
     long bin_tokens;
     const char *bin_label;
+    /* the row's message list; on the endpoint, an empty stand-in for msgs_json, the list's
+       compact JSON that the bodies carry (dsa_mrcr_set_messages_json, backend.h raw_value) */
     json_t *messages;
+    char *msgs_json;
+    size_t msgs_len;
     long desired_msg_index;
     char *answer;
     size_t answer_len;
@@ -208,6 +212,8 @@ static int read_files(struct state *st)
         dsa_mrcr_reader *rd = st->rds[i] = dsa_mrcr_open(st->paths.v[i], &st->o->filter);
         if (!rd)
             return DSA_EXIT_DATA;
+        if (!st->c->inprocess) /* the bodies embed the messages: bytes, not a tree */
+            dsa_mrcr_set_messages_json(rd);
         all += (long)dsa_mrcr_nselected(rd);
         st->total += dsa_mrcr_nselected_if(rd, shard_keep, (void *)&st->c->shard);
         json_array_append_new(st->files, json_pack("{s:s, s:s}", "path", st->paths.v[i], "sha256",
@@ -375,6 +381,7 @@ static void job_free(void *ev, void *job)
     (void)ev;
     struct job *j = job;
     json_decref(j->messages);
+    free(j->msgs_json);
     free(j->answer);
     free(j);
 }
@@ -394,7 +401,14 @@ static int next(void *ev, void **job, const char **id)
     j->bin = row->bin;
     j->bin_tokens = row->bin_tokens;
     j->bin_label = row->bin_label;
-    j->messages = json_incref(row->messages);
+    if (st->row.messages_json) { /* taken over: the row is read again only after release */
+        j->msgs_json = st->row.messages_json;
+        j->msgs_len = st->row.messages_json_len;
+        st->row.messages_json = NULL;
+        j->messages = json_array();
+    } else {
+        j->messages = json_incref(row->messages);
+    }
     j->desired_msg_index = row->desired_msg_index;
     j->answer = dsa_xmalloc(row->answer_len + 1);
     memcpy(j->answer, row->answer, row->answer_len);
@@ -407,12 +421,23 @@ static int next(void *ev, void **job, const char **id)
     return 1;
 }
 
+/* the messages' bytes in place of their stand-in, when the row came as bytes */
+static void raw_messages(const struct job *j, struct dsa_request *rq)
+{
+    if (!j->msgs_json)
+        return;
+    rq->raw_value = j->messages;
+    rq->raw_bytes = j->msgs_json;
+    rq->raw_len = j->msgs_len;
+}
+
 static void chat_request(const struct state *st, struct job *j, struct dsa_request *rq)
 {
     j->counting = false;
     rq->api = DSA_API_CHAT;
     rq->body = dsa_mrcr_eval_body(st->o, j->messages);
     rq->stream = st->o->stream;
+    raw_messages(j, rq);
 }
 
 /* in-process: the selection; endpoint: the pre-count where the server's context is known,
@@ -429,6 +454,7 @@ static int request(void *ev, void *job, struct dsa_request *rq, json_t **rec)
         j->counting = true;
         rq->api = DSA_API_TOKENIZE;
         rq->body = json_pack("{s:O}", "messages", j->messages);
+        raw_messages(j, rq);
     } else {
         chat_request(st, j, rq);
     }
