@@ -425,18 +425,6 @@ static int note_row(dsa_mrcr_reader *rd, const struct row_head *h, const struct 
     return 0;
 }
 
-static void hash_line(dsa_sha256 *sha, dsa_lines *lines, const char *line, size_t len)
-{
-    dsa_sha256_update(sha, line, len);
-    /* put back the terminator the line reader removed, so the hash is the file's */
-    size_t term = (size_t)(dsa_lines_next_offset(lines) - dsa_lines_offset(lines)) - len;
-    static const char crlf[] = "\r\n";
-    if (term == 2)
-        dsa_sha256_update(sha, crlf, 2);
-    else if (term == 1)
-        dsa_sha256_update(sha, dsa_lines_unterminated(lines) ? "\r" : "\n", 1);
-}
-
 static int cmp_long(const void *a, const void *b)
 {
     long x = *(const long *)a, y = *(const long *)b;
@@ -587,7 +575,7 @@ static int next_row_object(dsa_mrcr_reader *rd, json_t **row, json_t **owner,
         if (got <= 0)
             return got;
         if (sha)
-            hash_line(sha, rd->lines, line, len);
+            dsa_lines_sha256_update(sha, rd->lines, line, len);
         if (blank(line, len))
             continue;
         if (rd->pass2 && rd->fmt == FMT_JSONL && rd->seq2 < rd->nseq) {
