@@ -294,6 +294,52 @@ bool dump_compact(dom::element e, struct dsa_buf *out)
     return false;
 }
 
+/* True when the compact dump of e (parsed from text) is text with its blanks between tokens
+   removed: no number (jansson re-formats those: "-0", "1E2"), no duplicate key, and in the
+   text no "\\u" escape (jansson writes the character, or \\u00XX in upper case) nor "\\/"
+   (jansson writes "/"); every other escape ("\\n", "\\"", "\\\\", "\\t" …) and every raw byte of
+   a string is what jansson writes for it. */
+bool verbatim(dom::element e)
+{
+    switch (e.type()) {
+    case dom::element_type::ARRAY: {
+        dom::array a;
+        if (e.get_array().get(a))
+            return false;
+        for (dom::element v : a)
+            if (!verbatim(v))
+                return false;
+        return true;
+    }
+    case dom::element_type::OBJECT: {
+        dom::object o;
+        if (e.get_object().get(o) || !keys_unique(o))
+            return false;
+        for (dom::key_value_pair kv : o)
+            if (!verbatim(kv.value))
+                return false;
+        return true;
+    }
+    case dom::element_type::STRING:
+    case dom::element_type::BOOL:
+    case dom::element_type::NULL_VALUE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool escapes_verbatim(std::string_view text)
+{
+    const char *p = text.data(), *end = p + text.size();
+    while ((p = static_cast<const char *>(std::memchr(p, '\\', static_cast<size_t>(end - p))))) {
+        if (p + 1 >= end || p[1] == 'u' || p[1] == '/')
+            return false;
+        p += 2; /* the escaped byte, a backslash included */
+    }
+    return true;
+}
+
 /* A non-empty array of objects, each with a string member of every name in required[]. */
 bool records_with(dom::element root, const char *const *required)
 {
@@ -417,9 +463,16 @@ json_t *dsa_jsimd_load_dumped(const char *text, size_t len, bool padded, const c
         if (!*dumped && kv.key == inner_key && !kv.value.get_string().get(s) &&
             parse_root(inner_parser, s.data(), s.size(), false, true, &inner) &&
             records_with(inner, required)) {
-            size_t start = inner_json->len;
+            size_t start = inner_json->len, n = 0;
             dsa_buf_grow(inner_json, s.size() + 2);
-            if (dump_compact(inner, inner_json)) {
+            if (verbatim(inner) && escapes_verbatim(s) &&
+                !simdjson::minify(s.data(), s.size(), inner_json->data + start, n)) {
+                /* the text itself, blanks removed: no string decoded and escaped again */
+                inner_json->len = start + n;
+                inner_json->data[inner_json->len] = '\0';
+                *dumped = true;
+                v = json_string("");
+            } else if (dump_compact(inner, inner_json)) {
                 *dumped = true;
                 v = json_string(""); /* the bytes live on in inner_json */
             } else {

@@ -220,6 +220,9 @@ static void test_dumped_from_tape(void **state)
                  "\"f\":false,\"z\":null,\"a\":[1,[],{},\"s\"]}]",
                  true);
     check_dumped("[{\"role\":\"user\",\"content\":\"\xc3\xa9\xe2\x80\xa8 raw UTF-8\"}]", true);
+    /* escapes jansson writes otherwise ("/", the character itself) and an integer it re-formats */
+    check_dumped("[{\"role\":\"user\",\"content\":\"a\\/b \\\\u0041 \\\\\\/\"}]", true);
+    check_dumped("[{\"role\":\"user\",\"content\":\"x\",\"n\":-0}]", true);
     /* declined: a real (jansson formats doubles), another shape, a duplicate key, a NUL, an
        integer beyond long long, a text that is not JSON */
     check_dumped("[{\"role\":\"user\",\"content\":\"x\",\"w\":0.5}]", false);
@@ -235,11 +238,14 @@ static void test_dumped_from_tape(void **state)
 }
 
 /* Random message lists over the code space (test_random's), their prompt text written with
-   and without \u escapes for non-ASCII (Python's json.dumps default and ensure_ascii=False). */
+   and without \u escapes for non-ASCII (Python's json.dumps default and ensure_ascii=False),
+   with blanks between tokens or none; every fourth with only the escapes a text keeps as they
+   are (the verbatim path). */
 static void test_dumped_random(void **state)
 {
     (void)state;
     uint64_t r = 7;
+    static const uint32_t plain[] = {'a', ' ', '"', '\\', '\n', '\t', 0xe9, 0x1f600};
     static const uint32_t pick[] = {0x1,  0x1f,  '"',   '\\',   '/',    'a',     ' ',      0x7f,
                                     0x80, 0x7ff, 0x800, 0xfffd, 0xffff, 0x10000, 0x10ffff, '\n'};
     for (int iter = 0; iter < 500; iter++) {
@@ -252,6 +258,8 @@ static void test_dumped_random(void **state)
             for (int k = 0; k < len; k++) {
                 r = dsa_splitmix64(r);
                 uint32_t cp = r & 1 ? pick[(r >> 1) % 16] : 0x20 + (uint32_t)((r >> 8) % 0x230);
+                if (iter % 4 == 2) /* no escape but the two-character ones: the text verbatim */
+                    cp = plain[(r >> 1) % 8];
                 if (cp >= 0xd800 && cp < 0xe000)
                     cp = 'x';
                 char enc[4];
@@ -263,7 +271,7 @@ static void test_dumped_random(void **state)
                                             "content", b.data ? b.data : "", b.len));
             dsa_buf_release(&b);
         }
-        char *text = json_dumps(msgs, iter % 2 ? JSON_ENSURE_ASCII : 0);
+        char *text = json_dumps(msgs, iter % 4 == 1 ? JSON_ENSURE_ASCII : JSON_INDENT(iter % 3));
         check_dumped(text, true);
         free(text);
         json_decref(msgs);
