@@ -3,7 +3,9 @@
  * (dsa_mrcr_open(): pass 1 with the sha256 and the bin check; dsa_mrcr_next() for every row
  * the filter keeps, each parsed in full, prompt messages included), on a file of your choice,
  * against the I/O floor measured in the same run (fread of the same file, 64 KiB at a time).
- * Timed: the whole file, and `--limit N` (at most N rows per (needles, bin)). CPU seconds
+ * Timed: the whole file with the messages as a jansson tree (in-process runs), the whole file
+ * with the messages as compact JSON (dsa_mrcr_set_messages_json: endpoint runs), and
+ * `--limit N` (at most N rows per (needles, bin), tree). CPU seconds
  * (getrusage of this process), min and median of --rounds; peak RSS of the process at the end.
  * Reference, same work in the same run: CPython (DSA_PYTHON, default python3) reading the
  * file line by line with hashlib.sha256 of every byte, json.loads of every row and of its
@@ -15,6 +17,7 @@
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,14 +93,17 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* open + every kept row; returns CPU seconds, *rows = rows returned */
-static double time_read(const char *path, long limit, long *rows)
+/* open + every kept row (json: as endpoint runs read them); returns CPU seconds, *rows =
+   rows returned */
+static double time_read(const char *path, long limit, bool json, long *rows)
 {
     struct dsa_mrcr_filter flt = {0, 0, limit};
     double t0 = cpu_now();
     dsa_mrcr_reader *rd = dsa_mrcr_open(path, &flt);
     if (!rd)
         exit(1);
+    if (json)
+        dsa_mrcr_set_messages_json(rd);
     struct dsa_mrcr_row row = {0};
     *rows = 0;
     int got;
@@ -129,13 +135,15 @@ int main(int argc, char **argv)
     }
     double *tf = dsa_xcalloc((size_t)rounds, sizeof *tf),
            *ta = dsa_xcalloc((size_t)rounds, sizeof *ta),
-           *tl = dsa_xcalloc((size_t)rounds, sizeof *tl);
+           *tl = dsa_xcalloc((size_t)rounds, sizeof *tl),
+           *tj = dsa_xcalloc((size_t)rounds, sizeof *tj);
     size_t bytes = 0;
     long all_rows = 0, lim_rows = 0;
     for (int r = 0; r < rounds; r++) {
         tf[r] = time_fread(path, &bytes);
-        ta[r] = time_read(path, 0, &all_rows);
-        tl[r] = time_read(path, limit, &lim_rows);
+        ta[r] = time_read(path, 0, false, &all_rows);
+        tj[r] = time_read(path, 0, true, &all_rows);
+        tl[r] = time_read(path, limit, false, &lim_rows);
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru); /* the peak is the reader's (CPython is a child) */
@@ -144,11 +152,15 @@ int main(int argc, char **argv)
     qsort(tf, (size_t)rounds, sizeof *tf, cmp_double);
     qsort(ta, (size_t)rounds, sizeof *ta, cmp_double);
     qsort(tl, (size_t)rounds, sizeof *tl, cmp_double);
-    double mb = (double)bytes / 1e6, amed = ta[rounds / 2], lmed = tl[rounds / 2];
+    qsort(tj, (size_t)rounds, sizeof *tj, cmp_double);
+    double mb = (double)bytes / 1e6, amed = ta[rounds / 2], lmed = tl[rounds / 2],
+           jmed = tj[rounds / 2];
     printf("MRCR reader on %.1f MB, CPU seconds over %d rounds: min (median)\n", mb, rounds);
     printf("  fread floor             %.3f s  %7.0f MB/s\n", tf[0], mb / tf[0]);
     printf("  whole file (%5ld rows)  %.3f s  %7.0f MB/s  (median %.3f s  %4.0f MB/s)\n", all_rows,
            ta[0], mb / ta[0], amed, mb / amed);
+    printf("  whole file, as JSON     %.3f s  %7.0f MB/s  (median %.3f s  %4.0f MB/s)\n", tj[0],
+           mb / tj[0], jmed, mb / jmed);
     printf("  --limit %ld (%5ld rows)   %.3f s  %7.0f MB/s of the file  (median %.3f s)\n", limit,
            lim_rows, tl[0], mb / tl[0], lmed);
     printf("  CPython, same work      %.3f s  %7.0f MB/s  (median %.3f s  %4.0f MB/s)\n", pmin,
@@ -158,5 +170,6 @@ int main(int argc, char **argv)
     free(tf);
     free(ta);
     free(tl);
+    free(tj);
     return 0;
 }

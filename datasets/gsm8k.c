@@ -97,7 +97,11 @@ int dsa_gsm8k_load(const char *path, dsa_gsm8k **out)
         return DSA_EXIT_IO;
     dsa_gsm8k *d = dsa_xcalloc(1, sizeof *d);
     d->path = dsa_xstrdup(path);
+    /* the file's sha256 from the pass that reads it (standard input has none) */
+    dsa_sha256 *sha = strcmp(path, "-") ? dsa_sha256_new() : NULL;
     while ((rc = dsa_lines_next(r, &line, &len)) == 1) {
+        if (sha)
+            dsa_lines_sha256_update(sha, r, line, len);
         if (len == 0)
             continue; /* a blank line (e.g. a trailing one) carries no row */
         struct dsa_json_where w = {path, dsa_lines_lineno(r)};
@@ -118,12 +122,13 @@ int dsa_gsm8k_load(const char *path, dsa_gsm8k **out)
         ret = DSA_EXIT_DATA;
         goto cleanup;
     }
-    if (strcmp(path, "-") && dsa_sha256_file(path, d->sha256))
-        goto cleanup;
+    if (sha)
+        dsa_sha256_final_hex(sha, d->sha256);
     *out = d;
     d = NULL;
     ret = 0;
 cleanup:
+    dsa_sha256_free(&sha);
     dsa_lines_free(&r);
     dsa_gsm8k_free(&d);
     return ret;

@@ -20,6 +20,7 @@
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/json.h"
+#include "util/json_dump.h"
 #include "util/json_pick.h"
 #include "util/json_simd.h"
 #include "util/lines.h"
@@ -77,6 +78,10 @@ struct dsa_mrcr_reader {
     int8_t *seq_bin;
     long nseq, seq_cap, seq2;
     json_t *messages; /* pass 2: the prompt of the row just read, parsed with it (or NULL) */
+    /* dsa_mrcr_set_messages_json(): rows carry their messages as compact JSON; dumped holds
+       the row just read's, written from simdjson's tape (has_dumped), handed to the row */
+    bool want_json, has_dumped;
+    struct dsa_buf dumped;
     bool pass2;
     bool done;
 };
@@ -249,11 +254,72 @@ static int parse_head(json_t *row, const struct dsa_json_where *w, struct row_he
     return 0;
 }
 
+/* The prompt's message list, checked: messages when the row's parse built it (taken over),
+   else parsed from the prompt text. NULL when it is not one (printed). */
+static json_t *checked_messages(const char *prompt, size_t prompt_len, json_t *messages,
+                                const struct dsa_json_where *w)
+{
+    json_error_t err;
+    char msg[400];
+    if (!messages)
+        messages = dsa_json_load_fast(prompt, prompt_len);
+    if (!messages) /* declined: jansson reads it or says why not */
+        messages = json_loadb(prompt, prompt_len, 0, &err);
+    if (!messages) {
+        snprintf(msg, sizeof msg, "\"prompt\" is not a JSON message list: %s", err.text);
+        where_errorf(w, msg);
+        return NULL;
+    }
+    if (!json_is_array(messages) || json_array_size(messages) == 0) {
+        json_decref(messages);
+        where_errorf(w, "\"prompt\" is not a JSON message list: expected a non-empty array");
+        return NULL;
+    }
+    size_t i;
+    json_t *m;
+    json_array_foreach(messages, i, m)
+    {
+        json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content");
+        if (!json_is_object(m) || !json_is_string(role) || !json_is_string(content)) {
+            snprintf(msg, sizeof msg,
+                     "\"prompt\" is not a JSON message list: message %zu needs string \"role\" "
+                     "and \"content\"",
+                     i);
+            json_decref(messages);
+            where_errorf(w, msg);
+            return NULL;
+        }
+    }
+    return messages;
+}
+
+/* The message list as the row hands it over: the tree, or (want_json) its compact JSON, the
+   tree released. 0 or -1 (printed). */
+static int hand_over(json_t *messages, bool want_json, const struct dsa_json_where *w,
+                     struct dsa_mrcr_row *out)
+{
+    if (!want_json) {
+        out->messages = messages;
+        return 0;
+    }
+    struct dsa_buf b = DSA_BUF_INIT;
+    int bad = dsa_json_dump_compact(messages, &b);
+    json_decref(messages);
+    if (bad) {
+        dsa_buf_release(&b);
+        return where_errorf(w, "\"prompt\" cannot be written as JSON");
+    }
+    out->messages_json = dsa_buf_detach(&b, &out->messages_json_len);
+    return 0;
+}
+
 /* Checks the rest of the row, prompt included, and fills *out. messages: the prompt already
    parsed where the row was (dsa_json_load_fast_inner()), taken over; NULL = parse the
-   "prompt" string here. 0 or -1 (printed). */
+   "prompt" string here. dumped: the prompt already checked as a message list and written as
+   compact JSON (dsa_jsimd_load_dumped()), taken over; NULL = none. want_json: the row carries
+   its messages as compact JSON (dsa_mrcr_set_messages_json). 0 or -1 (printed). */
 static int parse_full(json_t *row, const struct dsa_json_where *w, json_t *messages,
-                      struct dsa_mrcr_row *out)
+                      struct dsa_buf *dumped, bool want_json, struct dsa_mrcr_row *out)
 {
     const char *prompt, *answer, *prefix, *date;
     size_t prompt_len, answer_len, prefix_len;
@@ -276,41 +342,11 @@ static int parse_full(json_t *row, const struct dsa_json_where *w, json_t *messa
         return where_errorf(w, "\"desired_msg_index\" and \"total_messages\" must not be negative");
     }
 
-    json_error_t err;
-    char msg[400];
-    if (!messages)
-        messages = dsa_json_load_fast(prompt, prompt_len);
-    if (!messages) /* declined: jansson reads it or says why not */
-        messages = json_loadb(prompt, prompt_len, 0, &err);
-    if (!messages) {
-        snprintf(msg, sizeof msg, "\"prompt\" is not a JSON message list: %s", err.text);
-        return where_errorf(w, msg);
-    }
-    const char *why = NULL;
-    if (!json_is_array(messages) || json_array_size(messages) == 0)
-        why = "expected a non-empty array";
-    size_t i;
-    json_t *m;
-    json_array_foreach(messages, i, m)
-    {
-        if (why)
-            break;
-        json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content");
-        if (!json_is_object(m) || !json_is_string(role) || !json_is_string(content)) {
-            snprintf(msg, sizeof msg,
-                     "\"prompt\" is not a JSON message list: message %zu needs string \"role\" "
-                     "and \"content\"",
-                     i);
-            json_decref(messages);
-            return where_errorf(w, msg);
-        }
-    }
-    if (why) {
-        snprintf(msg, sizeof msg, "\"prompt\" is not a JSON message list: %s", why);
-        json_decref(messages);
-        return where_errorf(w, msg);
-    }
-    out->messages = messages;
+    if (dumped)
+        out->messages_json = dsa_buf_detach(dumped, &out->messages_json_len);
+    else if (!(messages = checked_messages(prompt, prompt_len, messages, w)) ||
+             hand_over(messages, want_json, w, out))
+        return -1;
     out->answer = dsa_xstrndup(answer, answer_len);
     out->answer_len = answer_len;
     memcpy(out->prefix, prefix, prefix_len);
@@ -387,18 +423,6 @@ static int note_row(dsa_mrcr_reader *rd, const struct row_head *h, const struct 
     }
     ns->rows++;
     return 0;
-}
-
-static void hash_line(dsa_sha256 *sha, dsa_lines *lines, const char *line, size_t len)
-{
-    dsa_sha256_update(sha, line, len);
-    /* put back the terminator the line reader removed, so the hash is the file's */
-    size_t term = (size_t)(dsa_lines_next_offset(lines) - dsa_lines_offset(lines)) - len;
-    static const char crlf[] = "\r\n";
-    if (term == 2)
-        dsa_sha256_update(sha, crlf, 2);
-    else if (term == 1)
-        dsa_sha256_update(sha, dsa_lines_unterminated(lines) ? "\r" : "\n", 1);
 }
 
 static int cmp_long(const void *a, const void *b)
@@ -481,6 +505,19 @@ static json_t *read_line_object(dsa_mrcr_reader *rd, const char *line, size_t le
         return obj ? obj : dsa_json_parse_object(line, len, w);
     }
     json_decref(rd->messages);
+    rd->messages = NULL;
+    if (rd->want_json) {
+        /* the messages as the request bodies will hold them, without a tree */
+        static const char *const required[] = {"role", "content", NULL};
+        dsa_buf_reset(&rd->dumped);
+        json_t *obj = dsa_jsimd_load_dumped(line, len, true, "prompt", required, &rd->dumped,
+                                            &rd->has_dumped);
+        if (obj && json_is_object(obj))
+            return obj;
+        json_decref(obj);
+        rd->has_dumped = false;
+        return dsa_json_parse_object(line, len, w);
+    }
     json_t *obj = dsa_jsimd_load(line, len, true, "prompt", &rd->messages);
     if (obj && json_is_object(obj))
         return obj;
@@ -538,7 +575,7 @@ static int next_row_object(dsa_mrcr_reader *rd, json_t **row, json_t **owner,
         if (got <= 0)
             return got;
         if (sha)
-            hash_line(sha, rd->lines, line, len);
+            dsa_lines_sha256_update(sha, rd->lines, line, len);
         if (blank(line, len))
             continue;
         if (rd->pass2 && rd->fmt == FMT_JSONL && rd->seq2 < rd->nseq) {
@@ -736,9 +773,15 @@ dsa_mrcr_reader *dsa_mrcr_open(const char *path, const struct dsa_mrcr_filter *f
     return rd;
 }
 
+void dsa_mrcr_set_messages_json(dsa_mrcr_reader *rd)
+{
+    rd->want_json = true;
+}
+
 void dsa_mrcr_row_release(struct dsa_mrcr_row *row)
 {
     json_decref(row->messages);
+    free(row->messages_json);
     free(row->answer);
     memset(row, 0, sizeof *row);
 }
@@ -774,12 +817,14 @@ int dsa_mrcr_next(dsa_mrcr_reader *rd, struct dsa_mrcr_row *row)
         }
         json_t *messages = rd->messages; /* taken over by parse_full() */
         rd->messages = NULL;
+        struct dsa_buf *dumped = rd->has_dumped ? &rd->dumped : NULL;
+        rd->has_dumped = false;
         if (!keep(rd, n, bin, true)) {
             json_decref(messages);
             json_decref(owner);
             continue;
         }
-        int bad = parse_full(obj, &w, messages, row);
+        int bad = parse_full(obj, &w, messages, dumped, rd->want_json, row);
         json_decref(owner);
         if (bad) {
             dsa_mrcr_row_release(row);
@@ -808,7 +853,7 @@ int dsa_mrcr_parse_row_text(const char *text, size_t len, struct dsa_mrcr_row *r
     json_t *obj = dsa_json_parse_object(text, len, &w);
     if (!obj)
         return -1;
-    int bad = parse_head(obj, &w, &h) || parse_full(obj, &w, NULL, row);
+    int bad = parse_head(obj, &w, &h) || parse_full(obj, &w, NULL, NULL, false, row);
     json_decref(obj);
     if (bad) {
         dsa_mrcr_row_release(row);
@@ -850,25 +895,23 @@ long dsa_mrcr_nselected(const dsa_mrcr_reader *rd)
     return rd->nselected;
 }
 
-int dsa_mrcr_files_next(struct dsa_mrcr_files *f, struct dsa_mrcr_row *row)
+int dsa_mrcr_rewind(dsa_mrcr_reader *rd)
 {
-    for (;;) {
-        if (!f->rd) {
-            if (f->next == f->n)
-                return 0;
-            if (!(f->rd = dsa_mrcr_open(f->paths[f->next++], f->filter)))
-                return -1;
-        }
-        int rc = dsa_mrcr_next(f->rd, row);
-        if (rc != 0)
-            return rc;
-        dsa_mrcr_free(&f->rd);
-    }
-}
-
-void dsa_mrcr_files_release(struct dsa_mrcr_files *f)
-{
-    dsa_mrcr_free(&f->rd);
+    /* pass 1's findings (sha256, ids, bins, counts) stand; pass 2 starts over */
+    dsa_lines_free(&rd->lines);
+    json_decref(rd->page);
+    rd->page = NULL;
+    json_decref(rd->messages);
+    rd->messages = NULL;
+    rd->has_dumped = false;
+    memset(rd->r2, 0, sizeof rd->r2);
+    memset(rd->kept, 0, sizeof rd->kept);
+    rd->seq2 = 0;
+    rd->returned = 0;
+    rd->done = false;
+    if (rd->fmt != FMT_PAGE_WHOLE && !(rd->lines = dsa_lines_open(rd->path)))
+        return -1;
+    return 0;
 }
 
 long dsa_mrcr_nselected_if(const dsa_mrcr_reader *rd, bool (*pred)(void *ud, const char *id),
@@ -903,6 +946,7 @@ void dsa_mrcr_free(dsa_mrcr_reader **rdp)
     dsa_lines_free(&rd->lines);
     json_decref(rd->page);
     json_decref(rd->messages);
+    dsa_buf_release(&rd->dumped);
     for (int n = 1; n <= DSA_MRCR_MAX_NEEDLES; n++)
         free(rd->ns[n].n_chars);
     free(rd->seq_n);

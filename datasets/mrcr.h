@@ -38,8 +38,13 @@ struct dsa_mrcr_row {
     const char *bin_label; /* "≤8K" … "≤1M" (static storage) */
     bool bin_explicit;     /* bin came from the file ("bin"/"context_tokens"), not the map */
     long context_tokens;   /* from the file when given, else -1 */
-    json_t *messages;      /* parsed prompt: array of {"role","content"} (owned) */
-    char *answer;          /* UTF-8, starts with prefix */
+    json_t *messages;      /* parsed prompt: array of {"role","content"} (owned); NULL
+                              after dsa_mrcr_set_messages_json() */
+    /* after dsa_mrcr_set_messages_json(): the same list as compact JSON, the bytes
+       dsa_json_dump_compact() (util/json_dump.h) writes of messages (owned), else NULL */
+    char *messages_json;
+    size_t messages_json_len;
+    char *answer; /* UTF-8, starts with prefix */
     size_t answer_len;
     char prefix[64]; /* random_string_to_prepend */
     long desired_msg_index, total_messages, n_chars;
@@ -61,18 +66,16 @@ dsa_mrcr_reader *dsa_mrcr_open(const char *path, const struct dsa_mrcr_filter *f
 /* 1 = a row that passed the filter, 0 = end, -1 = error (printed, names the line) */
 int dsa_mrcr_next(dsa_mrcr_reader *rd, struct dsa_mrcr_row *row);
 void dsa_mrcr_row_release(struct dsa_mrcr_row *row);
-/* The rows of several files in order, as one stream (the cache keeps one file per needle count;
-   ids stay (needles, row) either way). Fill paths, n and filter (borrowed), zero the rest. */
-struct dsa_mrcr_files {
-    const char *const *paths;
-    size_t n;
-    const struct dsa_mrcr_filter *filter;
-    size_t next;         /* the next file to open */
-    dsa_mrcr_reader *rd; /* the file being read, or NULL */
-};
-/* 1 = a row (as dsa_mrcr_next), 0 = every file read, -1 = error (printed) */
-int dsa_mrcr_files_next(struct dsa_mrcr_files *f, struct dsa_mrcr_row *row);
-void dsa_mrcr_files_release(struct dsa_mrcr_files *f);
+/* Rows from now on carry their messages as compact JSON only (messages_json, messages NULL):
+   for request bodies that embed the list and read nothing of it, the list is checked and
+   written from the parser's tape, never built as a tree (rows of another shape, and /rows
+   pages, are built, checked and written as before, so the same rows are refused with the
+   same errors). */
+void dsa_mrcr_set_messages_json(dsa_mrcr_reader *rd);
+/* Back to the first row, for another pass over the rows (--runs N): pass 2 only, on what
+   pass 1 of dsa_mrcr_open() found (ids, bins, counts, sha256), so a file changed since is
+   refused as in the first pass ("changed while being read"). 0, or -1 (printed). */
+int dsa_mrcr_rewind(dsa_mrcr_reader *rd);
 
 /* sha256 of the file (computed during open), and the revision if the file says so */
 const char *dsa_mrcr_sha256(const dsa_mrcr_reader *rd);

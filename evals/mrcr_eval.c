@@ -32,7 +32,11 @@ struct state {
     json_t *files, *shas;     /* [{path, sha256}], [sha256] */
     long total;               /* this shard's rows */
     long max_model_len;       /* server context (tokens), -1 unknown: no pre-count then */
-    struct dsa_mrcr_files reader;
+    /* one reader per file, opened (checked and hashed) by load and read by the runs: the
+       first run goes on from the check, later ones rewind (dsa_mrcr_rewind) */
+    dsa_mrcr_reader **rds;
+    size_t cur;  /* the file being read */
+    bool rewind; /* a run has read them: rewind before the next */
     struct dsa_mrcr_row row;
 };
 
@@ -43,7 +47,11 @@ struct job {
     int bin;
     long bin_tokens;
     const char *bin_label;
+    /* the row's message list; on the endpoint, an empty stand-in for msgs_json, the list's
+       compact JSON that the bodies carry (dsa_mrcr_set_messages_json, backend.h raw_value) */
     json_t *messages;
+    char *msgs_json;
+    size_t msgs_len;
     long desired_msg_index;
     char *answer;
     size_t answer_len;
@@ -190,17 +198,22 @@ static bool shard_keep(void *ud, const char *id)
     return dsa_shard_keep(ud, id);
 }
 
-/* every file checked (and hashed) before any work: the header's dataset and this shard's rows */
+/* every file checked (and hashed) before any work: the header's dataset and this shard's rows;
+   the readers are kept, so the run's rows come from the same open (one check pass and one
+   pass over the rows per file, not a second check) */
 static int read_files(struct state *st)
 {
     const char *bins_src = NULL;
     long all = 0;
     st->dataset_id =
         json_pack("{s:s, s:[], s:o}", "name", st->dataset, "files", "revision", json_null());
+    st->rds = dsa_xcalloc(st->paths.n ? st->paths.n : 1, sizeof *st->rds);
     for (size_t i = 0; i < st->paths.n; i++) {
-        dsa_mrcr_reader *rd = dsa_mrcr_open(st->paths.v[i], &st->o->filter);
+        dsa_mrcr_reader *rd = st->rds[i] = dsa_mrcr_open(st->paths.v[i], &st->o->filter);
         if (!rd)
             return DSA_EXIT_DATA;
+        if (!st->c->inprocess) /* the bodies embed the messages: bytes, not a tree */
+            dsa_mrcr_set_messages_json(rd);
         all += (long)dsa_mrcr_nselected(rd);
         st->total += dsa_mrcr_nselected_if(rd, shard_keep, (void *)&st->c->shard);
         json_array_append_new(st->files, json_pack("{s:s, s:s}", "path", st->paths.v[i], "sha256",
@@ -213,7 +226,6 @@ static int read_files(struct state *st)
                           : bs == DSA_MRCR_BINS_EXPLICIT ? "explicit"
                                                          : "mixed";
         bins_src = !bins_src || !strcmp(bins_src, src) ? src : "mixed";
-        dsa_mrcr_free(&rd);
     }
     json_object_set(st->dataset_id, "files", st->files);
     json_object_set_new(st->dataset_id, "bins", json_string(bins_src));
@@ -238,7 +250,9 @@ static void free_state(void *ev)
     json_decref(st->files);
     json_decref(st->shas);
     dsa_mrcr_row_release(&st->row);
-    dsa_mrcr_files_release(&st->reader);
+    for (size_t i = 0; st->rds && i < st->paths.n; i++)
+        dsa_mrcr_free(&st->rds[i]);
+    free(st->rds);
     free(st);
 }
 
@@ -350,8 +364,11 @@ static int start(void *ev, dsa_backend *b, dsa_run *run, const char *path)
     (void)run;
     struct state *st = ev;
     dsa_mrcr_row_release(&st->row);
-    dsa_mrcr_files_release(&st->reader);
-    st->reader = (struct dsa_mrcr_files){st->paths.v, st->paths.n, &st->o->filter, 0, NULL};
+    for (size_t i = 0; st->rewind && i < st->paths.n; i++)
+        if (dsa_mrcr_rewind(st->rds[i]))
+            return DSA_EXIT_DATA;
+    st->rewind = true;
+    st->cur = 0;
     if (st->c->inprocess && !st->c->as_json)
         dsa_inproc_mrcr_banner(b, &st->c->stack, path);
     return DSA_EXIT_OK;
@@ -364,6 +381,7 @@ static void job_free(void *ev, void *job)
     (void)ev;
     struct job *j = job;
     json_decref(j->messages);
+    free(j->msgs_json);
     free(j->answer);
     free(j);
 }
@@ -371,7 +389,9 @@ static void job_free(void *ev, void *job)
 static int next(void *ev, void **job, const char **id)
 {
     struct state *st = ev;
-    int rc = dsa_mrcr_files_next(&st->reader, &st->row);
+    int rc = 0;
+    while (st->cur < st->paths.n && (rc = dsa_mrcr_next(st->rds[st->cur], &st->row)) == 0)
+        st->cur++;
     if (rc <= 0)
         return rc < 0 ? -DSA_EXIT_DATA : 0;
     const struct dsa_mrcr_row *row = &st->row;
@@ -381,7 +401,14 @@ static int next(void *ev, void **job, const char **id)
     j->bin = row->bin;
     j->bin_tokens = row->bin_tokens;
     j->bin_label = row->bin_label;
-    j->messages = json_incref(row->messages);
+    if (st->row.messages_json) { /* taken over: the row is read again only after release */
+        j->msgs_json = st->row.messages_json;
+        j->msgs_len = st->row.messages_json_len;
+        st->row.messages_json = NULL;
+        j->messages = json_array();
+    } else {
+        j->messages = json_incref(row->messages);
+    }
     j->desired_msg_index = row->desired_msg_index;
     j->answer = dsa_xmalloc(row->answer_len + 1);
     memcpy(j->answer, row->answer, row->answer_len);
@@ -394,12 +421,23 @@ static int next(void *ev, void **job, const char **id)
     return 1;
 }
 
+/* the messages' bytes in place of their stand-in, when the row came as bytes */
+static void raw_messages(const struct job *j, struct dsa_request *rq)
+{
+    if (!j->msgs_json)
+        return;
+    rq->raw_value = j->messages;
+    rq->raw_bytes = j->msgs_json;
+    rq->raw_len = j->msgs_len;
+}
+
 static void chat_request(const struct state *st, struct job *j, struct dsa_request *rq)
 {
     j->counting = false;
     rq->api = DSA_API_CHAT;
     rq->body = dsa_mrcr_eval_body(st->o, j->messages);
     rq->stream = st->o->stream;
+    raw_messages(j, rq);
 }
 
 /* in-process: the selection; endpoint: the pre-count where the server's context is known,
@@ -416,6 +454,7 @@ static int request(void *ev, void *job, struct dsa_request *rq, json_t **rec)
         j->counting = true;
         rq->api = DSA_API_TOKENIZE;
         rq->body = json_pack("{s:O}", "messages", j->messages);
+        raw_messages(j, rq);
     } else {
         chat_request(st, j, rq);
     }

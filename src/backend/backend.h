@@ -127,6 +127,15 @@ struct dsa_request {
     bool stream;      /* CHAT/COMPLETION: SSE with include_usage */
     dsa_backend_done_fn done;
     void *ud;
+    /* A value of body (found by pointer, in body or in the body a dialect builds from it)
+       given as its compact JSON: those raw_len bytes, which must be what
+       dsa_json_dump_compact() (util/json_dump.h) writes of the value it stands for, are sent
+       in its place, so the value itself may be a stand-in (a row's message list read as bytes
+       and never built as a tree: an empty array). NULL: none. Borrowed for the submit call;
+       the endpoint backend only. */
+    const json_t *raw_value;
+    const char *raw_bytes;
+    size_t raw_len;
 };
 
 struct dsa_buf;

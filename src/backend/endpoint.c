@@ -827,6 +827,11 @@ static const char *default_path(const struct ep *ep, enum dsa_api api)
 static int serialize_request(struct ep *ep, struct xfer *x, const struct dsa_request *req,
                              const json_t *body)
 {
+    if (req->raw_value) { /* the caller's bytes: nothing to escape, nothing to keep */
+        struct dsa_json_splice sp = {
+            .v = req->raw_value, .bytes = req->raw_bytes, .len = req->raw_len};
+        return serialize_body(x, body, &sp);
+    }
     json_t *msgs = req->body ? json_object_get(req->body, "messages") : NULL;
     if (!json_is_array(msgs))
         return serialize_body(x, body, NULL);

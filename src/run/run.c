@@ -43,9 +43,11 @@ struct loop {
     dsa_run *run; /* the run file of the run being driven; NULL without --out */
     dsa_progress *pg;
     long seen_retries; /* the backend's retries the meter has counted */
-    int ret;           /* an exit status that stopped the run (a failed write), or 0 */
-    bool stop;         /* stop issuing (the drive's must_stop) */
-    char *stopped;     /* the error of the request that found the server gone, or NULL */
+    /* records appended since the last sync (group commit): reported to the meter after it */
+    size_t unsynced_done, unsynced_failed;
+    int ret;       /* an exit status that stopped the run (a failed write), or 0 */
+    bool stop;     /* stop issuing (the drive's must_stop) */
+    char *stopped; /* the error of the request that found the server gone, or NULL */
 };
 
 /* one job in flight, with the loop it reports to */
@@ -117,21 +119,42 @@ static int prepare(const struct dsa_eval *e, void *eval_opts, struct dsa_loop_op
 
 /* ---- one request and its answer ---- */
 
-/* appends a record (taken) and moves the meter; -1 when the write failed (the run stops) */
+/* Appends a record (taken), written at once and made durable by the next sync(): every record
+   finished in one turn of the drive shares one fdatasync (a group commit; docs/runfiles.md
+   "Crash safety"). -1 when the write failed (the run stops). */
 static int store(struct loop *l, json_t *rec)
 {
     const char *status = json_string_value(json_object_get(rec, "status"));
     bool failed = status && !strcmp(status, "failed");
     int rc = 0;
-    if (l->run && dsa_run_append(l->run, rec)) {
+    if (l->run && dsa_run_append_unsynced(l->run, rec)) {
         l->ret = DSA_EXIT_IO;
         l->stop = true;
         rc = -1;
-    } else if (l->pg) {
-        dsa_progress_done(l->pg, failed);
+    } else {
+        l->unsynced_done++;
+        l->unsynced_failed += failed;
     }
     json_decref(rec);
     return rc;
+}
+
+/* The records stored since the last call made durable, then counted by the meter: none is
+   reported finished before its sync. -1 when the sync failed (the run stops). */
+static int sync_stored(struct loop *l)
+{
+    if (!l->unsynced_done)
+        return 0;
+    if (l->run && dsa_run_sync(l->run)) {
+        l->ret = DSA_EXIT_IO;
+        l->stop = true;
+        l->unsynced_done = l->unsynced_failed = 0;
+        return -1;
+    }
+    for (size_t i = 0; l->pg && i < l->unsynced_done; i++)
+        dsa_progress_done(l->pg, i < l->unsynced_failed);
+    l->unsynced_done = l->unsynced_failed = 0;
+    return 0;
 }
 
 static void on_done(const struct dsa_result *r);
@@ -222,10 +245,11 @@ static bool must_stop(void *ud)
     return ((struct loop *)ud)->stop;
 }
 
-/* after each turn: the backend's retries and the meter */
+/* after each turn: the turn's records synced, the backend's retries and the meter */
 static void tick(void *ud, dsa_backend *b)
 {
     struct loop *l = ud;
+    sync_stored(l);
     if (!l->pg)
         return;
     long retries, errors;
@@ -301,7 +325,9 @@ static int run_one(struct loop *l, int ri, json_t *runs, char **first_path)
     if (ret == DSA_EXIT_OK) {
         const struct dsa_loop_feed feed = {next_sample, must_stop, tick,
                                            l->ctx->inprocess ? 0 : l->h->poll_ms};
-        ret = drive_status(l, dsa_loop_drive(l->b, &feed, l, l->ctx->interrupted));
+        int dr = dsa_loop_drive(l->b, &feed, l, l->ctx->interrupted);
+        sync_stored(l); /* records stored after the last turn (a stop, the last samples) */
+        ret = drive_status(l, dr);
     }
     if (l->pg) {
         dsa_progress_finish(l->pg);

@@ -36,10 +36,11 @@ struct dsa_run {
     json_t *records; /* array, file order */
     json_t *index;   /* object: id -> record (borrowed from records) */
     size_t resumed;
-    off_t size;  /* bytes on disk that are whole lines; a failed write is cut back to it */
-    bool sync;   /* fdatasync after each line */
-    bool broken; /* a write failed: refuse further appends rather than tear the file */
-    bool fresh;  /* this open wrote the file's header: nothing in it came before */
+    off_t size;    /* bytes on disk that are whole lines; a failed write is cut back to it */
+    bool sync;     /* fdatasync after each line */
+    bool unsynced; /* lines written by dsa_run_append_unsynced() since the last fdatasync */
+    bool broken;   /* a write failed: refuse further appends rather than tear the file */
+    bool fresh;    /* this open wrote the file's header: nothing in it came before */
     long long crash_budget; /* test builds: bytes left before SIGKILL; -1 = no hook */
     pthread_mutex_t mu;
 };
@@ -366,9 +367,10 @@ static ssize_t write_full(int fd, const char *p, size_t n)
     return (ssize_t)done;
 }
 
-/* Writes one whole line and makes it durable; on failure cuts the file back to the last
-   whole line so a later append can never follow a fragment. Caller holds r->mu. */
-static int write_line(dsa_run *r, const char *line, size_t n)
+/* Writes one whole line and (now) makes it durable, or leaves the fdatasync to dsa_run_sync();
+   on failure cuts the file back to the last whole line so a later append can never follow a
+   fragment. Caller holds r->mu. */
+static int write_line(dsa_run *r, const char *line, size_t n, bool now)
 {
     if (r->broken)
         return dsa_errorf("cannot append to '%s': an earlier write failed", r->path);
@@ -378,7 +380,7 @@ static int write_line(dsa_run *r, const char *line, size_t n)
     }
     if (r->crash_budget >= 0)
         r->crash_budget -= (long long)n;
-    if (write_full(r->fd, line, n) < 0 || (r->sync && fdatasync(r->fd) < 0)) {
+    if (write_full(r->fd, line, n) < 0 || (r->sync && now && fdatasync(r->fd) < 0)) {
         int e = errno;
         if (ftruncate(r->fd, r->size) < 0)
             r->broken = true;
@@ -386,6 +388,7 @@ static int write_line(dsa_run *r, const char *line, size_t n)
         return -1;
     }
     r->size += (off_t)n;
+    r->unsynced |= !now;
     return 0;
 }
 
@@ -615,7 +618,7 @@ int dsa_run_open(dsa_run **out, const char *path, json_t *header, unsigned flags
         dsa_buf_adds(&b, line);
         dsa_buf_addch(&b, '\n');
         free(line);
-        int wr = write_line(r, b.data, b.len);
+        int wr = write_line(r, b.data, b.len, true);
         dsa_buf_release(&b);
         if (wr < 0)
             goto cleanup;
@@ -654,7 +657,33 @@ json_t *dsa_run_get(const dsa_run *r, const char *id)
     return v;
 }
 
+static int append(dsa_run *r, json_t *record, bool sync_now);
+
 int dsa_run_append(dsa_run *r, json_t *record)
+{
+    return append(r, record, true);
+}
+
+int dsa_run_append_unsynced(dsa_run *r, json_t *record)
+{
+    return append(r, record, false);
+}
+
+int dsa_run_sync(dsa_run *r)
+{
+    int ret = 0;
+    pthread_mutex_lock(&r->mu);
+    if (r->unsynced && r->sync && fdatasync(r->fd) < 0) {
+        /* what reached the disk is unknown: no more appends, the run stops */
+        r->broken = true;
+        ret = dsa_errorf("cannot write '%s': %s", r->path, strerror(errno));
+    }
+    r->unsynced = false;
+    pthread_mutex_unlock(&r->mu);
+    return ret;
+}
+
+static int append(dsa_run *r, json_t *record, bool sync_now)
 {
     const char *id = json_string_value(json_object_get(record, "id"));
     if (!json_is_object(record) || !id)
@@ -683,7 +712,7 @@ int dsa_run_append(dsa_run *r, json_t *record)
         dsa_errorf("internal: record '%s' is already in '%s'", id, r->path);
         goto unlock;
     }
-    if (write_line(r, line, n) < 0)
+    if (write_line(r, line, n, sync_now) < 0)
         goto unlock;
     json_object_set(r->index, id, record);
     json_array_append(r->records, record);
@@ -736,8 +765,10 @@ void dsa_run_free(dsa_run **rp)
     dsa_run *r = *rp;
     if (!r)
         return;
-    if (r->fd >= 0)
+    if (r->fd >= 0) {
+        (void)dsa_run_sync(r); /* a failure is printed; the caller has reported what it synced */
         close(r->fd);
+    }
     json_decref(r->header);
     json_decref(r->records);
     json_decref(r->index);

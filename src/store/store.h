@@ -27,7 +27,8 @@
  * Other tools can read runs knowing only these keys.
  *
  * Crash safety: each record is written with one write(2) of the whole line including its
- * '\n', and flushed before dsa_run_append() returns; nothing finished is lost. On open, a
+ * '\n', and flushed (fdatasync) before dsa_run_append() returns, or by the next
+ * dsa_run_sync() after dsa_run_append_unsynced(); nothing finished is lost. On open, a
  * torn last line (no '\n', or not a JSON object) is dropped by truncating the file to the
  * end of the last complete line, so a rerun rewrites that sample. A record whose id was
  * already written is never written twice.
@@ -79,6 +80,16 @@ json_t *dsa_run_get(const dsa_run *r, const char *id);
    (printed; after a failed write the file is cut back to its last whole line and further
    appends fail). Thread-safe, like every dsa_run_* call on an open run. */
 int dsa_run_append(dsa_run *r, json_t *record);
+/* As dsa_run_append(), except that the line's fdatasync is left to dsa_run_sync(): the line is
+   written with its one write(2), so a crash or kill -9 of the process loses nothing (the
+   kernel holds it), and the next dsa_run_sync() makes every line written so far durable with
+   one fdatasync (a group commit: a loop that finishes many records in one turn syncs once per
+   turn). A caller must not report a record finished before that sync returned 0. */
+int dsa_run_append_unsynced(dsa_run *r, json_t *record);
+/* fdatasync of the lines dsa_run_append_unsynced() wrote since the last call (nothing to do:
+   0). Returns 0, or -1 (printed): the run is then broken, further appends fail. dsa_run_free()
+   syncs what is left. */
+int dsa_run_sync(dsa_run *r);
 /* number of records (resumed + appended) */
 size_t dsa_run_count(const dsa_run *r);
 /* iterate over all records in file order: i in [0, count) */

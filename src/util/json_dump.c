@@ -70,7 +70,7 @@ static uint64_t needs_escape(uint64_t w)
     return (((w - ONES * 0x20) & ~w) | ((q - ONES) & ~q) | ((b - ONES) & ~b)) & HIGHS;
 }
 
-static int dump_string(const char *s, size_t len, struct dsa_buf *out)
+int dsa_json_dump_string(const char *s, size_t len, struct dsa_buf *out)
 {
     /* jansson refuses to dump what is not UTF-8 (json_stringn_nocheck can hold anything) */
     if (!ascii(s, len) && !dsa_utf8_valid(s, len))
@@ -124,7 +124,7 @@ static int dump_value(const json_t *v, struct dsa_buf *out, struct dsa_json_spli
 {
     switch (json_typeof(v)) {
     case JSON_STRING:
-        return dump_string(json_string_value(v), json_string_length(v), out);
+        return dsa_json_dump_string(json_string_value(v), json_string_length(v), out);
     case JSON_ARRAY: {
         dsa_buf_addch(out, '[');
         for (size_t i = 0; i < json_array_size(v); i++) {
@@ -148,7 +148,7 @@ static int dump_value(const json_t *v, struct dsa_buf *out, struct dsa_json_spli
             if (!first)
                 dsa_buf_addch(out, ',');
             first = false;
-            if (dump_string(key, key_len, out) < 0)
+            if (dsa_json_dump_string(key, key_len, out) < 0)
                 return -1;
             dsa_buf_addch(out, ':');
             if (dump(val, out, sp) < 0)

@@ -21,6 +21,10 @@
    that is not valid UTF-8, a NaN); out then holds a partial document the caller discards. */
 int dsa_json_dump_compact(const json_t *v, struct dsa_buf *out);
 
+/* Appends one string's JSON (quotes included) as json_dumps escapes it. Returns 0, or -1 when
+   s is not valid UTF-8 (nothing appended). */
+int dsa_json_dump_string(const char *s, size_t len, struct dsa_buf *out);
+
 /* One value of a tree, found by pointer, whose bytes a dump records or copies: with bytes NULL
    the dump writes it as usual and sets off/len to where it lies in out; with bytes set, those
    len bytes (the same value's dump, from an earlier body) are copied in its place. seen: the

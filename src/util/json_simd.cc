@@ -15,6 +15,11 @@
 
 #include <simdjson.h>
 
+extern "C" {
+#include "util/buf.h"
+#include "util/json_dump.h"
+}
+
 namespace dom = simdjson::dom;
 
 static_assert(simdjson::SIMDJSON_PADDING <= DSA_JSIMD_PADDING, "the padding callers promise");
@@ -218,6 +223,142 @@ json_t *builder::build(dom::element e)
     return nullptr;
 }
 
+/* Writes e as dsa_json_dump_compact() writes the tree builder::build() makes of it (jansson's
+   compact bytes: members in text order, jansson's escapes, integers as %lld), straight from
+   the tape. false: a value this does not write byte-exact (a real: jansson's formatting of
+   doubles is left to jansson) or one builder declines; out then holds a fragment. */
+bool dump_compact(dom::element e, struct dsa_buf *out)
+{
+    switch (e.type()) {
+    case dom::element_type::ARRAY: {
+        dom::array a;
+        if (e.get_array().get(a))
+            return false;
+        dsa_buf_addch(out, '[');
+        bool first = true;
+        for (dom::element v : a) {
+            if (!first)
+                dsa_buf_addch(out, ',');
+            first = false;
+            if (!dump_compact(v, out))
+                return false;
+        }
+        dsa_buf_addch(out, ']');
+        return true;
+    }
+    case dom::element_type::OBJECT: {
+        dom::object o;
+        if (e.get_object().get(o) || !keys_unique(o))
+            return false;
+        dsa_buf_addch(out, '{');
+        bool first = true;
+        for (dom::key_value_pair kv : o) {
+            if (!first)
+                dsa_buf_addch(out, ',');
+            first = false;
+            if (!no_nul(kv.key) || dsa_json_dump_string(kv.key.data(), kv.key.size(), out) < 0)
+                return false;
+            dsa_buf_addch(out, ':');
+            if (!dump_compact(kv.value, out))
+                return false;
+        }
+        dsa_buf_addch(out, '}');
+        return true;
+    }
+    case dom::element_type::STRING: {
+        std::string_view s;
+        return !e.get_string().get(s) && no_nul(s) &&
+               dsa_json_dump_string(s.data(), s.size(), out) == 0;
+    }
+    case dom::element_type::INT64: {
+        int64_t v = 0;
+        if (e.get_int64().get(v))
+            return false;
+        dsa_buf_addf(out, "%" JSON_INTEGER_FORMAT, static_cast<json_int_t>(v));
+        return true;
+    }
+    case dom::element_type::BOOL: {
+        bool v = false;
+        if (e.get_bool().get(v))
+            return false;
+        dsa_buf_adds(out, v ? "true" : "false");
+        return true;
+    }
+    case dom::element_type::NULL_VALUE:
+        dsa_buf_adds(out, "null");
+        return true;
+    case dom::element_type::DOUBLE:
+    case dom::element_type::UINT64:
+        break;
+    }
+    return false;
+}
+
+/* True when the compact dump of e (parsed from text) is text with its blanks between tokens
+   removed: no number (jansson re-formats those: "-0", "1E2"), no duplicate key, and in the
+   text no "\\u" escape (jansson writes the character, or \\u00XX in upper case) nor "\\/"
+   (jansson writes "/"); every other escape ("\\n", "\\"", "\\\\", "\\t" …) and every raw byte of
+   a string is what jansson writes for it. */
+bool verbatim(dom::element e)
+{
+    switch (e.type()) {
+    case dom::element_type::ARRAY: {
+        dom::array a;
+        if (e.get_array().get(a))
+            return false;
+        for (dom::element v : a)
+            if (!verbatim(v))
+                return false;
+        return true;
+    }
+    case dom::element_type::OBJECT: {
+        dom::object o;
+        if (e.get_object().get(o) || !keys_unique(o))
+            return false;
+        for (dom::key_value_pair kv : o)
+            if (!verbatim(kv.value))
+                return false;
+        return true;
+    }
+    case dom::element_type::STRING:
+    case dom::element_type::BOOL:
+    case dom::element_type::NULL_VALUE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool escapes_verbatim(std::string_view text)
+{
+    const char *p = text.data(), *end = p + text.size();
+    while ((p = static_cast<const char *>(std::memchr(p, '\\', static_cast<size_t>(end - p))))) {
+        if (p + 1 >= end || p[1] == 'u' || p[1] == '/')
+            return false;
+        p += 2; /* the escaped byte, a backslash included */
+    }
+    return true;
+}
+
+/* A non-empty array of objects, each with a string member of every name in required[]. */
+bool records_with(dom::element root, const char *const *required)
+{
+    dom::array a;
+    if (root.get_array().get(a) || a.size() == 0)
+        return false;
+    for (dom::element m : a) {
+        dom::object o;
+        if (m.get_object().get(o))
+            return false;
+        for (const char *const *k = required; *k; k++) {
+            dom::element v;
+            if (o.at_key(*k).get(v) || v.type() != dom::element_type::STRING)
+                return false;
+        }
+    }
+    return true;
+}
+
 /* The root of text, parsed by p, when it is an object (or, with arrays, an array). */
 bool parse_root(deep_parser &dp, const char *text, size_t len, bool padded, bool arrays,
                 dom::element *root)
@@ -298,6 +439,52 @@ json_t *dsa_jsimd_load(const char *text, size_t len, bool padded, const char *in
                 json_decref(*inner);
                 *inner = nullptr;
             }
+            return nullptr;
+        }
+    }
+    return out;
+}
+
+json_t *dsa_jsimd_load_dumped(const char *text, size_t len, bool padded, const char *inner_key,
+                              const char *const *required, struct dsa_buf *inner_json, bool *dumped)
+{
+    *dumped = false;
+    dom::element root;
+    dom::object o;
+    if (!parse_root(outer_parser, text, len, padded, false, &root) || root.get_object().get(o) ||
+        !keys_unique(o))
+        return nullptr;
+    builder b;
+    json_t *out = json_object();
+    for (dom::key_value_pair kv : o) {
+        json_t *v = nullptr;
+        std::string_view s;
+        dom::element inner;
+        if (!*dumped && kv.key == inner_key && !kv.value.get_string().get(s) &&
+            parse_root(inner_parser, s.data(), s.size(), false, true, &inner) &&
+            records_with(inner, required)) {
+            size_t start = inner_json->len, n = 0;
+            dsa_buf_grow(inner_json, s.size() + 2);
+            if (verbatim(inner) && escapes_verbatim(s) &&
+                !simdjson::minify(s.data(), s.size(), inner_json->data + start, n)) {
+                /* the text itself, blanks removed: no string decoded and escaped again */
+                inner_json->len = start + n;
+                inner_json->data[inner_json->len] = '\0';
+                *dumped = true;
+                v = json_string("");
+            } else if (dump_compact(inner, inner_json)) {
+                *dumped = true;
+                v = json_string(""); /* the bytes live on in inner_json */
+            } else {
+                inner_json->len = start; /* declined: the member stays a string */
+                inner_json->data[start] = '\0';
+            }
+        }
+        if (!v && no_nul(kv.key))
+            v = b.build(kv.value);
+        if (!v || json_object_setn_new_nocheck(out, kv.key.data(), kv.key.size(), v)) {
+            json_decref(out);
+            *dumped = false;
             return nullptr;
         }
     }

@@ -43,6 +43,19 @@ json_t *dsa_jsimd_pick(const char *text, size_t len, bool padded, const char *co
 json_t *dsa_jsimd_load(const char *text, size_t len, bool padded, const char *inner_key,
                        json_t **inner);
 
+struct dsa_buf;
+
+/* An object text as dsa_jsimd_load() reads it with inner_key, except that the inner text is not
+   built as a tree: when it is a non-empty array of objects that each have a string member of
+   every name in required[] (NULL-terminated), its compact JSON is appended to inner_json, the
+   very bytes dsa_json_dump_compact() (util/json_dump.h) writes of the tree dsa_jsimd_load()
+   would have built, the member holds "" and *dumped is set. Otherwise (another shape, a real
+   number, anything jansson must decide) the member is the string as decoded, *dumped is false
+   and the caller reads it as before. NULL: the outer text is declined. */
+json_t *dsa_jsimd_load_dumped(const char *text, size_t len, bool padded, const char *inner_key,
+                              const char *const *required, struct dsa_buf *inner_json,
+                              bool *dumped);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "util/buf.h"
+#include "util/hash.h"
 #include "util/msg.h"
 
 /* one read(2) asks for at least this much: a 40 MB dataset is ~650 calls per pass, where stdio's
@@ -154,4 +155,15 @@ void dsa_lines_free(dsa_lines **rp)
     free(r->path);
     free(r);
     *rp = NULL;
+}
+
+void dsa_lines_sha256_update(struct dsa_sha256 *h, const dsa_lines *r, const char *line, size_t len)
+{
+    dsa_sha256_update(h, line, len);
+    /* put back the terminator the reader removed, so the hash is the file's */
+    size_t term = (size_t)(dsa_lines_next_offset(r) - dsa_lines_offset(r)) - len;
+    if (term == 2)
+        dsa_sha256_update(h, "\r\n", 2);
+    else if (term == 1)
+        dsa_sha256_update(h, dsa_lines_unterminated(r) ? "\r" : "\n", 1);
 }

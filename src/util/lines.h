@@ -29,6 +29,12 @@ bool dsa_lines_unterminated(const dsa_lines *r);
 /* byte offset of the start of the line last returned, and of the next line */
 off_t dsa_lines_offset(const dsa_lines *r);
 off_t dsa_lines_next_offset(const dsa_lines *r);
+/* Adds the line last returned (line, len) and the terminator the reader took off it ("\n",
+   "\r\n", or a lone "\r" at the end of the file) to h: a hash of every line so is the sha256
+   of the file's bytes, computed in the pass that reads it. */
+struct dsa_sha256;
+void dsa_lines_sha256_update(struct dsa_sha256 *h, const dsa_lines *r, const char *line,
+                             size_t len);
 void dsa_lines_free(dsa_lines **r);
 
 #endif

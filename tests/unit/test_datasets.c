@@ -641,6 +641,100 @@ static void test_limit_stops_reading(void **state)
     free(path);
 }
 
+/* dsa_mrcr_rewind: the same rows again, in the same order, with the limit counted afresh and
+   without a second check pass; a row changed since the open is refused as in the first pass. */
+static void test_rewind(void **state)
+{
+    (void)state;
+    char *path = synth_file(1u << 8, 0x3, 3, 11); /* n8: 3 rows of <=8K, then 3 of <=16K */
+    struct dsa_mrcr_filter flt = {0, 0, 2};
+    dsa_mrcr_reader *rd = dsa_mrcr_open(path, &flt);
+    assert_non_null(rd);
+    static const char *const want[] = {"n8/r0000", "n8/r0001", "n8/r0003", "n8/r0004"};
+    struct dsa_mrcr_row row = {0};
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass)
+            assert_int_equal(dsa_mrcr_rewind(rd), 0);
+        for (size_t i = 0; i < DSA_ARRAY_SIZE(want); i++) {
+            assert_int_equal(dsa_mrcr_next(rd, &row), 1);
+            assert_string_equal(row.id, want[i]);
+            assert_int_equal(row.bin, (int)(i / 2));
+        }
+        assert_int_equal(dsa_mrcr_next(rd, &row), 0);
+    }
+    /* the file rewritten with its 8-needle rows as 2-needle ones: pass 2 sees another file */
+    size_t len;
+    char *all = slurp(path, &len);
+    int changed = 0;
+    for (char *p = all; (p = strstr(p, "\"n_needles\":8")); p++, changed++)
+        p[strlen("\"n_needles\":")] = '2';
+    assert_int_equal(changed, 6);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fwrite(all, 1, len, f);
+    fclose(f);
+    assert_int_equal(dsa_mrcr_rewind(rd), 0);
+    assert_int_equal(dsa_mrcr_next(rd, &row), -1);
+    dsa_mrcr_row_release(&row);
+    dsa_mrcr_free(&rd);
+    free(all);
+    unlink(path);
+    free(path);
+}
+
+/* dsa_mrcr_set_messages_json: each row's messages_json is the compact dump of the tree the
+   default reader builds of the same row, on rows written from the tape (synthetic rows, the
+   hand-made ones with an escape) and on a row whose list holds a real (built, then dumped). */
+static void test_messages_json(void **state)
+{
+    (void)state;
+    char *synth = synth_file((1u << 2) | (1u << 8), 0x3, 2, 5);
+    struct dsa_buf b = DSA_BUF_INIT;
+    for (int r = 0; r < 3; r++)
+        add_row(&b, 2, 100, ",\"bin\":\"8k\"");
+    dsa_buf_adds(&b, "{\"prompt\":\"[{\\\"role\\\":\\\"user\\\",\\\"content\\\":\\\"x\\\","
+                     "\\\"w\\\":0.25}]\",\"answer\":\"ab\",\"random_string_to_prepend\":\"ab\","
+                     "\"n_needles\":2,\"desired_msg_index\":0,\"total_messages\":1,"
+                     "\"n_chars\":1,\"bin\":\"8k\"}\n");
+    char *hand = write_tmp("msgjson", b.data, b.len);
+    const char *paths[] = {synth, hand};
+    for (size_t p = 0; p < 2; p++) {
+        dsa_mrcr_reader *tree = dsa_mrcr_open(paths[p], NULL),
+                        *bytes = dsa_mrcr_open(paths[p], NULL);
+        assert_non_null(tree);
+        assert_non_null(bytes);
+        dsa_mrcr_set_messages_json(bytes);
+        struct dsa_mrcr_row rt = {0}, rb = {0};
+        long n = 0;
+        int got;
+        while ((got = dsa_mrcr_next(tree, &rt)) > 0) {
+            assert_int_equal(dsa_mrcr_next(bytes, &rb), 1);
+            assert_string_equal(rt.id, rb.id);
+            assert_null(rt.messages_json);
+            assert_null(rb.messages);
+            char *want = json_dumps(rt.messages, JSON_COMPACT);
+            assert_non_null(rb.messages_json);
+            assert_int_equal(rb.messages_json_len, strlen(want));
+            assert_memory_equal(rb.messages_json, want, rb.messages_json_len);
+            assert_string_equal(rt.answer, rb.answer);
+            free(want);
+            n++;
+        }
+        assert_int_equal(got, 0);
+        assert_int_equal(dsa_mrcr_next(bytes, &rb), 0);
+        assert_int_equal(n, p ? 4 : 8);
+        dsa_mrcr_row_release(&rt);
+        dsa_mrcr_row_release(&rb);
+        dsa_mrcr_free(&tree);
+        dsa_mrcr_free(&bytes);
+    }
+    dsa_buf_release(&b);
+    unlink(synth);
+    unlink(hand);
+    free(synth);
+    free(hand);
+}
+
 static void test_synth_rows_parse_back(void **state)
 {
     (void)state;
@@ -960,6 +1054,8 @@ int main(void)
         cmocka_unit_test(test_synth_determinism),
         cmocka_unit_test(test_synth_rows_parse_back),
         cmocka_unit_test(test_limit_stops_reading),
+        cmocka_unit_test(test_rewind),
+        cmocka_unit_test(test_messages_json),
 #ifdef DSA_TEST_RSS
         cmocka_unit_test(test_streaming_memory),
 #endif

@@ -122,8 +122,22 @@ static void test_loader_errors(void **state)
     assert_int_equal(dsa_gsm8k_count(d), 1);
     assert_string_equal(dsa_gsm8k_row(d, 0)->question, "q\xc3\xa9");
     assert_string_equal(dsa_gsm8k_row(d, 0)->gold, "-1000");
+    /* the sha256 is taken while reading: the file's bytes, terminators and blank lines too */
+    char want[65];
+    assert_int_equal(dsa_sha256_file(path, want), 0);
+    assert_string_equal(dsa_gsm8k_sha256(d), want);
     dsa_gsm8k_free(&d);
     assert_null(d);
+    f = fopen(path, "w");
+    fputs("\r\n{\"question\": \"q\", \"answer\": \"#### 1\"}\r\n\n{\"question\": \"r\", "
+          "\"answer\": \"#### 2\"}",
+          f);
+    fclose(f);
+    assert_int_equal(dsa_gsm8k_load(path, &d), 0);
+    assert_int_equal(dsa_gsm8k_count(d), 2);
+    assert_int_equal(dsa_sha256_file(path, want), 0);
+    assert_string_equal(dsa_gsm8k_sha256(d), want);
+    dsa_gsm8k_free(&d);
     unlink(path);
     assert_int_equal(dsa_gsm8k_load("/nonexistent/test.jsonl", &d), DSA_EXIT_IO);
 }

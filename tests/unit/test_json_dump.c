@@ -13,6 +13,7 @@
 #include "util/buf.h"
 #include "util/hash.h"
 #include "util/json_dump.h"
+#include "util/json_simd.h"
 #include "util/utf8.h"
 
 /* Asserts both serializers agree on v: the same bytes, or both refuse. */
@@ -174,12 +175,116 @@ static void test_random(void **state)
     }
 }
 
+/* A row {"prompt": TEXT, "n": 1} read by dsa_jsimd_load_dumped(): the prompt's compact JSON
+   written from the tape must be jansson's own dump of json_loadb(TEXT) byte for byte; texts
+   it declines leave the prompt a string, equal to TEXT. */
+static void check_dumped(const char *text, bool want_dumped)
+{
+    static const char *const required[] = {"role", "content", NULL};
+    json_t *row = json_pack("{s:s,s:i}", "prompt", text, "n", 1);
+    char *line = json_dumps(row, JSON_COMPACT);
+    struct dsa_buf got = DSA_BUF_INIT;
+    bool dumped = true;
+    json_t *obj =
+        dsa_jsimd_load_dumped(line, strlen(line), false, "prompt", required, &got, &dumped);
+    assert_non_null(obj);
+    assert_int_equal(json_integer_value(json_object_get(obj, "n")), 1);
+    assert_int_equal(dumped, want_dumped);
+    if (want_dumped) {
+        json_t *tree = json_loads(text, 0, NULL);
+        assert_non_null(tree);
+        char *want = json_dumps(tree, JSON_COMPACT);
+        assert_int_equal(got.len, strlen(want));
+        assert_memory_equal(got.data, want, got.len);
+        assert_string_equal(json_string_value(json_object_get(obj, "prompt")), "");
+        free(want);
+        json_decref(tree);
+    } else {
+        assert_string_equal(json_string_value(json_object_get(obj, "prompt")), text);
+    }
+    json_decref(obj);
+    free(line);
+    json_decref(row);
+    dsa_buf_release(&got);
+}
+
+static void test_dumped_from_tape(void **state)
+{
+    (void)state;
+    check_dumped(
+        "[{\"role\": \"user\", \"content\": \"caf\\u00e9 \\ud83d\\ude00 \\\"q\\\" \\\\ / \\t\\n"
+        "\\u001f\\u007f\"}, {\"role\": \"assistant\", \"content\": \"\"}]",
+        true);
+    check_dumped(" [ {\"content\" : \"keys in text order\", \"role\": \"user\"} ] ", true);
+    check_dumped("[{\"role\":\"user\",\"content\":\"x\",\"n\":-9223372036854775808,\"t\":true,"
+                 "\"f\":false,\"z\":null,\"a\":[1,[],{},\"s\"]}]",
+                 true);
+    check_dumped("[{\"role\":\"user\",\"content\":\"\xc3\xa9\xe2\x80\xa8 raw UTF-8\"}]", true);
+    /* escapes jansson writes otherwise ("/", the character itself) and an integer it re-formats */
+    check_dumped("[{\"role\":\"user\",\"content\":\"a\\/b \\\\u0041 \\\\\\/\"}]", true);
+    check_dumped("[{\"role\":\"user\",\"content\":\"x\",\"n\":-0}]", true);
+    /* declined: a real (jansson formats doubles), another shape, a duplicate key, a NUL, an
+       integer beyond long long, a text that is not JSON */
+    check_dumped("[{\"role\":\"user\",\"content\":\"x\",\"w\":0.5}]", false);
+    check_dumped("[{\"role\":\"user\",\"content\":\"x\",\"e\":1e3}]", false);
+    check_dumped("[]", false);
+    check_dumped("{\"role\":\"user\",\"content\":\"x\"}", false);
+    check_dumped("[{\"role\":\"user\"}]", false);
+    check_dumped("[{\"role\":\"user\",\"content\":[\"parts\"]}]", false);
+    check_dumped("[{\"role\":\"user\",\"content\":\"x\",\"role\":\"user\"}]", false);
+    check_dumped("[{\"role\":\"user\",\"content\":\"a\\u0000b\"}]", false);
+    check_dumped("[{\"role\":\"user\",\"content\":\"x\",\"n\":18446744073709551615}]", false);
+    check_dumped("[{\"role\":\"user\",\"content\":\"x\"},]", false);
+}
+
+/* Random message lists over the code space (test_random's), their prompt text written with
+   and without \u escapes for non-ASCII (Python's json.dumps default and ensure_ascii=False),
+   with blanks between tokens or none; every fourth with only the escapes a text keeps as they
+   are (the verbatim path). */
+static void test_dumped_random(void **state)
+{
+    (void)state;
+    uint64_t r = 7;
+    static const uint32_t plain[] = {'a', ' ', '"', '\\', '\n', '\t', 0xe9, 0x1f600};
+    static const uint32_t pick[] = {0x1,  0x1f,  '"',   '\\',   '/',    'a',     ' ',      0x7f,
+                                    0x80, 0x7ff, 0x800, 0xfffd, 0xffff, 0x10000, 0x10ffff, '\n'};
+    for (int iter = 0; iter < 500; iter++) {
+        json_t *msgs = json_array();
+        int nmsg = 1 + (int)(iter % 4);
+        for (int m = 0; m < nmsg; m++) {
+            struct dsa_buf b = DSA_BUF_INIT;
+            r = dsa_splitmix64(r);
+            int len = (int)(r % 80);
+            for (int k = 0; k < len; k++) {
+                r = dsa_splitmix64(r);
+                uint32_t cp = r & 1 ? pick[(r >> 1) % 16] : 0x20 + (uint32_t)((r >> 8) % 0x230);
+                if (iter % 4 == 2) /* no escape but the two-character ones: the text verbatim */
+                    cp = plain[(r >> 1) % 8];
+                if (cp >= 0xd800 && cp < 0xe000)
+                    cp = 'x';
+                char enc[4];
+                int n = dsa_utf8_encode(cp, enc);
+                dsa_buf_add(&b, enc, (size_t)n);
+            }
+            json_array_append_new(msgs,
+                                  json_pack("{s:s,s:s%}", "role", m % 2 ? "assistant" : "user",
+                                            "content", b.data ? b.data : "", b.len));
+            dsa_buf_release(&b);
+        }
+        char *text = json_dumps(msgs, iter % 4 == 1 ? JSON_ENSURE_ASCII : JSON_INDENT(iter % 3));
+        check_dumped(text, true);
+        free(text);
+        json_decref(msgs);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_escapes),  cmocka_unit_test(test_escapes_aligned),
-        cmocka_unit_test(test_splice),   cmocka_unit_test(test_scalars_and_nesting),
-        cmocka_unit_test(test_refusals), cmocka_unit_test(test_random),
+        cmocka_unit_test(test_escapes),          cmocka_unit_test(test_escapes_aligned),
+        cmocka_unit_test(test_splice),           cmocka_unit_test(test_scalars_and_nesting),
+        cmocka_unit_test(test_refusals),         cmocka_unit_test(test_random),
+        cmocka_unit_test(test_dumped_from_tape), cmocka_unit_test(test_dumped_random),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

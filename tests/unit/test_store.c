@@ -758,7 +758,9 @@ static void test_crash_hook_sweep(void **state)
 /* A long run in a child killed with SIGKILL at random moments. */
 #define LONG_RECORDS 200
 
-static int long_run(const char *path)
+/* grouped: the records appended unsynced, one dsa_run_sync() per 7 (the run loop's group
+   commit) */
+static int long_run(const char *path, bool grouped)
 {
     json_t *h = test_header("m1");
     dsa_run *r = NULL;
@@ -776,11 +778,48 @@ static int long_run(const char *path)
         out[sizeof out - 1] = '\0';
         json_t *rec = json_pack("{s:s,s:s,s:i,s:f,s:n,s:s}", "id", id, "bin", "all", "row", i,
                                 "score", i / (double)LONG_RECORDS, "error", "output", out);
-        rc = dsa_run_append(r, rec);
+        rc = grouped ? dsa_run_append_unsynced(r, rec) : dsa_run_append(r, rec);
+        if (rc == 0 && grouped && i % 7 == 6)
+            rc = dsa_run_sync(r);
         json_decref(rec);
     }
     dsa_run_free(&r);
     return rc;
+}
+
+/* dsa_run_append_unsynced: the line is in the file at once (a kill loses nothing), the sync
+   then succeeds, and a resume reads every record */
+static void test_append_unsynced(void **state)
+{
+    (void)state;
+    char *path = tpath("unsynced.jsonl");
+    json_t *h = test_header("m1");
+    dsa_run *r = NULL;
+    assert_int_equal(dsa_run_open(&r, path, h, 0), 0);
+    assert_int_equal(dsa_run_sync(r), 0); /* nothing to sync */
+    for (int i = 0; i < 3; i++) {
+        json_t *rec = test_record(i);
+        assert_int_equal(dsa_run_append_unsynced(r, rec), 0);
+        json_decref(rec);
+        size_t len;
+        char *got = slurp(path, &len);
+        int lines = 0;
+        for (size_t k = 0; k < len; k++)
+            lines += got[k] == '\n';
+        assert_int_equal(lines, 2 + i);
+        assert_int_equal(got[len - 1], '\n');
+        free(got);
+    }
+    assert_int_equal(dsa_run_sync(r), 0);
+    assert_int_equal(dsa_run_count(r), 3);
+    dsa_run_free(&r);
+    assert_int_equal(dsa_run_open(&r, path, h, 0), 0);
+    assert_int_equal(dsa_run_count(r), 3);
+    assert_true(dsa_run_has(r, "n2/r0002"));
+    dsa_run_free(&r);
+    json_decref(h);
+    unlink(path);
+    free(path);
 }
 
 static double now_s(void)
@@ -796,7 +835,7 @@ static void test_fork_kill9(void **state)
     char *ref = tpath("kill-ref.jsonl");
     char *path = tpath("kill.jsonl");
     double t0 = now_s();
-    assert_int_equal(long_run(ref), 0);
+    assert_int_equal(long_run(ref, false), 0);
     double full = now_s() - t0; /* scales the random delays, asserts nothing */
     size_t wantlen;
     char *want = slurp(ref, &wantlen);
@@ -808,8 +847,8 @@ static void test_fork_kill9(void **state)
         for (int k = 0; k < 3; k++) {
             pid_t pid = fork();
             assert_true(pid >= 0);
-            if (pid == 0)
-                _exit(long_run(path) == 0 ? 0 : 1);
+            if (pid == 0) /* every other trial with the group commit */
+                _exit(long_run(path, trial % 2) == 0 ? 0 : 1);
             seed = dsa_splitmix64(seed);
             useconds_t us = (useconds_t)((double)(seed % 1000) / 1000.0 * full * 1e6);
             usleep(us);
@@ -829,7 +868,7 @@ static void test_fork_kill9(void **state)
             } else
                 assert_int_equal(WEXITSTATUS(status), 0);
         }
-        assert_int_equal(long_run(path), 0);
+        assert_int_equal(long_run(path, trial % 2), 0);
         size_t len;
         char *got = slurp(path, &len);
         assert_int_equal(len, wantlen);
@@ -847,13 +886,14 @@ static void test_fork_kill9(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_file_name),           cmocka_unit_test(test_create_and_resume),
-        cmocka_unit_test(test_header_mismatch),     cmocka_unit_test(test_torn_lines),
-        cmocka_unit_test(test_load_plain_scores),   cmocka_unit_test(test_load_trees_as_jansson),
-        cmocka_unit_test(test_nul_round_trip),      cmocka_unit_test(test_bad_whole_last_line),
-        cmocka_unit_test(test_command_redaction),   cmocka_unit_test(test_threads),
-        cmocka_unit_test(test_crash_hook_sweep),    cmocka_unit_test(test_fork_kill9),
-        cmocka_unit_test(test_header_new_and_diff), cmocka_unit_test(test_retry_failed),
+        cmocka_unit_test(test_file_name),         cmocka_unit_test(test_create_and_resume),
+        cmocka_unit_test(test_header_mismatch),   cmocka_unit_test(test_torn_lines),
+        cmocka_unit_test(test_load_plain_scores), cmocka_unit_test(test_load_trees_as_jansson),
+        cmocka_unit_test(test_nul_round_trip),    cmocka_unit_test(test_bad_whole_last_line),
+        cmocka_unit_test(test_command_redaction), cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_crash_hook_sweep),  cmocka_unit_test(test_append_unsynced),
+        cmocka_unit_test(test_fork_kill9),        cmocka_unit_test(test_header_new_and_diff),
+        cmocka_unit_test(test_retry_failed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
