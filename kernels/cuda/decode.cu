@@ -13,7 +13,8 @@
  *   (split-K over the context: the positions of one sequence spread over many CTAs, each logit
  *   still written by one warp, so no merge is needed) and large ones amortise the q load over
  *   hundreds of pages. A range may cross into the next sequence; q is then reloaded.
- * - K pages go global -> shared through cp.async (LDGSTS), DP_STAGES pages in flight per CTA.
+ * - K pages go global -> shared through cp.async (LDGSTS), STG - 1 pages in flight per CTA
+ *   (STG = 5 stages; DSA_CUDA_DECODE_STAGES=8 gives the split kernel 8).
  * - Each pair of warps keeps one q row of every head in registers, half the heads each, as
  *   the B operand of mma.m16n8k16 f16 (4 n-tiles of 8 heads per warp, 8 k-steps), and takes
  *   16 keys of a page as the A operand (both warps of the pair read the same keys). Holding
@@ -42,7 +43,6 @@
 #include "common.cuh"
 #include "dsa_cuda.h"
 
-#define DP_STAGES  5
 #define DP_THREADS 128
 
 struct dp_params {
@@ -188,7 +188,7 @@ __device__ __forceinline__ void pair_sync(int v)
  * pair_sync) continues the same chain over its heads, reduces over the 4 lanes of a key and
  * stores: bitwise the SPL = 1 result. One pair barrier per 16-key chunk.
  */
-template <int NT, int N, bool CVT, int SPL>
+template <int NT, int N, bool CVT, int SPL, int STG>
 __global__ static void __launch_bounds__(DP_THREADS *SPL, 2) decode_pipe_kernel(const dp_params p)
 {
     extern __shared__ __align__(128) unsigned char smem[];
@@ -200,13 +200,13 @@ __global__ static void __launch_bounds__(DP_THREADS *SPL, 2) decode_pipe_kernel(
     const long t_end = (long)(blockIdx.x + 1) * p.total / gridDim.x;
     const int soff = dp_swz(threadIdx.x >> 3, threadIdx.x & 7); /* this thread's copy slot */
     /* SPL = 2: the first warps' partial sums, [pair][chunk][lane][key grp, grp + 8] */
-    float2 *red = (float2 *)(smem + DP_STAGES * DSA_K_PAGE_BYTES) + (v * N) * 32 + lane;
+    float2 *red = (float2 *)(smem + STG * DSA_K_PAGE_BYTES) + (v * N) * 32 + lane;
 
     dp_cursor cur = {t_begin, (int)(t_begin / p.tiles_per_seq), (int)(t_begin % p.tiles_per_seq), 0,
                      0};
     dp_fetch<N>(p, cur, t_end, true);
 #pragma unroll
-    for (int s = 0; s < DP_STAGES - 1; s++)
+    for (int s = 0; s < STG - 1; s++)
         dp_issue<N, T>(p, cur, t_end, smem + s * DSA_K_PAGE_BYTES, soff);
 
     /* B fragments of q: [n-tile][k-step][b0, b1], f16 (x 2^-8 unless CVT), and w of heads
@@ -217,10 +217,9 @@ __global__ static void __launch_bounds__(DP_THREADS *SPL, 2) decode_pipe_kernel(
     int ctx_r = 0;
     int b = (int)(t_begin / p.tiles_per_seq), pg = (int)(t_begin % p.tiles_per_seq);
     for (long t = t_begin, i = 0; t < t_end; t++, i++) {
-        cp_async_wait<DP_STAGES - 2>(); /* tile t has landed (this thread's copies) */
-        __syncthreads();                /* everyone's copies of tile t; tile t-1's buffer is free */
-        dp_issue<N, T>(p, cur, t_end, smem + ((i + DP_STAGES - 1) % DP_STAGES) * DSA_K_PAGE_BYTES,
-                       soff);
+        cp_async_wait<STG - 2>(); /* tile t has landed (this thread's copies) */
+        __syncthreads();          /* everyone's copies of tile t; tile t-1's buffer is free */
+        dp_issue<N, T>(p, cur, t_end, smem + ((i + STG - 1) % STG) * DSA_K_PAGE_BYTES, soff);
         const long row = (long)b * N + jrow;
         if (b != cur_b) { /* a new sequence: its q row into registers */
             cur_b = b;
@@ -246,7 +245,7 @@ __global__ static void __launch_bounds__(DP_THREADS *SPL, 2) decode_pipe_kernel(
                 }
             }
         }
-        const uint8_t *st = smem + (i % DP_STAGES) * DSA_K_PAGE_BYTES;
+        const uint8_t *st = smem + (i % STG) * DSA_K_PAGE_BYTES;
 #pragma unroll
         for (int c = 0; c < N; c++) {
             const int kb = (chunk0 + c) * 16; /* first key of the chunk within the page */
@@ -333,17 +332,21 @@ static int forced_ctas(void)
     return v;
 }
 
-template <int NT, int N, bool CVT, int SPL>
+template <int NT, int N, bool CVT, int SPL, int STG>
 static int launch_pipe(const dp_params &p, cudaStream_t st)
 {
     static int slots; /* resident CTAs on the whole device */
-    const size_t smem = (size_t)DP_STAGES * DSA_K_PAGE_BYTES + (SPL > 1 ? 4 * N * 32 * 8 : 0);
+    const size_t smem = (size_t)STG * DSA_K_PAGE_BYTES + (SPL > 1 ? 4 * N * 32 * 8 : 0);
     if (!slots) {
         int dev, sms, per_sm;
         CUDA_CHECK(cudaGetDevice(&dev));
         CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        if (smem > 48 * 1024) /* the 8-stage kernel: 71 KB */
+            CUDA_CHECK(cudaFuncSetAttribute(decode_pipe_kernel<NT, N, CVT, SPL, STG>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)smem));
         CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &per_sm, decode_pipe_kernel<NT, N, CVT, SPL>, DP_THREADS * SPL, smem));
+            &per_sm, decode_pipe_kernel<NT, N, CVT, SPL, STG>, DP_THREADS * SPL, smem));
         slots = sms * (per_sm > 0 ? per_sm : 1);
     }
     if (p.total <= 0)
@@ -351,16 +354,16 @@ static int launch_pipe(const dp_params &p, cudaStream_t st)
     long grid = forced_ctas() ? forced_ctas() : slots;
     if (grid > p.total)
         grid = p.total;
-    decode_pipe_kernel<NT, N, CVT, SPL><<<(unsigned)grid, DP_THREADS * SPL, smem, st>>>(p);
+    decode_pipe_kernel<NT, N, CVT, SPL, STG><<<(unsigned)grid, DP_THREADS * SPL, smem, st>>>(p);
     return DSA_K_OK;
 }
 
-template <int NT, bool CVT, int SPL>
+template <int NT, bool CVT, int SPL, int STG = 5>
 static int launch_heads(const dp_params &p, int N, cudaStream_t st)
 {
-    return N == 1   ? launch_pipe<NT, 1, CVT, SPL>(p, st)
-           : N == 2 ? launch_pipe<NT, 2, CVT, SPL>(p, st)
-                    : launch_pipe<NT, 4, CVT, SPL>(p, st);
+    return N == 1   ? launch_pipe<NT, 1, CVT, SPL, STG>(p, st)
+           : N == 2 ? launch_pipe<NT, 2, CVT, SPL, STG>(p, st)
+                    : launch_pipe<NT, 4, CVT, SPL, STG>(p, st);
 }
 
 /* a switch read once: unset or anything but "0" (CVT) / "1" (SPLIT) keeps the default */
@@ -384,10 +387,11 @@ int dsa_cuda_decode_pipe_launch(const dsa_k_flags *f, const dsa_logits_decode_ar
     p.total = p.tiles_per_seq * a->B;
     /* DSA_CUDA_DECODE_SPLIT=1: one warp per q row (the round-2 kernel); DSA_CUDA_DECODE_CVT=0:
        fp8 -> f16 by bit moves (with one warp per row) */
-    static int bits = -1, whole = -1;
+    static int bits = -1, whole = -1, deep = -1;
     if (bits < 0) {
         bits = env_is("DSA_CUDA_DECODE_CVT", "0");
         whole = env_is("DSA_CUDA_DECODE_SPLIT", "1");
+        deep = env_is("DSA_CUDA_DECODE_STAGES", "8");
     }
     const bool h64 = f->heads == 64;
     if (bits)
@@ -395,5 +399,8 @@ int dsa_cuda_decode_pipe_launch(const dsa_k_flags *f, const dsa_logits_decode_ar
                    : launch_heads<4, false, 1>(p, a->N, st);
     if (whole)
         return h64 ? launch_heads<8, true, 1>(p, a->N, st) : launch_heads<4, true, 1>(p, a->N, st);
+    if (deep)
+        return h64 ? launch_heads<8, true, 2, 8>(p, a->N, st)
+                   : launch_heads<4, true, 2, 8>(p, a->N, st);
     return h64 ? launch_heads<8, true, 2>(p, a->N, st) : launch_heads<4, true, 2>(p, a->N, st);
 }
