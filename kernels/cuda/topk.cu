@@ -202,9 +202,14 @@ __global__ static void __launch_bounds__(PASS_T)
     d_pdl_launch_next();
     const long st = start[r], len = end[r] - st, lo = s * slice;
     const size_t slot = (size_t)r * sg.slices + s;
-    if (len <= k)
+    /* every CTA passes d_pdl_wait before it ends, the early ones too: then this grid ends only
+       after the sample has, and what follows the final in the stream sees all three done */
+    if (len <= k) {
+        d_pdl_wait();
         return;
+    }
     if (lo >= len) {
+        d_pdl_wait();
         if (tid == 0)
             sg.cnt[slot] = 0;
         return;
@@ -414,6 +419,7 @@ __global__ static void __launch_bounds__(FINAL_T)
     const size_t base = (size_t)r * stride + st;
     int32_t *out = idx + (size_t)r * k;
     if (len <= k) {
+        d_pdl_wait(); /* so that this grid ends after the gather (see gather_kernel) */
         for (long i = tid; i < k; i += FINAL_T)
             out[i] = i < len ? (int32_t)i : -1;
         return;
