@@ -31,11 +31,11 @@ for g in 3 7; do
     DSA_CUDA_DECODE_CTAS=$g $D kernels check -k logits_decode --reruns 2 >"$OUT/check-ctas$g.txt" 2>&1
     echo "check -k logits_decode ctas=$g rc=$?"; tail -1 "$OUT/check-ctas$g.txt"
 done
-# the variants that stay selectable: one warp per q row in the decode kernel (the default
-# splits the heads over warp pairs), fp8 -> f16 by bit moves (the default is the conversion
+# the variants that stay selectable: the heads split over warp pairs in the decode kernel
+# (DSA_CUDA_DECODE_SPLIT=2; the default is one warp per q row), fp8 -> f16 by bit moves (the default is the conversion
 # unit), the top-k and prep kernels without programmatic dependent launch, the sample fused
 # into the top-k gather
-DSA_CUDA_DECODE_SPLIT=1 $D kernels check -k logits_decode >"$OUT/check-split1.txt" 2>&1
+DSA_CUDA_DECODE_SPLIT=2 $D kernels check -k logits_decode >"$OUT/check-split1.txt" 2>&1
 echo "check -k logits_decode DSA_CUDA_DECODE_SPLIT=1 rc=$?"; tail -1 "$OUT/check-split1.txt"
 # the split kernel continues the one-warp kernel's sum chain: the same errors, case by case
 grep logits_decode "$OUT/check.txt" >"$OUT/dec-a.txt"; grep logits_decode "$OUT/check-split1.txt" >"$OUT/dec-b.txt"
@@ -54,7 +54,7 @@ echo "check -k topk DSA_CUDA_TOPK_FUSE=8 rc=$?"; tail -1 "$OUT/check-fuse.txt"
 # timings first (they matter most if the call runs out of time), then the rest
 $D kernels bench >"$OUT/bench.txt" 2>&1; echo "bench rc=$?"
 # A/B in the same call: the one-warp-per-row decode kernel, the prep and top-k without PDL
-DSA_CUDA_DECODE_SPLIT=1 $D kernels bench -k S3a >"$OUT/bench-split1.txt" 2>&1; echo "bench split1 rc=$?"
+DSA_CUDA_DECODE_SPLIT=2 $D kernels bench -k S3a >"$OUT/bench-split1.txt" 2>&1; echo "bench split1 rc=$?"
 DSA_CUDA_DECODE_STAGES=8 $D kernels bench -k S3a >"$OUT/bench-stg8.txt" 2>&1; echo "bench stages8 rc=$?"
 DSA_CUDA_DECODE_STAGES=8 $D kernels bench -k layer >>"$OUT/bench-stg8.txt" 2>&1
 DSA_CUDA_PDL=0 $D kernels bench -k S4 >"$OUT/bench-nopdl.txt" 2>&1; echo "bench nopdl rc=$?"

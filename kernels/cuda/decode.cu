@@ -385,12 +385,13 @@ int dsa_cuda_decode_pipe_launch(const dsa_k_flags *f, const dsa_logits_decode_ar
                    a->stride, a->clean,       (a->stride + DSA_K_PAGE - 1) / DSA_K_PAGE,
                    0};
     p.total = p.tiles_per_seq * a->B;
-    /* DSA_CUDA_DECODE_SPLIT=1: one warp per q row (the round-2 kernel); DSA_CUDA_DECODE_CVT=0:
-       fp8 -> f16 by bit moves (with one warp per row) */
+    /* default: one warp per q row (the round-2 kernel); DSA_CUDA_DECODE_SPLIT=2: the heads over
+       warp pairs (DSA_CUDA_DECODE_STAGES=8 with it: 8 stages, racecheck not clean, do not use);
+       DSA_CUDA_DECODE_CVT=0: fp8 -> f16 by bit moves (with one warp per row) */
     static int bits = -1, whole = -1, deep = -1;
-    if (bits < 0) {
+    if (bits < 0) { /* the split measured slower on the H200 (bench/RESULTS.md): off by default */
         bits = env_is("DSA_CUDA_DECODE_CVT", "0");
-        whole = env_is("DSA_CUDA_DECODE_SPLIT", "1");
+        whole = !env_is("DSA_CUDA_DECODE_SPLIT", "2");
         deep = env_is("DSA_CUDA_DECODE_STAGES", "8");
     }
     const bool h64 = f->heads == 64;
