@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "dsa_kernels.h"
 
@@ -26,6 +27,46 @@
             return DSA_K_EDEVICE;                                                                  \
         }                                                                                          \
     } while (0)
+
+/*
+ * Programmatic dependent launch (Hopper). A kernel launched through d_pdl_config may start,
+ * and run up to d_pdl_wait, while the kernel before it in the stream still runs; d_pdl_wait
+ * (griddepcontrol.wait) returns once that grid has completed and its writes are visible, so a
+ * kernel must call it before it reads what the previous kernel may write, or writes what the
+ * previous kernel may read. d_pdl_launch_next lets the next such kernel be scheduled now.
+ * Without the launch attribute both are no-ops. DSA_CUDA_PDL=0 turns the attribute off.
+ */
+__device__ __forceinline__ void d_pdl_wait(void)
+{
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void d_pdl_launch_next(void)
+{
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+
+/* the launch configuration with the programmatic-serialization attribute in *attr (unless
+   DSA_CUDA_PDL=0); for cudaLaunchKernelEx */
+static inline cudaLaunchConfig_t d_pdl_config(dim3 grid, dim3 block, size_t smem, cudaStream_t st,
+                                              cudaLaunchAttribute *attr)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("DSA_CUDA_PDL");
+        on = !(e && e[0] == '0' && !e[1]);
+    }
+    attr->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr->val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t c = {};
+    c.gridDim = grid;
+    c.blockDim = block;
+    c.dynamicSmemBytes = smem;
+    c.stream = st;
+    c.attrs = attr;
+    c.numAttrs = on ? 1 : 0;
+    return c;
+}
 
 #define DSA_INV_SQRT_128F 0.08838834764831845f
 

@@ -56,8 +56,13 @@ __device__ static float rope_rotate_quant(const dsa_k_flags f, float v[4], const
     return s;
 }
 
+/* Both prep kernels are launched as programmatic dependents (common.cuh) and wait for the
+   kernel before them (which may read the cache, q8 or w they write) before anything else:
+   what overlaps is the launch, so that S2 starts as soon as S1 ends. */
 __global__ static void k_prep_kernel(const dsa_k_flags f, dsa_k_prep_args a)
 {
+    d_pdl_wait();
+    d_pdl_launch_next();
     const int lane = threadIdx.x & 31;
     const int t = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (t >= a.T || a.slot[t] < 0)
@@ -89,6 +94,8 @@ __global__ static void k_prep_kernel(const dsa_k_flags f, dsa_k_prep_args a)
 
 __global__ static void q_prep_kernel(const dsa_k_flags f, dsa_q_prep_args a)
 {
+    d_pdl_wait();
+    d_pdl_launch_next();
     const int lane = threadIdx.x & 31, H = f.heads;
     const long th = (long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (th >= (long)a.T * H)
@@ -123,7 +130,9 @@ int dsa_cuda_k_prep_launch(const dsa_k_flags *f, const dsa_k_prep_args *a, cudaS
 {
     if (a->T <= 0)
         return DSA_K_OK;
-    k_prep_kernel<<<(a->T + 3) / 4, 128, 0, st>>>(*f, *a);
+    cudaLaunchAttribute pdl;
+    const cudaLaunchConfig_t c = d_pdl_config(dim3((a->T + 3) / 4), dim3(128), 0, st, &pdl);
+    CUDA_CHECK(cudaLaunchKernelEx(&c, k_prep_kernel, *f, *a));
     return DSA_K_OK;
 }
 
@@ -132,7 +141,10 @@ int dsa_cuda_q_prep_launch(const dsa_k_flags *f, const dsa_q_prep_args *a, cudaS
     if (a->T <= 0)
         return DSA_K_OK;
     long warps = (long)a->T * f->heads;
-    q_prep_kernel<<<(unsigned)((warps + 3) / 4), 128, 0, st>>>(*f, *a);
+    cudaLaunchAttribute pdl;
+    const cudaLaunchConfig_t c =
+        d_pdl_config(dim3((unsigned)((warps + 3) / 4)), dim3(128), 0, st, &pdl);
+    CUDA_CHECK(cudaLaunchKernelEx(&c, q_prep_kernel, *f, *a));
     if (a->topk_fill && a->topk_k > 0) {
         long n = (long)a->T * a->topk_k;
         fill_kernel<<<(unsigned)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096), 256, 0, st>>>(

@@ -16,6 +16,10 @@
  *              slice order (= index order), selects the k largest by a radix select on their
  *              keys (11 + 11 + 10 bits), and writes those above the k-th key in index order,
  *              then its ties in index order.
+ * The gather and the final are launched as programmatic dependents (common.cuh, d_pdl_config):
+ * their CTAs are scheduled while the kernel before still runs and wait (d_pdl_wait) just before
+ * their first read of its output, so the launch latency of two of the three kernels overlaps
+ * the previous one; DSA_CUDA_PDL=0 makes them ordinary launches.
  * Every value >= t is a candidate, so when at least k are, the k largest of the row are among
  * them: the output is the golden set (value desc, index asc), at fixed positions, and reruns
  * are bitwise identical. A row with fewer than k candidates, or more than fit in shared memory
@@ -71,8 +75,10 @@ __device__ __forceinline__ int load4(const void *l, int lbf16, size_t base, long
 
 /* The need-th largest key among keys[0..n) (shared memory) and how many of its ties are taken
    (*s_need): a radix select in 3 passes (11, 11, 10 bits) with the histogram h, by T threads.
+   With PASSES = 2 it stops after 22 bits: *s_key is then the need-th largest key with its 10
+   low bits cleared (a lower bound of it, exact to 2^-13 relative), enough for a threshold.
    Ends with a barrier. */
-template <int T>
+template <int T, int PASSES = 3>
 __device__ void select_in_smem(const uint32_t *keys, int n, int need, int *h,
                                typename cub::BlockScan<int, T>::TempStorage &tmp, uint32_t *s_key,
                                int *s_need)
@@ -81,7 +87,7 @@ __device__ void select_in_smem(const uint32_t *keys, int n, int need, int *h,
     const int tid = threadIdx.x;
     uint32_t prefix = 0, mask = 0;
 #pragma unroll
-    for (int p = 0; p < 3; p++) {
+    for (int p = 0; p < PASSES; p++) {
         const int sh = p == 0 ? 21 : (p == 1 ? 10 : 0), nb = p == 2 ? 1024 : 2048;
         for (int b = tid; b < BINS; b += T)
             h[b] = 0;
@@ -150,7 +156,9 @@ __device__ uint32_t row_threshold(const void *logits, int lbf16, size_t base, lo
     long m = n == len ? k : (3L * k * n + 2 * len - 1) / (2 * len) + 16;
     if (m > n)
         m = n;
-    select_in_smem<T>(sm.keys, n, (int)m, sm.h, sm.tmp, &sm.s_key, &sm.s_need);
+    /* the threshold need not be the m-th key itself: a lower bound of it only admits the
+       few more values of its 22-bit bin (still >= m candidates), and saves the third pass */
+    select_in_smem<T, 2>(sm.keys, n, (int)m, sm.h, sm.tmp, &sm.s_key, &sm.s_need);
     return sm.s_key; /* select_in_smem ends with a barrier */
 }
 
@@ -160,6 +168,7 @@ __global__ static void __launch_bounds__(SAMPLE_T)
 {
     __shared__ sample_smem<SAMPLE_T> sm;
     const int r = blockIdx.x;
+    d_pdl_launch_next();
     const long st = start[r], len = end[r] - st;
     if (len <= k)
         return;
@@ -190,11 +199,17 @@ __global__ static void __launch_bounds__(PASS_T)
     __shared__ typename scan_t::TempStorage tmp;
     __shared__ sample_smem<FUSED ? PASS_T : 32> sm;
     const int r = blockIdx.y, s = blockIdx.x, tid = threadIdx.x;
+    d_pdl_launch_next();
     const long st = start[r], len = end[r] - st, lo = s * slice;
     const size_t slot = (size_t)r * sg.slices + s;
-    if (len <= k)
+    /* every CTA passes d_pdl_wait before it ends, the early ones too: then this grid ends only
+       after the sample has, and what follows the final in the stream sees all three done */
+    if (len <= k) {
+        d_pdl_wait();
         return;
+    }
     if (lo >= len) {
+        d_pdl_wait();
         if (tid == 0)
             sg.cnt[slot] = 0;
         return;
@@ -204,8 +219,10 @@ __global__ static void __launch_bounds__(PASS_T)
     uint32_t t;
     if constexpr (FUSED)
         t = row_threshold<PASS_T>(logits, lbf16, base, len, k, sm);
-    else
+    else {
+        d_pdl_wait(); /* sample_kernel's thresholds */
         t = sg.thr[r];
+    }
     int32_t *oi = sg.idx + slot * sg.cap;
     uint32_t *ok = sg.key + slot * sg.cap;
     int off = 0;
@@ -328,23 +345,23 @@ __device__ __noinline__ void full_row_select(const void *logits, int lbf16, size
 }
 
 /* writes the candidates taken: the n_gt keys above `thr` in index order, then `take` ties at
-   thr in index order */
+   thr in index order. Thread tid takes the run [tid*per, (tid+1)*per) of the candidates, so one
+   block scan of its two counts (16 bits each: n <= CAND_CAP < 2^16) places them all. */
 __device__ void take_candidates(const uint32_t *ck, const int32_t *ci, int n, uint32_t thr,
                                 int n_gt, int take, int32_t *out, union final_tmp &t)
 {
-    const int tid = threadIdx.x;
-    int off_gt = 0, off_eq = 0;
-    for (int i0 = 0; i0 < n; i0 += FINAL_T) {
-        const int i = i0 + tid;
-        int gt = i < n && ck[i] > thr, eq = i < n && ck[i] == thr, pre, tot;
-        cub::BlockScan<int, FINAL_T>(t.i).ExclusiveSum((gt << 16) | eq, pre, tot);
-        __syncthreads();
-        if (gt)
-            out[off_gt + (pre >> 16)] = ci[i];
-        else if (eq && off_eq + (pre & 0xffff) < take)
-            out[n_gt + off_eq + (pre & 0xffff)] = ci[i];
-        off_gt += tot >> 16;
-        off_eq += tot & 0xffff;
+    const int per = (n + FINAL_T - 1) / FINAL_T, lo = (int)threadIdx.x * per;
+    const int hi = lo + per < n ? lo + per : n;
+    int c = 0, pre, tot;
+    for (int i = lo; i < hi; i++)
+        c += ck[i] > thr ? 1 << 16 : (ck[i] == thr);
+    cub::BlockScan<int, FINAL_T>(t.i).ExclusiveSum(c, pre, tot);
+    int pg = pre >> 16, pe = pre & 0xffff;
+    for (int i = lo; i < hi; i++) {
+        if (ck[i] > thr)
+            out[pg++] = ci[i];
+        else if (ck[i] == thr && pe++ < take)
+            out[n_gt + pe - 1] = ci[i];
     }
 }
 
@@ -402,12 +419,14 @@ __global__ static void __launch_bounds__(FINAL_T)
     const size_t base = (size_t)r * stride + st;
     int32_t *out = idx + (size_t)r * k;
     if (len <= k) {
+        d_pdl_wait(); /* so that this grid ends after the gather (see gather_kernel) */
         for (long i = tid; i < k; i += FINAL_T)
             out[i] = i < len ? (int32_t)i : -1;
         return;
     }
     /* offsets of each slice's candidates, in slice order */
     const size_t slot0 = (size_t)r * sg.slices;
+    d_pdl_wait(); /* gather_kernel's counts and staging rows */
     long long c = tid < sg.slices ? sg.cnt[slot0 + tid] : 0, pre, tot;
     const int overflow = __syncthreads_or(c > sg.cap);
     cub::BlockScan<long long, FINAL_T>(t.ll).ExclusiveSum(c, pre, tot);
@@ -509,16 +528,20 @@ int dsa_cuda_topk_launch(const dsa_k_flags *f, const dsa_topk_args *a, cudaStrea
     sg.key = (uint32_t *)p;
     const int lbf16 = f->logits == DSA_K_BF16;
     dim3 grid((unsigned)sg.slices, (unsigned)a->rows);
-    if (a->rows <= fuse_rows()) {
+    cudaLaunchAttribute pdl;
+    const cudaLaunchConfig_t gc = d_pdl_config(grid, dim3(PASS_T), 0, st, &pdl);
+    const cudaLaunchConfig_t fc =
+        d_pdl_config(dim3((unsigned)a->rows), dim3(FINAL_T), CAND_CAP * 8, st, &pdl);
+    if (a->rows <= fuse_rows()) { /* follows whatever ran before: an ordinary launch */
         gather_kernel<true><<<grid, PASS_T, 0, st>>>(a->logits, lbf16, a->stride, a->start, a->end,
                                                      a->k, slice, sg);
     } else {
         sample_kernel<<<a->rows, SAMPLE_T, 0, st>>>(a->logits, lbf16, a->stride, a->start, a->end,
                                                     a->k, sg.thr);
-        gather_kernel<false><<<grid, PASS_T, 0, st>>>(a->logits, lbf16, a->stride, a->start, a->end,
-                                                      a->k, slice, sg);
+        CUDA_CHECK(cudaLaunchKernelEx(&gc, gather_kernel<false>, a->logits, lbf16, a->stride,
+                                      a->start, a->end, a->k, slice, sg));
     }
-    final_kernel<<<a->rows, FINAL_T, CAND_CAP * 8, st>>>(a->logits, lbf16, a->stride, a->start,
-                                                         a->end, a->k, sg, a->idx);
+    CUDA_CHECK(cudaLaunchKernelEx(&fc, final_kernel, a->logits, lbf16, a->stride, a->start, a->end,
+                                  a->k, sg, a->idx));
     return DSA_K_OK;
 }
