@@ -484,9 +484,12 @@ cleanup:
     return rc;
 }
 
-int dsa_inproc_proxy_inputs_planted(dsa_inproc *p, const uint32_t *tokens, long T,
-                                    const struct dsa_inproc_plant *plant, const long *qpos, int M,
-                                    struct dsa_inproc_inputs *in)
+/* The proxy model's inputs for tokens/qpos with a retrieval structure planted (plant NULL:
+   none); k_raw, q_raw, w_raw owned by *in until inputs_release, the tables borrowed from p.
+   Returns 0 or -1 (printed). */
+static int proxy_inputs(dsa_inproc *p, const uint32_t *tokens, long T,
+                        const struct dsa_inproc_plant *plant, const long *qpos, int M,
+                        struct dsa_inproc_inputs *in)
 {
     const int H = p->f.heads;
     double t0 = now_s();
@@ -509,13 +512,7 @@ int dsa_inproc_proxy_inputs_planted(dsa_inproc *p, const uint32_t *tokens, long 
     return 0;
 }
 
-int dsa_inproc_proxy_inputs(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
-                            struct dsa_inproc_inputs *in)
-{
-    return dsa_inproc_proxy_inputs_planted(p, tokens, T, NULL, qpos, M, in);
-}
-
-void dsa_inproc_inputs_release(struct dsa_inproc_inputs *in)
+static void inputs_release(struct dsa_inproc_inputs *in)
 {
     free((void *)in->k_raw);
     free((void *)in->q_raw);
@@ -523,21 +520,15 @@ void dsa_inproc_inputs_release(struct dsa_inproc_inputs *in)
     memset(in, 0, sizeof *in);
 }
 
-int dsa_inproc_select(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
-                      int32_t *idx, int32_t *golden)
-{
-    return dsa_inproc_select_planted(p, tokens, T, NULL, qpos, M, idx, golden);
-}
-
 int dsa_inproc_select_planted(dsa_inproc *p, const uint32_t *tokens, long T,
                               const struct dsa_inproc_plant *plant, const long *qpos, int M,
                               int32_t *idx, int32_t *golden)
 {
     struct dsa_inproc_inputs in;
-    if (dsa_inproc_proxy_inputs_planted(p, tokens, T, plant, qpos, M, &in))
+    if (proxy_inputs(p, tokens, T, plant, qpos, M, &in))
         return -1;
     int rc = dsa_inproc_select_inputs(p, &in, idx, golden);
-    dsa_inproc_inputs_release(&in);
+    inputs_release(&in);
     return rc;
 }
 
@@ -721,10 +712,10 @@ int dsa_inproc_mtp(dsa_inproc *p, const uint32_t *tokens, long T, long P, int n,
         qpos[r] = P + r;
     struct dsa_inproc_inputs in;
     memset(&in, 0, sizeof in);
-    int rc = dsa_inproc_proxy_inputs(p, tokens, T, qpos, (int)R, &in);
+    int rc = proxy_inputs(p, tokens, T, NULL, qpos, (int)R, &in);
     if (!rc)
         rc = dsa_inproc_mtp_inputs(p, &in, P, n, nsteps, identical, logits_identical, sel);
-    dsa_inproc_inputs_release(&in); /* frees NULLs when the inputs were never made */
+    inputs_release(&in); /* frees NULLs when the inputs were never made */
     free(qpos);
     return rc;
 }
@@ -893,7 +884,7 @@ void dsa_inproc_trace_inputs_release(struct dsa_inproc_inputs *in)
     free((void *)in->k_f32);
     free((void *)in->q_f32);
     free((void *)in->ln_w); /* the tables' block */
-    dsa_inproc_inputs_release(in);
+    inputs_release(in);
 }
 
 void dsa_inproc_rows_sha256(const int32_t *sel, long rows, int K, char hex[65])
@@ -945,8 +936,8 @@ double dsa_inproc_recall(int32_t *idx, int32_t *golden, int M, int K, double *pe
     return M ? sum / M : 1.0;
 }
 
-/* |a ∩ b| / |b| of two ascending, -1 padded rows of k */
-int dsa_inproc_overlap(const int32_t *a, int na, const int32_t *b, int nb)
+/* |a ∩ b| of two ascending lists of na and nb positions */
+static int overlap(const int32_t *a, int na, const int32_t *b, int nb)
 {
     int i = 0, j = 0, c = 0;
     while (i < na && j < nb) {
@@ -960,6 +951,7 @@ int dsa_inproc_overlap(const int32_t *a, int na, const int32_t *b, int nb)
     return c;
 }
 
+/* |a ∩ b| / |b| of two ascending, -1 padded rows of k */
 double dsa_inproc_agreement(const int32_t *a, const int32_t *b, int k)
 {
     int na = 0, nb = 0;
@@ -967,7 +959,7 @@ double dsa_inproc_agreement(const int32_t *a, const int32_t *b, int k)
         na++;
     while (nb < k && b[nb] >= 0)
         nb++;
-    return nb ? (double)dsa_inproc_overlap(a, na, b, nb) / nb : 1.0;
+    return nb ? (double)overlap(a, na, b, nb) / nb : 1.0;
 }
 
 int dsa_inproc_check_model_rows(const char *path, const struct dsa_inproc_inputs *in,
