@@ -323,6 +323,35 @@ static void gtopk_range(void *c, long b, long e)
                             g->golden + (size_t)m * g->K);
 }
 
+/* the device buffers of one call, freed together (a failed alloc leaves NULL, which the
+   call checks) */
+struct dev_bufs {
+    const struct dsa_kernels_api *api;
+    void *d[24];
+    int n;
+};
+
+static void *dev_alloc(struct dev_bufs *b, size_t bytes)
+{
+    return b->d[b->n++] = b->api->alloc(bytes);
+}
+
+/* true when an alloc of b failed */
+static bool dev_missing(const struct dev_bufs *b)
+{
+    for (int i = 0; i < b->n; i++)
+        if (!b->d[i])
+            return true;
+    return false;
+}
+
+static void dev_free_all(struct dev_bufs *b)
+{
+    for (int i = 0; i < b->n; i++)
+        if (b->d[i])
+            b->api->free(b->d[i]);
+}
+
 /* adds the seconds since *t0 to stage i and restarts the clock */
 static void lap(dsa_inproc *p, int i, double *t0)
 {
@@ -360,9 +389,7 @@ int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, 
     float *ks = dsa_xmalloc((size_t)T * 4);
     int32_t *rs = dsa_xcalloc((size_t)M, 4), *re = dsa_xmalloc((size_t)M * 4);
     double *glog = dsa_xmalloc((size_t)M * T * sizeof(double));
-    void *d[24] = {0};
-    int nd = 0;
-#define DALLOC(bytes) (d[nd++] = api->alloc(bytes))
+    struct dev_bufs db = {api, {0}, 0};
 
     double t0 = now_s();
     struct kgold kg = {in, p->f.rope, kgold};
@@ -378,9 +405,9 @@ int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, 
     }
 
     /* S1: the whole prompt into the paged cache, slot = position */
-    void *dk_raw = DALLOC((size_t)T * 256), *dpos = DALLOC((size_t)T * 8);
-    void *dcache = DALLOC(cbytes), *dcos = DALLOC(tab), *dsin = DALLOC(tab);
-    void *dln_w = DALLOC(512), *dln_b = DALLOC(512);
+    void *dk_raw = dev_alloc(&db, (size_t)T * 256), *dpos = dev_alloc(&db, (size_t)T * 8);
+    void *dcache = dev_alloc(&db, cbytes), *dcos = dev_alloc(&db, tab), *dsin = dev_alloc(&db, tab);
+    void *dln_w = dev_alloc(&db, 512), *dln_b = dev_alloc(&db, 512);
     if (!dk_raw || !dpos || !dcache || !dcos || !dsin || !dln_w || !dln_b ||
         api->upload(dk_raw, in->k_raw, (size_t)T * 256) || api->upload(dpos, pos, (size_t)T * 8) ||
         api->upload(dcos, in->cos, tab) || api->upload(dsin, in->sin, tab) ||
@@ -397,9 +424,10 @@ int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, 
     }
     lap(p, DSA_INPROC_T_S1, &t0);
     /* S2: the query rows */
-    void *dq_raw = DALLOC((size_t)M * H * 256), *dw_raw = DALLOC((size_t)M * H * wrb);
-    void *dqpos = DALLOC((size_t)M * 8), *dq8 = DALLOC((size_t)M * H * 128);
-    void *dqs = DALLOC((size_t)M * H * 4), *dw = DALLOC((size_t)M * H * wb);
+    void *dq_raw = dev_alloc(&db, (size_t)M * H * 256),
+         *dw_raw = dev_alloc(&db, (size_t)M * H * wrb);
+    void *dqpos = dev_alloc(&db, (size_t)M * 8), *dq8 = dev_alloc(&db, (size_t)M * H * 128);
+    void *dqs = dev_alloc(&db, (size_t)M * H * 4), *dw = dev_alloc(&db, (size_t)M * H * wb);
     if (!dq_raw || !dw_raw || !dqpos || !dq8 || !dqs || !dw ||
         api->upload(dq_raw, in->q_raw, (size_t)M * H * 256) ||
         api->upload(dw_raw, in->w_raw, (size_t)M * H * wrb) ||
@@ -427,9 +455,9 @@ int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, 
         memcpy(ks + t, pg + DSA_K_SCALE_OFF + (t % DSA_K_PAGE) * 4, 4);
     }
     /* S3b + S4 */
-    void *dk8 = DALLOC((size_t)T * 128), *dks = DALLOC((size_t)T * 4);
-    void *drs = DALLOC((size_t)M * 4), *dre = DALLOC((size_t)M * 4);
-    void *dlog = DALLOC((size_t)M * T * lb), *didx = DALLOC((size_t)M * K * 4);
+    void *dk8 = dev_alloc(&db, (size_t)T * 128), *dks = dev_alloc(&db, (size_t)T * 4);
+    void *drs = dev_alloc(&db, (size_t)M * 4), *dre = dev_alloc(&db, (size_t)M * 4);
+    void *dlog = dev_alloc(&db, (size_t)M * T * lb), *didx = dev_alloc(&db, (size_t)M * K * 4);
     if (!dk8 || !dks || !drs || !dre || !dlog || !didx || api->upload(dk8, k8, (size_t)T * 128) ||
         api->upload(dks, ks, (size_t)T * 4) || api->upload(drs, rs, (size_t)M * 4) ||
         api->upload(dre, re, (size_t)M * 4)) {
@@ -466,10 +494,7 @@ cleanup:
     for (int i = DSA_INPROC_T_S1; i <= DSA_INPROC_T_GOLDEN; i++)
         staged += p->times[i];
     p->times[DSA_INPROC_T_HOST] += now_s() - t_call - staged;
-    for (int i = 0; i < nd; i++)
-        if (d[i])
-            api->free(d[i]);
-#undef DALLOC
+    dev_free_all(&db);
     free(kgold);
     free(pos);
     free(qpos64);
@@ -576,28 +601,29 @@ int dsa_inproc_mtp_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, lon
     int32_t *zeros = dsa_xcalloc((size_t)n, 4);
     int32_t *idx_b = dsa_xmalloc((size_t)n * K * 4), *idx_s = dsa_xmalloc((size_t)n * K * 4);
     unsigned char *lg_b = dsa_xmalloc(lbytes), *lg_s = dsa_xmalloc(lbytes);
-    void *d[24] = {0};
-    int nd = 0;
-#define DALLOC(bytes) (d[nd++] = api->alloc(bytes))
+    struct dev_bufs db = {api, {0}, 0};
     for (long t = 0; t < T; t++)
         pos[t] = t;
     for (long pg = 0; pg < npages; pg++)
         bt[pg] = (int32_t)pg;
     for (long r = 0; r < R; r++)
         ctx[r] = (int32_t)(P + r + 1);
-    void *dk_raw = DALLOC((size_t)T * 256 + 2), *dpos = DALLOC((size_t)T * 8 + 8);
-    void *dcache = DALLOC(cbytes), *dbt = DALLOC((size_t)(npages ? npages : 1) * 4);
-    void *dq_raw = DALLOC((size_t)(R ? R : 1) * H * 256),
-         *dw_raw = DALLOC((size_t)(R ? R : 1) * H * wrb);
-    void *dcos = DALLOC(tab), *dsin = DALLOC(tab), *dln_w = DALLOC(512), *dln_b = DALLOC(512);
-    void *dq8 = DALLOC((size_t)(R ? R : 1) * H * 128), *dqs = DALLOC((size_t)(R ? R : 1) * H * 4);
-    void *dw = DALLOC((size_t)(R ? R : 1) * H * wb), *dctx = DALLOC((size_t)(R ? R : 1) * 4);
-    void *dzero = DALLOC((size_t)n * 4), *dlog = DALLOC(lbytes), *didx = DALLOC((size_t)n * K * 4);
-    for (int i = 0; i < nd; i++)
-        if (!d[i]) {
-            dsa_errorf("cannot allocate on '%s'", api->device());
-            goto cleanup;
-        }
+    void *dk_raw = dev_alloc(&db, (size_t)T * 256 + 2), *dpos = dev_alloc(&db, (size_t)T * 8 + 8);
+    void *dcache = dev_alloc(&db, cbytes), *dbt = dev_alloc(&db, (size_t)(npages ? npages : 1) * 4);
+    void *dq_raw = dev_alloc(&db, (size_t)(R ? R : 1) * H * 256),
+         *dw_raw = dev_alloc(&db, (size_t)(R ? R : 1) * H * wrb);
+    void *dcos = dev_alloc(&db, tab), *dsin = dev_alloc(&db, tab), *dln_w = dev_alloc(&db, 512),
+         *dln_b = dev_alloc(&db, 512);
+    void *dq8 = dev_alloc(&db, (size_t)(R ? R : 1) * H * 128),
+         *dqs = dev_alloc(&db, (size_t)(R ? R : 1) * H * 4);
+    void *dw = dev_alloc(&db, (size_t)(R ? R : 1) * H * wb),
+         *dctx = dev_alloc(&db, (size_t)(R ? R : 1) * 4);
+    void *dzero = dev_alloc(&db, (size_t)n * 4), *dlog = dev_alloc(&db, lbytes),
+         *didx = dev_alloc(&db, (size_t)n * K * 4);
+    if (dev_missing(&db)) {
+        dsa_errorf("cannot allocate on '%s'", api->device());
+        goto cleanup;
+    }
     if (api->upload(dk_raw, in->k_raw, (size_t)T * 256) || api->upload(dpos, pos, (size_t)T * 8) ||
         api->upload(dcos, in->cos, tab) || api->upload(dsin, in->sin, tab) ||
         api->upload(dln_w, in->ln_w, 512) || api->upload(dln_b, in->ln_b, 512) ||
@@ -685,10 +711,7 @@ int dsa_inproc_mtp_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, lon
 cleanup:
     if (rc)
         dsa_errorf("mtp verify failed on '%s'", api->device());
-    for (int i = 0; i < nd; i++)
-        if (d[i])
-            api->free(d[i]);
-#undef DALLOC
+    dev_free_all(&db);
     free(pos);
     free(bt);
     free(ctx);

@@ -54,38 +54,20 @@ struct dsa_strlist {
     size_t n;
 };
 
-#define DSA_OPT_END()                                                                              \
+/* one row of a table: the type, the names, where the value goes, the argument's name (NULL for
+   flags) and the help line; the shorthands below name the type */
+#define DSA_OPT_ROW(t, s, l, v, a, h)                                                              \
     {                                                                                              \
-        DSA_OPT_TYPE_END, 0, NULL, NULL, NULL, NULL, NULL                                          \
+        (t), (s), (l), (v), (a), (h), NULL                                                         \
     }
-#define DSA_OPT_BOOL(s, l, v, h)                                                                   \
-    {                                                                                              \
-        DSA_OPT_TYPE_BOOL, (s), (l), (v), NULL, (h), NULL                                          \
-    }
-#define DSA_OPT_COUNT(s, l, v, h)                                                                  \
-    {                                                                                              \
-        DSA_OPT_TYPE_COUNT, (s), (l), (v), NULL, (h), NULL                                         \
-    }
-#define DSA_OPT_INT(s, l, v, a, h)                                                                 \
-    {                                                                                              \
-        DSA_OPT_TYPE_INT, (s), (l), (v), (a), (h), NULL                                            \
-    }
-#define DSA_OPT_LONG(s, l, v, a, h)                                                                \
-    {                                                                                              \
-        DSA_OPT_TYPE_LONG, (s), (l), (v), (a), (h), NULL                                           \
-    }
-#define DSA_OPT_DOUBLE(s, l, v, a, h)                                                              \
-    {                                                                                              \
-        DSA_OPT_TYPE_DOUBLE, (s), (l), (v), (a), (h), NULL                                         \
-    }
-#define DSA_OPT_STRING(s, l, v, a, h)                                                              \
-    {                                                                                              \
-        DSA_OPT_TYPE_STRING, (s), (l), (v), (a), (h), NULL                                         \
-    }
-#define DSA_OPT_STRLIST(s, l, v, a, h)                                                             \
-    {                                                                                              \
-        DSA_OPT_TYPE_STRLIST, (s), (l), (v), (a), (h), NULL                                        \
-    }
+#define DSA_OPT_END()                  DSA_OPT_ROW(DSA_OPT_TYPE_END, 0, NULL, NULL, NULL, NULL)
+#define DSA_OPT_BOOL(s, l, v, h)       DSA_OPT_ROW(DSA_OPT_TYPE_BOOL, s, l, v, NULL, h)
+#define DSA_OPT_COUNT(s, l, v, h)      DSA_OPT_ROW(DSA_OPT_TYPE_COUNT, s, l, v, NULL, h)
+#define DSA_OPT_INT(s, l, v, a, h)     DSA_OPT_ROW(DSA_OPT_TYPE_INT, s, l, v, a, h)
+#define DSA_OPT_LONG(s, l, v, a, h)    DSA_OPT_ROW(DSA_OPT_TYPE_LONG, s, l, v, a, h)
+#define DSA_OPT_DOUBLE(s, l, v, a, h)  DSA_OPT_ROW(DSA_OPT_TYPE_DOUBLE, s, l, v, a, h)
+#define DSA_OPT_STRING(s, l, v, a, h)  DSA_OPT_ROW(DSA_OPT_TYPE_STRING, s, l, v, a, h)
+#define DSA_OPT_STRLIST(s, l, v, a, h) DSA_OPT_ROW(DSA_OPT_TYPE_STRLIST, s, l, v, a, h)
 
 enum dsa_opt_err {
     DSA_OPT_OK = 0,
