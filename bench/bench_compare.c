@@ -21,7 +21,6 @@
 #include "common.h"
 #include "stats/stats.h"
 #include "util/buf.h"
-#include "util/opt.h"
 
 static const char *python(void)
 {
@@ -32,18 +31,9 @@ static const char *python(void)
 int main(int argc, char **argv)
 {
     long bins = 8, n = 800, runs = 3, B = 10000;
-    static const char *const usage[] = {
-        "bench_compare [--bins 8] [--n 800] [--runs 3] [--resamples 10000]", NULL};
-    struct dsa_option opts[] = {
-        DSA_OPT_LONG(0, "bins", &bins, "N", "bins"),
-        DSA_OPT_LONG(0, "n", &n, "N", "samples per bin"),
-        DSA_OPT_LONG(0, "runs", &runs, "R", "runs per side"),
-        DSA_OPT_LONG(0, "resamples", &B, "B", "bootstrap resamples"),
-        DSA_OPT_END(),
-    };
-    int npos = dsa_opt_parse(&argc, argv, opts, usage);
-    if (npos < 0)
-        return dsa_opt_exit(npos);
+    bench_args(argc, argv, "bench_compare [--bins 8] [--n 800] [--runs 3] [--resamples 10000]",
+               (const struct bench_arg[]){
+                   {"bins", &bins}, {"n", &n}, {"runs", &runs}, {"resamples", &B}, {NULL, NULL}});
     /* MRCR-like scores: per-sample difficulty, per-run noise, rounded to 1e-4 */
     gsl_rng *g = dsa_stats_rng_new(DSA_RNG_MT19937, 12345);
     size_t per = (size_t)(runs * n);

@@ -20,7 +20,6 @@
 
 #include "common.h"
 #include "stats/coverage.h"
-#include "util/opt.h"
 
 static void pct(size_t k, size_t n)
 {
@@ -31,17 +30,9 @@ static void pct(size_t k, size_t n)
 int main(int argc, char **argv)
 {
     long reps = 2000, B = 2000, seed = 1;
-    static const char *const usage[] = {
-        "bench_coverage [--reps 2000] [--resamples 2000] [--seed 1]", NULL};
-    struct dsa_option opts[] = {
-        DSA_OPT_LONG(0, "reps", &reps, "N", "simulated comparisons per scenario"),
-        DSA_OPT_LONG(0, "resamples", &B, "B", "bootstrap resamples"),
-        DSA_OPT_LONG(0, "seed", &seed, "S", "seed of the simulation"),
-        DSA_OPT_END(),
-    };
-    int npos = dsa_opt_parse(&argc, argv, opts, usage);
-    if (npos < 0)
-        return dsa_opt_exit(npos);
+    bench_args(argc, argv, "bench_coverage [--reps 2000] [--resamples 2000] [--seed 1]",
+               (const struct bench_arg[]){
+                   {"reps", &reps}, {"resamples", &B}, {"seed", &seed}, {NULL, NULL}});
     /*                 name               bin n   R  delta  sd_a  sd_het sd_eps sd_run */
     const struct dsa_cov_scenario sc[] = {
         {"A/A binary, 1 run", 1, 200, 1, 0, 0, 0, 0, 0},

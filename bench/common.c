@@ -10,12 +10,26 @@
 #include <unistd.h>
 
 #include "util/buf.h"
+#include "util/opt.h"
 
 double bench_cpu_seconds(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void bench_args(int argc, char **argv, const char *usage, const struct bench_arg *args)
+{
+    struct dsa_option opts[16];
+    size_t n = 0;
+    for (; args[n].name && n + 1 < sizeof opts / sizeof opts[0]; n++)
+        opts[n] = (struct dsa_option)DSA_OPT_LONG(0, args[n].name, args[n].value, "N", "");
+    opts[n] = (struct dsa_option)DSA_OPT_END();
+    const char *const lines[] = {usage, NULL};
+    int npos = dsa_opt_parse(&argc, argv, opts, lines);
+    if (npos < 0)
+        exit(dsa_opt_exit(npos));
 }
 
 void bench_python(const char *bench, const char *script, const char *path, int rounds, double *out,

@@ -17,4 +17,14 @@ double bench_cpu_seconds(void);
 void bench_python(const char *bench, const char *script, const char *path, int rounds, double *out,
                   int nout);
 
+/* One long option of a benchmark: "--name N" sets *value. */
+struct bench_arg {
+    const char *name; /* without the dashes */
+    long *value;
+};
+
+/* Reads argv's --name N options (args ends with {NULL, NULL}) through dsa_opt_parse; --help
+   prints usage and ends with 0, a bad option ends with 2 (printed). */
+void bench_args(int argc, char **argv, const char *usage, const struct bench_arg *args);
+
 #endif

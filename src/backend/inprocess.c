@@ -925,40 +925,6 @@ void dsa_inproc_rows_sha256(const int32_t *sel, long rows, int K, char hex[65])
     dsa_sha256_free(&h);
 }
 
-double dsa_inproc_recall(int32_t *idx, int32_t *golden, int M, int K, double *per_row, char hex[65])
-{
-    double sum = 0.0;
-    dsa_sha256 *h = dsa_sha256_new();
-    for (int m = 0; m < M; m++) {
-        int32_t *a = idx + (size_t)m * K, *g = golden + (size_t)m * K;
-        sort_rows(a, 1, K);
-        sort_rows(g, 1, K);
-        int na = 0, ng = 0, i = 0, j = 0, c = 0;
-        while (na < K && a[na] >= 0)
-            na++;
-        while (ng < K && g[ng] >= 0)
-            ng++;
-        while (i < na && j < ng) {
-            if (a[i] == g[j])
-                c++, i++, j++;
-            else if (a[i] < g[j])
-                i++;
-            else
-                j++;
-        }
-        double r = ng ? (double)c / ng : 1.0;
-        if (per_row)
-            per_row[m] = r;
-        sum += r;
-        int32_t cnt = na;
-        dsa_sha256_update(h, &cnt, 4);
-        dsa_sha256_update(h, a, (size_t)na * 4);
-    }
-    dsa_sha256_final_hex(h, hex);
-    dsa_sha256_free(&h);
-    return M ? sum / M : 1.0;
-}
-
 /* |a ∩ b| of two ascending lists of na and nb positions */
 static int overlap(const int32_t *a, int na, const int32_t *b, int nb)
 {
@@ -972,6 +938,32 @@ static int overlap(const int32_t *a, int na, const int32_t *b, int nb)
             j++;
     }
     return c;
+}
+
+double dsa_inproc_recall(int32_t *idx, int32_t *golden, int M, int K, double *per_row, char hex[65])
+{
+    double sum = 0.0;
+    dsa_sha256 *h = dsa_sha256_new();
+    for (int m = 0; m < M; m++) {
+        int32_t *a = idx + (size_t)m * K, *g = golden + (size_t)m * K;
+        sort_rows(a, 1, K);
+        sort_rows(g, 1, K);
+        int na = 0, ng = 0;
+        while (na < K && a[na] >= 0)
+            na++;
+        while (ng < K && g[ng] >= 0)
+            ng++;
+        double r = ng ? (double)overlap(a, na, g, ng) / ng : 1.0;
+        if (per_row)
+            per_row[m] = r;
+        sum += r;
+        int32_t cnt = na;
+        dsa_sha256_update(h, &cnt, 4);
+        dsa_sha256_update(h, a, (size_t)na * 4);
+    }
+    dsa_sha256_final_hex(h, hex);
+    dsa_sha256_free(&h);
+    return M ? sum / M : 1.0;
 }
 
 /* |a ∩ b| / |b| of two ascending, -1 padded rows of k */
