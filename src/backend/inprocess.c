@@ -232,21 +232,8 @@ static void gold_range(void *c, long b, long e)
         for (int m = 0; m < g->M; m++) {
             if (s > g->qpos[m])
                 continue;
-            double acc = 0.0;
-            for (int h = 0; h < g->H; h++) {
-                const double *q = g->q + ((size_t)m * g->H + h) * 128;
-                double d0 = 0, d1 = 0, d2 = 0, d3 = 0;
-                for (int i = 0; i < 128; i += 4) {
-                    d0 += q[i] * k[i];
-                    d1 += q[i + 1] * k[i + 1];
-                    d2 += q[i + 2] * k[i + 2];
-                    d3 += q[i + 3] * k[i + 3];
-                }
-                double dot = (d0 + d1) + (d2 + d3);
-                if (dot > 0.0)
-                    acc += g->w[(size_t)m * g->H + h] * dot;
-            }
-            g->out[(size_t)m * g->T + s] = acc;
+            g->out[(size_t)m * g->T + s] =
+                dsa_relu_score(g->q + (size_t)m * g->H * 128, g->w + (size_t)m * g->H, g->H, k);
         }
     }
 }
