@@ -1153,6 +1153,19 @@ static json_t *method_json(const struct dsa_boot_cfg *cfg)
     return m;
 }
 
+/* false (printed: "'A' holds X runs but 'B' holds Y runs: why") when kind names two different
+   things of a and b; a side whose kind is NULL matches any */
+static bool same_kind(const struct dsa_cmp_side *a, const struct dsa_cmp_side *b,
+                      const char *(*kind)(const struct dsa_cmp_side *), const char *why)
+{
+    const char *ka = kind(a), *kb = kind(b);
+    if (ka && kb && strcmp(ka, kb)) {
+        dsa_errorf("'%s' holds %s runs but '%s' holds %s runs: %s", a->path, ka, b->path, kb, why);
+        return false;
+    }
+    return true;
+}
+
 /* the identity check of runs that name no eval (compare.h "Eval-specific identity checks") */
 static json_t *identity_builtin(const struct dsa_cmp_side *base, const struct dsa_cmp_side *cand);
 
@@ -1162,24 +1175,13 @@ json_t *dsa_cmp_build(const struct dsa_cmp_side *base, const struct dsa_cmp_side
     const struct dsa_cmp_side *sides[3] = {base, cand, aa};
     /* runs of two evals share no sample worth pairing: say so, before the bins (an eval
        without bins has the one bin "all") produce a puzzling message */
-    for (int k = 1; k < (aa ? 3 : 2); k++) {
-        const char *e0 = side_eval(base), *ek = side_eval(sides[k]);
-        if (e0 && ek && strcmp(e0, ek)) {
-            dsa_errorf("'%s' holds %s runs but '%s' holds %s runs: runs of different evals "
-                       "cannot be compared",
-                       base->path, e0, sides[k]->path, ek);
+    for (int k = 1; k < (aa ? 3 : 2); k++)
+        if (!same_kind(base, sides[k], side_eval, "runs of different evals cannot be compared") ||
+            /* an in-process MRCR score is recall@k of the indexer's selection, an endpoint
+               score is the official grader's ratio: the same ids, but not the same quantity */
+            !same_kind(base, sides[k], side_backend,
+                       "their scores measure different things and cannot be compared"))
             return NULL;
-        }
-        /* an in-process MRCR score is recall@k of the indexer's selection, an endpoint
-           score is the official grader's ratio: the same ids, but not the same quantity */
-        const char *k0 = side_backend(base), *kk = side_backend(sides[k]);
-        if (k0 && kk && strcmp(k0, kk)) {
-            dsa_errorf("'%s' holds %s runs but '%s' holds %s runs: their scores measure "
-                       "different things and cannot be compared",
-                       base->path, k0, sides[k]->path, kk);
-            return NULL;
-        }
-    }
     struct universe u;
     if (universe_build(&u, sides, aa ? 3 : 2) < 0) {
         universe_release(&u);
