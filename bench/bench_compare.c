@@ -18,15 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "stats/stats.h"
 #include "util/buf.h"
-
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static const char *python(void)
 {
@@ -37,17 +31,9 @@ static const char *python(void)
 int main(int argc, char **argv)
 {
     long bins = 8, n = 800, runs = 3, B = 10000;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        long v = strtol(argv[i + 1], NULL, 10);
-        if (!strcmp(argv[i], "--bins"))
-            bins = v;
-        else if (!strcmp(argv[i], "--n"))
-            n = v;
-        else if (!strcmp(argv[i], "--runs"))
-            runs = v;
-        else if (!strcmp(argv[i], "--resamples"))
-            B = v;
-    }
+    bench_args(argc, argv, "bench_compare [--bins 8] [--n 800] [--runs 3] [--resamples 10000]",
+               (const struct bench_arg[]){
+                   {"bins", &bins}, {"n", &n}, {"runs", &runs}, {"resamples", &B}, {NULL, NULL}});
     /* MRCR-like scores: per-sample difficulty, per-run noise, rounded to 1e-4 */
     gsl_rng *g = dsa_stats_rng_new(DSA_RNG_MT19937, 12345);
     size_t per = (size_t)(runs * n);
@@ -67,7 +53,7 @@ int main(int argc, char **argv)
 
     struct dsa_boot_cfg cfg = DSA_BOOT_CFG_INIT;
     cfg.resamples = B;
-    double t0 = cpu_now(), check = 0;
+    double t0 = bench_cpu_seconds(), check = 0;
     for (long b = 0; b < bins; b++) {
         struct dsa_paired_input in = {
             (size_t)n, (size_t)runs, (size_t)runs, base + b * per, cand + b * per, NULL, 0};
@@ -80,7 +66,7 @@ int main(int argc, char **argv)
         check += r.lo + r.hi;
         dsa_paired_result_release(&r);
     }
-    double t_dsa = cpu_now() - t0;
+    double t_dsa = bench_cpu_seconds() - t0;
     printf("dsa-eval: %ld bins x %ld samples x %ld runs per side, B=%ld, taus2, 4 statistics "
            "per bin (pooled + %ld per-run): %.3f s CPU (checksum %.6f)\n",
            bins, n, runs, B, runs, t_dsa, check);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common.h"
 #include "stats/coverage.h"
 
 static void pct(size_t k, size_t n)
@@ -29,15 +30,9 @@ static void pct(size_t k, size_t n)
 int main(int argc, char **argv)
 {
     long reps = 2000, B = 2000, seed = 1;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        long v = strtol(argv[i + 1], NULL, 10);
-        if (!strcmp(argv[i], "--reps"))
-            reps = v;
-        else if (!strcmp(argv[i], "--resamples"))
-            B = v;
-        else if (!strcmp(argv[i], "--seed"))
-            seed = v;
-    }
+    bench_args(argc, argv, "bench_coverage [--reps 2000] [--resamples 2000] [--seed 1]",
+               (const struct bench_arg[]){
+                   {"reps", &reps}, {"resamples", &B}, {"seed", &seed}, {NULL, NULL}});
     /*                 name               bin n   R  delta  sd_a  sd_het sd_eps sd_run */
     const struct dsa_cov_scenario sc[] = {
         {"A/A binary, 1 run", 1, 200, 1, 0, 0, 0, 0, 0},

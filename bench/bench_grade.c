@@ -20,6 +20,7 @@
 
 #include <jansson.h>
 
+#include "common.h"
 #include "evals/mrcr_grade.h"
 #include "util/buf.h"
 #include "util/lines.h"
@@ -28,15 +29,6 @@ struct pair {
     char *resp, *ans, *prefix;
     size_t nresp, nans, nprefix;
 };
-
-/* CPU time of this process: the build machine is shared, and CPU time is what both sides
-   are charged for (the CPython side uses time.process_time()). */
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static char *dup_str(json_t *s, size_t *n)
 {
@@ -144,7 +136,7 @@ int main(int argc, char **argv)
     double *scores = dsa_xmalloc(n * sizeof *scores);
     double tc = 1e300;
     for (int r = 0; r < reps; r++) {
-        double t0 = now();
+        double t0 = bench_cpu_seconds();
         for (size_t i = 0; i < n; i++) {
             struct dsa_mrcr_grade g;
             if (dsa_mrcr_grade(pairs[i].resp, pairs[i].nresp, pairs[i].ans, pairs[i].nans,
@@ -154,7 +146,7 @@ int main(int argc, char **argv)
             }
             scores[i] = g.score;
         }
-        double t = now() - t0;
+        double t = bench_cpu_seconds() - t0;
         if (t < tc)
             tc = t;
     }

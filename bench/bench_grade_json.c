@@ -18,16 +18,10 @@
 
 #include <jansson.h>
 
+#include "common.h"
 #include "evals/mrcr_grade_fields.h"
 #include "util/buf.h"
 #include "util/lines.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 struct lines {
     char **text;
@@ -56,7 +50,7 @@ static void load(const char *path, struct lines *ls)
 
 static double round_stream(const struct lines *ls)
 {
-    double t0 = now();
+    double t0 = bench_cpu_seconds();
     for (size_t i = 0; i < ls->n; i++) {
         struct dsa_mrcr_fields mf;
         dsa_mrcr_fields_init(&mf);
@@ -66,18 +60,18 @@ static double round_stream(const struct lines *ls)
         }
         dsa_mrcr_fields_release(&mf);
     }
-    return now() - t0;
+    return bench_cpu_seconds() - t0;
 }
 
 static double round_jansson(const struct lines *ls)
 {
-    double t0 = now();
+    double t0 = bench_cpu_seconds();
     for (size_t i = 0; i < ls->n; i++) {
         json_t *root =
             json_loadb(ls->text[i], ls->len[i], JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL);
         json_decref(root);
     }
-    return now() - t0;
+    return bench_cpu_seconds() - t0;
 }
 
 static const char py_script[] = "import json, sys, time\n"
@@ -93,24 +87,8 @@ static const char py_script[] = "import json, sys, time\n"
 
 static double round_python(const char *path, int rounds)
 {
-    const char *py = getenv("DSA_PYTHON");
-    char script[] = "/tmp/bench_grade_json_XXXXXX";
-    int fd = mkstemp(script);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f || fputs(py_script, f) < 0 || fclose(f)) {
-        fprintf(stderr, "bench_grade_json: cannot write the CPython script\n");
-        exit(1);
-    }
-    struct dsa_buf cmd = DSA_BUF_INIT;
-    dsa_buf_addf(&cmd, "'%s' '%s' '%s' %d", py ? py : "python3", script, path, rounds);
-    FILE *p = popen(cmd.data, "r");
-    double t = -1;
-    if (!p || fscanf(p, "%lf", &t) != 1 || pclose(p) != 0) {
-        fprintf(stderr, "bench_grade_json: the CPython side failed\n");
-        exit(1);
-    }
-    remove(script);
-    dsa_buf_release(&cmd);
+    double t;
+    bench_python("bench_grade_json", py_script, path, rounds, &t, 1);
     return t;
 }
 

@@ -23,20 +23,13 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "common.h"
 #include "datasets/mrcr.h"
 #include "util/buf.h"
 
-static double cpu_now(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
-           (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
-}
-
 static double time_fread(const char *path, size_t *bytes)
 {
-    double t0 = cpu_now();
+    double t0 = bench_cpu_seconds();
     FILE *f = fopen(path, "rb");
     if (!f)
         exit(1);
@@ -46,7 +39,7 @@ static double time_fread(const char *path, size_t *bytes)
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
         *bytes += n;
     fclose(f);
-    return cpu_now() - t0;
+    return bench_cpu_seconds() - t0;
 }
 
 static const char py_script[] = "import hashlib, json, sys, time\n"
@@ -68,23 +61,10 @@ static const char py_script[] = "import hashlib, json, sys, time\n"
 /* CPU seconds of the CPython reference over `rounds`: min and median */
 static void time_python(const char *path, int rounds, double *min, double *median)
 {
-    const char *py = getenv("DSA_PYTHON");
-    char script[] = "/tmp/bench_mrcr_read_XXXXXX";
-    int fd = mkstemp(script);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f || fputs(py_script, f) < 0 || fclose(f)) {
-        fprintf(stderr, "bench_mrcr_read: cannot write the CPython script\n");
-        exit(1);
-    }
-    struct dsa_buf cmd = DSA_BUF_INIT;
-    dsa_buf_addf(&cmd, "'%s' '%s' '%s' %d", py ? py : "python3", script, path, rounds);
-    FILE *p = popen(cmd.data, "r");
-    if (!p || fscanf(p, "%lf %lf", min, median) != 2 || pclose(p) != 0) {
-        fprintf(stderr, "bench_mrcr_read: the CPython side failed\n");
-        exit(1);
-    }
-    remove(script);
-    dsa_buf_release(&cmd);
+    double t[2];
+    bench_python("bench_mrcr_read", py_script, path, rounds, t, 2);
+    *min = t[0];
+    *median = t[1];
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -98,7 +78,7 @@ static int cmp_double(const void *a, const void *b)
 static double time_read(const char *path, long limit, bool json, long *rows)
 {
     struct dsa_mrcr_filter flt = {0, 0, limit};
-    double t0 = cpu_now();
+    double t0 = bench_cpu_seconds();
     dsa_mrcr_reader *rd = dsa_mrcr_open(path, &flt);
     if (!rd)
         exit(1);
@@ -113,7 +93,7 @@ static double time_read(const char *path, long limit, bool json, long *rows)
     dsa_mrcr_free(&rd);
     if (got < 0)
         exit(1);
-    return cpu_now() - t0;
+    return bench_cpu_seconds() - t0;
 }
 
 int main(int argc, char **argv)

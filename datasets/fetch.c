@@ -39,21 +39,10 @@ bool dsa_fetch_is_gsm8k(const char *path)
     /* a quiet sniff: a file it cannot read is reported once, by the reader that follows */
     if (!strcmp(path, "-"))
         return false; /* stdin cannot be read twice */
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return false;
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len = getline(&line, &cap, f);
-    bool yes = false;
-    if (len > 0) {
-        json_t *o = json_loadb(line, (size_t)len, 0, NULL);
-        yes = json_is_object(o) && json_object_get(o, "question") && json_object_get(o, "answer") &&
-              !json_object_get(o, "prompt");
-        json_decref(o);
-    }
-    free(line);
-    fclose(f);
+    json_t *o = dsa_json_first_line(path, false);
+    bool yes = json_is_object(o) && json_object_get(o, "question") &&
+               json_object_get(o, "answer") && !json_object_get(o, "prompt");
+    json_decref(o);
     return yes;
 }
 

@@ -110,6 +110,17 @@ static void add_paragraph(gsl_rng *rng, struct dsa_buf *b, const char *topic, si
     }
 }
 
+/* n paragraphs of lo..hi sentences, a blank line between them */
+static void add_paragraphs(gsl_rng *rng, struct dsa_buf *b, const char *topic, size_t n, size_t lo,
+                           size_t hi)
+{
+    for (size_t s = 0; s < n; s++) {
+        if (s)
+            dsa_buf_adds(b, "\n\n");
+        add_paragraph(rng, b, topic, lo, hi);
+    }
+}
+
 static void add_lines(gsl_rng *rng, struct dsa_buf *b, const char *topic, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -150,18 +161,14 @@ static void make_piece(gsl_rng *rng, struct dsa_buf *b, size_t fmt, const char *
         break;
     case 3: /* email */
         dsa_buf_addf(b, "Subject: About %s\n\nHi %s,\n\n", topic, to);
-        for (size_t s = 0; s < paras; s++) {
-            add_paragraph(rng, b, topic, 2, 4);
-            dsa_buf_adds(b, "\n\n");
-        }
+        add_paragraphs(rng, b, topic, paras, 2, 4);
+        dsa_buf_adds(b, "\n\n");
         dsa_buf_addf(b, "Best regards,\n%s", who);
         break;
     case 4: /* formal letter */
         dsa_buf_addf(b, "Dear %s,\n\n", to);
-        for (size_t s = 0; s < paras; s++) {
-            add_paragraph(rng, b, topic, 2, 4);
-            dsa_buf_adds(b, "\n\n");
-        }
+        add_paragraphs(rng, b, topic, paras, 2, 4);
+        dsa_buf_adds(b, "\n\n");
         dsa_buf_addf(b, "Sincerely,\n%s", who);
         break;
     case 5: /* social media post */
@@ -173,11 +180,7 @@ static void make_piece(gsl_rng *rng, struct dsa_buf *b, size_t fmt, const char *
         dsa_buf_adds(b, "**");
         add_words(rng, b, range(rng, 3, 6), topic, true);
         dsa_buf_adds(b, "**\n\n");
-        for (size_t s = 0; s < paras; s++) {
-            if (s)
-                dsa_buf_adds(b, "\n\n");
-            add_paragraph(rng, b, topic, 3, 5);
-        }
+        add_paragraphs(rng, b, topic, paras, 3, 5);
         break;
     case 8: /* short scene in a play */
         dsa_buf_addf(b, "*A room full of %s.*\n\n", topic);
@@ -189,11 +192,7 @@ static void make_piece(gsl_rng *rng, struct dsa_buf *b, size_t fmt, const char *
         break;
     default: /* diary entry */
         dsa_buf_adds(b, "Dear Diary,\n\n");
-        for (size_t s = 0; s < paras; s++) {
-            if (s)
-                dsa_buf_adds(b, "\n\n");
-            add_paragraph(rng, b, topic, 2, 4);
-        }
+        add_paragraphs(rng, b, topic, paras, 2, 4);
         break;
     }
 }

@@ -15,7 +15,8 @@
 #include "util/fs.h"
 #include "util/msg.h"
 
-bool dsa_gsm8k_is_run(json_t *header)
+/* true when a run header says "eval": "gsm8k" (or its "match" does) */
+static bool is_gsm8k_run(json_t *header)
 {
     const char *e = json_string_value(json_object_get(header, "eval"));
     if (!e)
@@ -325,7 +326,7 @@ int dsa_gsm8k_side_load(const char *path, struct dsa_gsm8k_side *side)
         ret = DSA_EXIT_DATA;
         goto cleanup;
     }
-    if (!dsa_gsm8k_is_run(side->header)) {
+    if (!is_gsm8k_run(side->header)) {
         dsa_errorf("'%s' is not a GSM8K run", file);
         ret = DSA_EXIT_DATA;
         goto cleanup;

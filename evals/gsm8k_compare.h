@@ -27,9 +27,6 @@ struct dsa_gsm8k_side {
     json_t *summary; /* DIR/run-001.summary.json, or NULL */
 };
 
-/* true when a run header says "eval": "gsm8k" (or its "match" does) */
-bool dsa_gsm8k_is_run(json_t *header);
-
 /*
  * Compares and prints the report to `out`; *doc (if doc is not NULL) receives the result as
  * JSON. Returns DSA_EXIT_OK when every output is identical, DSA_EXIT_FAIL when some differ

@@ -4,6 +4,7 @@
  */
 #include "evals/inproc_traces.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,11 +183,13 @@ int dsa_inproc_traces_parse_line(const char *eval, const char *text, size_t len,
 static int read_manifest(const struct traces_eval *ev, const char *path, struct manifest *m)
 {
     memset(m, 0, sizeof *m);
-    if (dsa_sha256_file(path, m->sha256))
-        return dsa_errorf("cannot read traces manifest '%s'", path);
     FILE *f = fopen(path, "r");
     if (!f)
-        return dsa_errorf("cannot read traces manifest '%s'", path);
+        return dsa_errorf("cannot read traces manifest '%s': %s", path, strerror(errno));
+    if (dsa_sha256_file(path, m->sha256)) { /* it printed the one line of why */
+        fclose(f);
+        return -1;
+    }
     char *line = NULL;
     size_t cap = 0, vcap = 0;
     long lineno = 0;

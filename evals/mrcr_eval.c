@@ -60,7 +60,8 @@ struct job {
     bool counting;      /* the request in flight is the /tokenize pre-count */
 };
 
-json_t *dsa_mrcr_eval_body(const struct dsa_mrcr_eval_opts *o, json_t *messages)
+/* The request body for one row (messages verbatim + sampling parameters); a new reference. */
+static json_t *request_body(const struct dsa_mrcr_eval_opts *o, json_t *messages)
 {
     json_t *body = json_object();
     json_object_set(body, "messages", messages);
@@ -435,7 +436,7 @@ static void chat_request(const struct state *st, struct job *j, struct dsa_reque
 {
     j->counting = false;
     rq->api = DSA_API_CHAT;
-    rq->body = dsa_mrcr_eval_body(st->o, j->messages);
+    rq->body = request_body(st->o, j->messages);
     rq->stream = st->o->stream;
     raw_messages(j, rq);
 }

@@ -53,10 +53,6 @@ struct dsa_mrcr_eval_opts {
 /* The hooks of MRCR's row in dsa_evals[] (both backends; in-process: evals/inproc_mrcr.h). */
 extern const struct dsa_eval_hooks dsa_mrcr_hooks;
 
-/* The request body for one row (messages verbatim + sampling parameters); a new reference.
-   Exposed so tests and the request-log checks build the same bytes. */
-json_t *dsa_mrcr_eval_body(const struct dsa_mrcr_eval_opts *o, json_t *messages);
-
 /* --strip-think: the text after the last "</think>" (all of it if none), without leading
    and trailing ASCII whitespace; a pointer into `s` and its length. */
 const char *dsa_mrcr_eval_strip_think(const char *s, size_t len, size_t *out_len);

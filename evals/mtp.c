@@ -48,7 +48,7 @@ int dsa_mtp_counters_from_prom(const dsa_prom *p, struct dsa_mtp_counters *c, ch
     return 0;
 }
 
-bool dsa_mtp_counters_equal(const struct dsa_mtp_counters *a, const struct dsa_mtp_counters *b)
+static bool counters_equal(const struct dsa_mtp_counters *a, const struct dsa_mtp_counters *b)
 {
     if (a->present != b->present || a->drafts != b->drafts || a->draft_tokens != b->draft_tokens ||
         a->accepted != b->accepted || a->n_pos != b->n_pos)
@@ -126,7 +126,7 @@ int dsa_mtp_scrape(dsa_mtp_fetch_fn fetch, void *ctx, bool settle, double interv
             ret = -1;
             break;
         }
-        if (dsa_mtp_counters_equal(&prev, out))
+        if (counters_equal(&prev, out))
             break;
     }
 cleanup:

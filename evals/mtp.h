@@ -49,7 +49,6 @@ struct dsa_mtp_counters {
    position label is not an integer in [0, DSA_MTP_MAX_POS). */
 int dsa_mtp_counters_from_prom(const dsa_prom *p, struct dsa_mtp_counters *c, char *err,
                                size_t err_size);
-bool dsa_mtp_counters_equal(const struct dsa_mtp_counters *a, const struct dsa_mtp_counters *b);
 json_t *dsa_mtp_counters_json(const struct dsa_mtp_counters *c);
 
 /* Fetches the body of GET /metrics into `body` (reset first). 0, or -1 with the error

@@ -167,6 +167,29 @@ static void take(struct dsa_ruler_sample *a, struct dsa_ruler_sample *b)
     memset(b, 0, sizeof *b);
 }
 
+/* The bounds of the search below: best, the largest n seen to fit (best_t its tokens, its
+   sample in the caller's out), and over, the smallest n seen too long (0 for none). */
+struct fit {
+    size_t best, over;
+    long best_t;
+};
+
+/* Builds n units into tmp: when they fit the budget they become the best (their sample moves
+   to out), else n bounds the search from above. Returns their tokens. */
+static long fit_try(const struct dsa_ruler_gen *g, dsa_ruler_build_fn build, long budget, size_t n,
+                    struct fit *f, struct dsa_ruler_sample *tmp, struct dsa_ruler_sample *out)
+{
+    long t = build_count(g, build, n, tmp);
+    if (t <= budget) {
+        f->best = n;
+        f->best_t = t;
+        take(out, tmp);
+    } else {
+        f->over = n;
+    }
+    return t;
+}
+
 /*
  * The largest n <= cap with tokens(build(n)) <= budget, as far as a secant search finds it:
  * it stops when the gap left is below one unit on average or below 1/2000 of the budget
@@ -180,45 +203,31 @@ int dsa_ruler_fit(const struct dsa_ruler_gen *g, dsa_ruler_build_fn build, long 
                   double per, struct dsa_ruler_sample *out)
 {
     struct dsa_ruler_sample tmp = {0};
-    long t0 = build_count(g, build, 0, out), best_t = t0;
+    long t0 = build_count(g, build, 0, out);
     if (t0 > budget) {
         dsa_ruler_clear(out);
         return DSA_RULER_ETOOLONG;
     }
-    size_t best = 0, over = 0; /* over: the smallest n seen too long, 0 for none */
+    struct fit f = {0, 0, t0};
     if (per <= 0) {
         size_t probe = cap < 64 ? cap : 64;
-        long tp = build_count(g, build, probe, &tmp);
+        long tp = fit_try(g, build, budget, probe, &f, &tmp, out);
         per = probe && tp > t0 ? (double)(tp - t0) / (double)probe : 1.0;
-        if (tp <= budget) {
-            best = probe;
-            best_t = tp;
-            take(out, &tmp);
-        } else {
-            over = probe;
-        }
     }
     for (int iter = 0; iter < 24; iter++) {
-        double gap = (double)(budget - best_t);
-        if (best == cap || gap < per || gap < (double)budget / 2000.0)
+        double gap = (double)(budget - f.best_t);
+        if (f.best == cap || gap < per || gap < (double)budget / 2000.0)
             break; /* the next unit would not fit (on average) */
         size_t step = gap / per < 1.0 ? 1 : (size_t)(gap / per);
-        size_t n = best + step > cap ? cap : best + step;
-        if (over && n >= over) {
-            n = best + (over - best) / 2;
-            if (n == best)
+        size_t n = f.best + step > cap ? cap : f.best + step;
+        if (f.over && n >= f.over) {
+            n = f.best + (f.over - f.best) / 2;
+            if (n == f.best)
                 break;
         }
-        long t = build_count(g, build, n, &tmp);
+        long t = fit_try(g, build, budget, n, &f, &tmp, out);
         if (t > t0)
             per = (double)(t - t0) / (double)n;
-        if (t <= budget) {
-            best = n;
-            best_t = t;
-            take(out, &tmp);
-        } else {
-            over = n;
-        }
     }
     dsa_ruler_clear(&tmp);
     return 0;

@@ -45,8 +45,9 @@ static json_t *needles_json(const struct dsa_ruler_sample *s)
     return a;
 }
 
-json_t *dsa_ruler_sample_json(const struct dsa_ruler_sample *s, unsigned long seed,
-                              const dsa_ruler_haystack *h)
+/* One sample as the object of ruler_json.h (new reference). */
+static json_t *sample_json(const struct dsa_ruler_sample *s, unsigned long seed,
+                           const dsa_ruler_haystack *h)
 {
     size_t ntok = dsa_tok_ends(s->input, s->input_len, NULL, 0);
     size_t *ends = dsa_xmalloc((ntok ? ntok : 1) * sizeof *ends);
@@ -82,7 +83,7 @@ struct writer {
 static int write_one(const struct dsa_ruler_sample *s, void *ud)
 {
     struct writer *w = ud;
-    json_t *o = dsa_ruler_sample_json(s, w->seed, w->h);
+    json_t *o = sample_json(s, w->seed, w->h);
     int rc = json_dumpf(o, w->out, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
     return rc || fputc('\n', w->out) == EOF || fflush(w->out);

@@ -28,10 +28,6 @@
 
 #include "evals/ruler.h"
 
-/* One sample as the object above (new reference). */
-json_t *dsa_ruler_sample_json(const struct dsa_ruler_sample *s, unsigned long seed,
-                              const dsa_ruler_haystack *h);
-
 /* Every sample o selects, in the library's order, one compact line each (keys sorted),
    flushed as written. Returns 0, DSA_RULER_ESTOP on a write error (errno kept), an enum
    dsa_ruler_err code from making a sample, or DSA_RULER_EINTR. */

@@ -2,6 +2,7 @@
  * Variant flags of the indexer stack: defaults, "key=value" parsing, canonical string.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,27 +19,35 @@ void dsa_k_flags_default(struct dsa_k_flags *f)
     f->heads = 64;
 }
 
-static int onoff(const char *v, int *out)
-{
-    if (!strcmp(v, "on") || !strcmp(v, "1") || !strcmp(v, "true"))
-        *out = 1;
-    else if (!strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "false"))
-        *out = 0;
-    else
-        return -1;
-    return 0;
-}
+/* the words a key takes, each with the value it sets */
+struct word {
+    const char *word;
+    int value;
+};
+static const struct word w_onoff[] = {{"on", 1}, {"1", 1},     {"true", 1}, {"off", 0},
+                                      {"0", 0},  {"false", 0}, {NULL, 0}};
+static const struct word w_dtype[] = {
+    {"f32", DSA_K_F32}, {"fp32", DSA_K_F32}, {"bf16", DSA_K_BF16}, {NULL, 0}};
+static const struct word w_rope[] = {
+    {"neox", DSA_K_ROPE_NEOX}, {"interleaved", DSA_K_ROPE_INTERLEAVED}, {NULL, 0}};
+static const struct word w_scale[] = {
+    {"ue8m0", DSA_K_SCALE_UE8M0}, {"fp32", DSA_K_SCALE_FP32}, {"f32", DSA_K_SCALE_FP32}, {NULL, 0}};
+static const struct word w_heads[] = {{"64", 64}, {"32", 32}, {NULL, 0}};
 
-static int dtype(const char *v, int *out)
-{
-    if (!strcmp(v, "f32") || !strcmp(v, "fp32"))
-        *out = DSA_K_F32;
-    else if (!strcmp(v, "bf16"))
-        *out = DSA_K_BF16;
-    else
-        return -1;
-    return 0;
-}
+/* each key, the field it sets and its words */
+static const struct {
+    const char *key;
+    size_t offset;
+    const struct word *words;
+} keys[] = {
+    {"rope", offsetof(struct dsa_k_flags, rope), w_rope},
+    {"hadamard", offsetof(struct dsa_k_flags, hadamard), w_onoff},
+    {"bf16_round", offsetof(struct dsa_k_flags, bf16_round), w_onoff},
+    {"scale", offsetof(struct dsa_k_flags, scale), w_scale},
+    {"weights", offsetof(struct dsa_k_flags, weights), w_dtype},
+    {"logits", offsetof(struct dsa_k_flags, logits), w_dtype},
+    {"heads", offsetof(struct dsa_k_flags, heads), w_heads},
+};
 
 int dsa_k_flags_set(struct dsa_k_flags *f, const char *kv)
 {
@@ -46,44 +55,16 @@ int dsa_k_flags_set(struct dsa_k_flags *f, const char *kv)
     if (!eq)
         return -1;
     size_t kl = (size_t)(eq - kv);
-    const char *v = eq + 1;
-#define KEY(s) (kl == sizeof(s) - 1 && !strncmp(kv, s, kl))
-    if (KEY("rope")) {
-        if (!strcmp(v, "neox"))
-            f->rope = DSA_K_ROPE_NEOX;
-        else if (!strcmp(v, "interleaved"))
-            f->rope = DSA_K_ROPE_INTERLEAVED;
-        else
-            return -1;
-        return 0;
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        if (strlen(keys[k].key) != kl || strncmp(kv, keys[k].key, kl))
+            continue;
+        for (const struct word *w = keys[k].words; w->word; w++)
+            if (!strcmp(eq + 1, w->word)) {
+                *(int *)((char *)f + keys[k].offset) = w->value;
+                return 0;
+            }
+        return -1;
     }
-    if (KEY("hadamard"))
-        return onoff(v, &f->hadamard);
-    if (KEY("bf16_round"))
-        return onoff(v, &f->bf16_round);
-    if (KEY("scale")) {
-        if (!strcmp(v, "ue8m0"))
-            f->scale = DSA_K_SCALE_UE8M0;
-        else if (!strcmp(v, "fp32") || !strcmp(v, "f32"))
-            f->scale = DSA_K_SCALE_FP32;
-        else
-            return -1;
-        return 0;
-    }
-    if (KEY("weights"))
-        return dtype(v, &f->weights);
-    if (KEY("logits"))
-        return dtype(v, &f->logits);
-    if (KEY("heads")) {
-        if (!strcmp(v, "64"))
-            f->heads = 64;
-        else if (!strcmp(v, "32"))
-            f->heads = 32;
-        else
-            return -1;
-        return 0;
-    }
-#undef KEY
     return -1;
 }
 

@@ -11,7 +11,8 @@
 
 enum { TAG_E = 1, TAG_A, TAG_K, TAG_B, TAG_C, TAG_Q, TAG_W, TAG_LNW, TAG_LNB, TAG_U };
 
-double dsa_proxy_normal(uint64_t seed, uint64_t tag, uint64_t a, uint64_t b)
+/* one standard normal for the coordinates */
+static double proxy_normal(uint64_t seed, uint64_t tag, uint64_t a, uint64_t b)
 {
     uint64_t h = dsa_kutil_splitmix64(seed ^ (tag << 56));
     h = dsa_kutil_splitmix64(h ^ a);
@@ -35,8 +36,8 @@ void dsa_proxy_rope_table(long max_pos, float *cs, float *sn)
 void dsa_proxy_ln(uint64_t seed, float *ln_w, float *ln_b)
 {
     for (int d = 0; d < 128; d++) {
-        ln_w[d] = (float)(1.0 + 0.1 * dsa_proxy_normal(seed, TAG_LNW, (uint64_t)d, 0));
-        ln_b[d] = (float)(0.02 * dsa_proxy_normal(seed, TAG_LNB, (uint64_t)d, 0));
+        ln_w[d] = (float)(1.0 + 0.1 * proxy_normal(seed, TAG_LNW, (uint64_t)d, 0));
+        ln_b[d] = (float)(0.02 * proxy_normal(seed, TAG_LNB, (uint64_t)d, 0));
     }
 }
 
@@ -44,7 +45,7 @@ void dsa_proxy_topic(uint64_t seed, uint64_t topic, double u[128])
 {
     double mean = 0.0, norm = 0.0;
     for (int d = 0; d < 128; d++)
-        u[d] = d < 64 ? 0.0 : dsa_proxy_normal(seed, TAG_U, topic, (uint64_t)d);
+        u[d] = d < 64 ? 0.0 : proxy_normal(seed, TAG_U, topic, (uint64_t)d);
     for (int d = 64; d < 128; d++)
         mean += u[d] / 64.0;
     for (int d = 64; d < 128; d++) {
@@ -57,10 +58,10 @@ void dsa_proxy_topic(uint64_t seed, uint64_t topic, double u[128])
 
 void dsa_proxy_k_planted(uint64_t seed, int64_t tok, int64_t pos, const double *u, uint16_t *k_raw)
 {
-    double a = exp(0.5 * dsa_proxy_normal(seed, TAG_A, (uint64_t)pos, 0));
+    double a = exp(0.5 * proxy_normal(seed, TAG_A, (uint64_t)pos, 0));
     for (int d = 0; d < 128; d++) {
-        double e = dsa_proxy_normal(seed, TAG_E, (uint64_t)tok, (uint64_t)d);
-        double n = dsa_proxy_normal(seed, TAG_K, (uint64_t)pos, (uint64_t)d);
+        double e = proxy_normal(seed, TAG_E, (uint64_t)tok, (uint64_t)d);
+        double n = proxy_normal(seed, TAG_K, (uint64_t)pos, (uint64_t)d);
         double x = e + 0.5 * n;
         if (u)
             x += DSA_PROXY_KEY_GAIN * u[d];
@@ -78,12 +79,12 @@ void dsa_proxy_q_planted(uint64_t seed, int H, int64_t tok, int64_t pos, const d
 {
     double e[128];
     for (int d = 0; d < 128; d++)
-        e[d] = dsa_proxy_normal(seed, TAG_E, (uint64_t)tok, (uint64_t)d);
+        e[d] = proxy_normal(seed, TAG_E, (uint64_t)tok, (uint64_t)d);
     for (int h = 0; h < H; h++) {
-        double b = exp(0.75 * dsa_proxy_normal(seed, TAG_B, (uint64_t)pos, (uint64_t)h));
-        double c = 1.0 + 0.5 * fabs(dsa_proxy_normal(seed, TAG_C, (uint64_t)h, 0));
+        double b = exp(0.75 * proxy_normal(seed, TAG_B, (uint64_t)pos, (uint64_t)h));
+        double c = 1.0 + 0.5 * fabs(proxy_normal(seed, TAG_C, (uint64_t)h, 0));
         for (int d = 0; d < 128; d++) {
-            double n = dsa_proxy_normal(seed, TAG_Q, (uint64_t)pos, (uint64_t)(h * 128 + d));
+            double n = proxy_normal(seed, TAG_Q, (uint64_t)pos, (uint64_t)(h * 128 + d));
             double x = c * e[d] + n;
             if (u)
                 x += DSA_PROXY_QUERY_GAIN * u[d];
@@ -102,5 +103,5 @@ void dsa_proxy_w(uint64_t seed, int H, int64_t tok, int64_t pos, uint16_t *w_raw
     (void)tok;
     for (int h = 0; h < H; h++)
         w_raw[h] = dsa_f32_to_bf16(
-            (float)(0.5 + 0.5 * dsa_proxy_normal(seed, TAG_W, (uint64_t)pos, (uint64_t)h)));
+            (float)(0.5 + 0.5 * proxy_normal(seed, TAG_W, (uint64_t)pos, (uint64_t)h)));
 }

@@ -46,7 +46,5 @@ void dsa_proxy_topic(uint64_t seed, uint64_t topic, double u[128]);
 void dsa_proxy_k_planted(uint64_t seed, int64_t tok, int64_t pos, const double *u, uint16_t *k_raw);
 void dsa_proxy_q_planted(uint64_t seed, int H, int64_t tok, int64_t pos, const double *u,
                          uint16_t *q_raw);
-/* one standard normal for the coordinates (exposed for tests and the golden model) */
-double dsa_proxy_normal(uint64_t seed, uint64_t tag, uint64_t a, uint64_t b);
 
 #endif

@@ -798,7 +798,9 @@ static void row(json_t *rows, const char *bin, const char *stat, double v, const
     json_array_append_new(rows, o);
 }
 
-json_t *dsa_report_rows(const json_t *doc)
+/* The long form: an array of {"bin", "statistic", "value", "ci_lo", "ci_hi", "n"} (value and
+   ends may be null), in bin order, "all" after the bins, then "latency" and "outputs". */
+static json_t *report_rows(const json_t *doc)
 {
     json_t *rows = json_array(), *bins = get(doc, "bins");
     double z = z_of(doc);
@@ -914,7 +916,7 @@ static void csv_num(struct dsa_buf *b, const json_t *v)
 
 int dsa_report_csv(const json_t *doc, FILE *out)
 {
-    json_t *rows = dsa_report_rows(doc);
+    json_t *rows = report_rows(doc);
     struct dsa_buf b = DSA_BUF_INIT;
     dsa_buf_adds(&b, "bin,statistic,value,ci_lo,ci_hi,n\n");
     for (size_t k = 0; k < json_array_size(rows); k++) {
@@ -935,7 +937,7 @@ int dsa_report_csv(const json_t *doc, FILE *out)
 
 int dsa_report_json(const json_t *doc, FILE *out)
 {
-    json_t *rows = dsa_report_rows(doc);
+    json_t *rows = report_rows(doc);
     json_t *o = json_pack("{s:I,s:O,s:o}", "dsa_eval_report", (json_int_t)1, "method",
                           get(doc, "method"), "rows", rows);
     char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));

@@ -3,7 +3,7 @@
  * as Markdown (PR-ready tables), a self-contained HTML page with SVG plots, CSV, or long-form
  * JSON (one object per (bin, statistic)). They read only the document.
  *
- * Ownership: the document is borrowed; dsa_report_rows() returns a new reference.
+ * Ownership: the document is borrowed.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #ifndef DSA_REPORTS_REPORT_H
@@ -21,9 +21,5 @@ int dsa_report_md_many(const json_t *const *docs, size_t n, FILE *out);
 int dsa_report_html_many(const json_t *const *docs, size_t n, FILE *out);
 int dsa_report_csv(const json_t *doc, FILE *out);
 int dsa_report_json(const json_t *doc, FILE *out);
-
-/* The long form: an array of {"bin", "statistic", "value", "ci_lo", "ci_hi", "n"} (value and
-   ends may be null), in bin order, "all" after the bins, then "latency" and "outputs". */
-json_t *dsa_report_rows(const json_t *doc);
 
 #endif

@@ -23,11 +23,11 @@
 
 struct grade_sub {
     const char *name;
-    int (*fn)(int argc, char **argv);
+    dsa_command_fn *fn;
     const char *summary;
 };
 
-static int grade_mrcr(int argc, char **argv);
+static dsa_command_fn grade_mrcr;
 
 static const struct grade_sub grade_subs[] = {
     {"gsm8k", cmd_grade_gsm8k,

@@ -5,7 +5,8 @@
  *  1. write src/cmd_<name>.c exporting only `int cmd_<name>(int argc, char **argv)`; it owns
  *     its usage[] lines and its struct dsa_option table (util/opt.h) and returns an
  *     enum dsa_exit (util/exitcode.h);
- *  2. declare it below and add its row to commands[] in src/main.c (sorted by name);
+ *  2. add its name to the dsa_command_fn list below and its row to commands[] in src/main.c (sorted
+ * by name);
  *  3. document it in README.md (usage, options, output, exit codes);
  *  4. add tests: tests/unit/test_<module>.c for its machinery and tests/cli/tNNNN-<name>.sh
  *     for the command line (the help test tests/cli/t0001-help.sh runs `<name> --help` for
@@ -22,9 +23,12 @@ enum dsa_command_flags {
     DSA_CMD_INTERRUPTIBLE = (1 << 0),
 };
 
+/* Every subcommand's entry: argv[0] is its name; returns an enum dsa_exit. */
+typedef int dsa_command_fn(int argc, char **argv);
+
 struct dsa_command {
     const char *name;
-    int (*fn)(int argc, char **argv);
+    dsa_command_fn *fn;
     unsigned flags;
     const char *summary;
 };
@@ -36,19 +40,9 @@ extern volatile int dsa_interrupted;
 /* The table, for `dsa-eval help` and tests. Ends with a row whose name is NULL. */
 extern const struct dsa_command dsa_commands[];
 
-int cmd_compare(int argc, char **argv);
-int cmd_datasets(int argc, char **argv);
-int cmd_grade(int argc, char **argv);
-int cmd_grade_gsm8k(int argc, char **argv);
-int cmd_gsm8k(int argc, char **argv);
-int cmd_kernels(int argc, char **argv);
-int cmd_merge(int argc, char **argv);
-int cmd_mrcr(int argc, char **argv);
-int cmd_plan(int argc, char **argv);
-int cmd_report(int argc, char **argv);
-int cmd_ruler(int argc, char **argv);
-int cmd_version(int argc, char **argv);
-
-/* sub-commands of `dsa-eval grade` (rows of grade_subs[] in src/cmd_grade.c) */
+/* the subcommands, one src/cmd_<name>.c each (cmd_grade_gsm8k: a row of grade_subs[] in
+   src/cmd_grade.c, `dsa-eval grade gsm8k`) */
+dsa_command_fn cmd_compare, cmd_datasets, cmd_grade, cmd_grade_gsm8k, cmd_gsm8k, cmd_kernels,
+    cmd_merge, cmd_mrcr, cmd_plan, cmd_report, cmd_ruler, cmd_version;
 
 #endif

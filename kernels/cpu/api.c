@@ -7,17 +7,6 @@
 
 #include "dsa_kernels.h"
 
-int dsa_cpu_supported(const struct dsa_k_flags *f, const struct dsa_k_shape *s)
-{
-    if (f->heads != 64 && f->heads != 32)
-        return 0;
-    if (s->stage == DSA_K_STAGE_LOGITS_DECODE && (s->N < 1 || s->N > 4))
-        return 0;
-    if (s->stage == DSA_K_STAGE_TOPK && s->k != 512 && s->k != 1024 && s->k != 2048)
-        return 0;
-    return s->stage >= 0 && s->stage < DSA_K_NSTAGES;
-}
-
 static const char *cpu_device(void)
 {
     return "cpu";
@@ -64,7 +53,7 @@ static const struct dsa_kernels_api cpu_api = {
     /* .download       = */ cpu_copy,
     /* .memset_        = */ cpu_memset,
     /* .sync           = */ cpu_sync,
-    /* .supported      = */ dsa_cpu_supported,
+    /* .supported      = */ dsa_k_shape_supported,
     /* .k_prep         = */ dsa_cpu_k_prep,
     /* .q_prep         = */ dsa_cpu_q_prep,
     /* .logits_decode  = */ dsa_cpu_logits_decode,

@@ -48,27 +48,6 @@ static void store_neg_inf(void *out, int dtype, size_t i)
         ((float *)out)[i] = -INFINITY;
 }
 
-/* sum_h w[h] * relu(q[h] . k) with q, k dequantized fp8 codes (exact dots) */
-static double score(const double *q, const double *w, int H, const double *k)
-{
-    double acc = 0.0;
-    for (int h = 0; h < H; h++) {
-        const double *qh = q + (size_t)h * DSA_K_HEAD_DIM;
-        /* four partial sums: each is exact, so the order does not change the result */
-        double d0 = 0.0, d1 = 0.0, d2 = 0.0, d3 = 0.0;
-        for (int i = 0; i < DSA_K_HEAD_DIM; i += 4) {
-            d0 += qh[i] * k[i];
-            d1 += qh[i + 1] * k[i + 1];
-            d2 += qh[i + 2] * k[i + 2];
-            d3 += qh[i + 3] * k[i + 3];
-        }
-        double dot = (d0 + d1) + (d2 + d3);
-        if (dot > 0.0)
-            acc += w[h] * dot;
-    }
-    return acc;
-}
-
 static void decode_k(const uint8_t *k8, double *kd)
 {
     for (int i = 0; i < DSA_K_HEAD_DIM; i++)
@@ -113,8 +92,8 @@ static void decode_range(void *p, long begin, long end)
                 long r = b * N + j;
                 if (s >= a->ctx[r])
                     continue;
-                double acc =
-                    score(c->qd + (size_t)r * H * DSA_K_HEAD_DIM, c->wd + (size_t)r * H, H, kd);
+                double acc = dsa_relu_score(c->qd + (size_t)r * H * DSA_K_HEAD_DIM,
+                                            c->wd + (size_t)r * H, H, kd);
                 store_logit(a->logits, c->f->logits, (size_t)r * a->stride + s, (double)ks * acc);
             }
         }
@@ -193,8 +172,8 @@ static void prefill_range(void *p, long begin, long end)
             for (int m = 0; m < a->M; m++) {
                 if (s < a->row_start[m] || s >= a->row_end[m])
                     continue;
-                double acc =
-                    score(c->qd + (size_t)m * H * DSA_K_HEAD_DIM, c->wd + (size_t)m * H, H, kd);
+                double acc = dsa_relu_score(c->qd + (size_t)m * H * DSA_K_HEAD_DIM,
+                                            c->wd + (size_t)m * H, H, kd);
                 store_logit(a->logits, c->f->logits, (size_t)m * a->stride + s,
                             (double)a->ks[s] * acc);
             }

@@ -21,7 +21,7 @@ static void *run_job(void *p)
     return NULL;
 }
 
-int dsa_cpu_threads(void)
+static int cpu_threads(void)
 {
     const char *env = getenv("DSA_THREADS");
     long n = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
@@ -37,7 +37,7 @@ void dsa_cpu_parallel_for(long n, long min_chunk, void (*fn)(void *ctx, long beg
 {
     if (n <= 0)
         return;
-    long nt = dsa_cpu_threads();
+    long nt = cpu_threads();
     if (min_chunk < 1)
         min_chunk = 1;
     if (nt > n / min_chunk)

@@ -11,6 +11,5 @@
    (at most 64); runs inline when n is small or one thread is available. */
 void dsa_cpu_parallel_for(long n, long min_chunk, void (*fn)(void *ctx, long begin, long end),
                           void *ctx);
-int dsa_cpu_threads(void);
 
 #endif

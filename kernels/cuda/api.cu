@@ -1,7 +1,7 @@
 /*
- * The CUDA implementation of dsa_kernels.h: the public dsa_cuda_* entry points, one op
- * switch with a single cudaGetLastError() check that names the op, the `_supported` query,
- * and the plugin-ABI vtable (device memory through cudaMalloc/cudaMemcpy).
+ * The CUDA implementation of dsa_kernels.h: the stage entry points of its vtable (each a
+ * launch on the default stream and one cudaGetLastError() check that names the op), and the
+ * plugin-ABI vtable (device memory through cudaMalloc/cudaMemcpy) that dsa_cuda_api() returns.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include <stdio.h>
@@ -11,80 +11,53 @@
 #include "common.cuh"
 #include "dsa_cuda.h"
 
-enum cuda_op { OP_K_PREP, OP_Q_PREP, OP_LOGITS_DECODE, OP_LOGITS_PREFILL, OP_TOPK };
-static const char *const op_names[] = {"k_prep", "q_prep", "logits_decode", "logits_prefill",
-                                       "topk"};
-
-extern "C" int dsa_cuda_supported(const dsa_k_flags *f, const dsa_k_shape *s)
+/* st of one kernel launch, or DSA_K_EDEVICE (printed, naming op) when the launch failed: the
+   one cudaGetLastError() check of every op */
+static int launched(const char *op, int st)
 {
-    if (f->heads != 64 && f->heads != 32)
-        return 0;
-    if (s->stage == DSA_K_STAGE_LOGITS_DECODE && (s->N < 1 || s->N > 4))
-        return 0;
-    if (s->stage == DSA_K_STAGE_TOPK && s->k != 512 && s->k != 1024 && s->k != 2048)
-        return 0;
-    return s->stage >= 0 && s->stage < DSA_K_NSTAGES;
-}
-
-static int run_op(enum cuda_op op, const dsa_k_flags *f, const void *args)
-{
-    int st;
-    cudaStream_t stream = 0;
-    switch (op) {
-    case OP_K_PREP:
-        st = dsa_cuda_k_prep_launch(f, (const dsa_k_prep_args *)args, stream);
-        break;
-    case OP_Q_PREP:
-        st = dsa_cuda_q_prep_launch(f, (const dsa_q_prep_args *)args, stream);
-        break;
-    case OP_LOGITS_DECODE:
-        st = dsa_cuda_logits_decode_launch(f, (const dsa_logits_decode_args *)args, stream);
-        break;
-    case OP_LOGITS_PREFILL:
-        st = dsa_cuda_logits_prefill_launch(f, (const dsa_logits_prefill_args *)args, stream);
-        break;
-    case OP_TOPK:
-        st = dsa_cuda_topk_launch(f, (const dsa_topk_args *)args, stream);
-        break;
-    default:
-        return DSA_K_EINVAL;
-    }
     cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) {
-        fprintf(stderr, "dsa-eval: CUDA error in %s: %s\n", op_names[op], cudaGetErrorString(err));
+        fprintf(stderr, "dsa-eval: CUDA error in %s: %s\n", op, cudaGetErrorString(err));
         return DSA_K_EDEVICE;
     }
     return st;
 }
 
-extern "C" int dsa_cuda_k_prep(const dsa_k_flags *f, const dsa_k_prep_args *a)
+static int cuda_k_prep(const dsa_k_flags *f, const dsa_k_prep_args *a)
 {
     dsa_k_shape s = {DSA_K_STAGE_K_PREP, 0, 0};
-    return dsa_cuda_supported(f, &s) ? run_op(OP_K_PREP, f, a) : DSA_K_UNSUPPORTED;
+    return dsa_k_shape_supported(f, &s) ? launched("k_prep", dsa_cuda_k_prep_launch(f, a, 0))
+                                        : DSA_K_UNSUPPORTED;
 }
 
-extern "C" int dsa_cuda_q_prep(const dsa_k_flags *f, const dsa_q_prep_args *a)
+static int cuda_q_prep(const dsa_k_flags *f, const dsa_q_prep_args *a)
 {
     dsa_k_shape s = {DSA_K_STAGE_Q_PREP, 0, 0};
-    return dsa_cuda_supported(f, &s) ? run_op(OP_Q_PREP, f, a) : DSA_K_UNSUPPORTED;
+    return dsa_k_shape_supported(f, &s) ? launched("q_prep", dsa_cuda_q_prep_launch(f, a, 0))
+                                        : DSA_K_UNSUPPORTED;
 }
 
-extern "C" int dsa_cuda_logits_decode(const dsa_k_flags *f, const dsa_logits_decode_args *a)
+static int cuda_logits_decode(const dsa_k_flags *f, const dsa_logits_decode_args *a)
 {
     dsa_k_shape s = {DSA_K_STAGE_LOGITS_DECODE, a->N, 0};
-    return dsa_cuda_supported(f, &s) ? run_op(OP_LOGITS_DECODE, f, a) : DSA_K_UNSUPPORTED;
+    return dsa_k_shape_supported(f, &s)
+               ? launched("logits_decode", dsa_cuda_logits_decode_launch(f, a, 0))
+               : DSA_K_UNSUPPORTED;
 }
 
-extern "C" int dsa_cuda_logits_prefill(const dsa_k_flags *f, const dsa_logits_prefill_args *a)
+static int cuda_logits_prefill(const dsa_k_flags *f, const dsa_logits_prefill_args *a)
 {
     dsa_k_shape s = {DSA_K_STAGE_LOGITS_PREFILL, 0, 0};
-    return dsa_cuda_supported(f, &s) ? run_op(OP_LOGITS_PREFILL, f, a) : DSA_K_UNSUPPORTED;
+    return dsa_k_shape_supported(f, &s)
+               ? launched("logits_prefill", dsa_cuda_logits_prefill_launch(f, a, 0))
+               : DSA_K_UNSUPPORTED;
 }
 
-extern "C" int dsa_cuda_topk(const dsa_k_flags *f, const dsa_topk_args *a)
+static int cuda_topk(const dsa_k_flags *f, const dsa_topk_args *a)
 {
     dsa_k_shape s = {DSA_K_STAGE_TOPK, 0, a->k};
-    return dsa_cuda_supported(f, &s) ? run_op(OP_TOPK, f, a) : DSA_K_UNSUPPORTED;
+    return dsa_k_shape_supported(f, &s) ? launched("topk", dsa_cuda_topk_launch(f, a, 0))
+                                        : DSA_K_UNSUPPORTED;
 }
 
 /* ---- the vtable ---- */
@@ -149,12 +122,12 @@ static const dsa_kernels_api cuda_vtable = {
     /* .download       = */ cuda_download,
     /* .memset_        = */ cuda_memset,
     /* .sync           = */ cuda_sync,
-    /* .supported      = */ dsa_cuda_supported,
-    /* .k_prep         = */ dsa_cuda_k_prep,
-    /* .q_prep         = */ dsa_cuda_q_prep,
-    /* .logits_decode  = */ dsa_cuda_logits_decode,
-    /* .logits_prefill = */ dsa_cuda_logits_prefill,
-    /* .topk           = */ dsa_cuda_topk,
+    /* .supported      = */ dsa_k_shape_supported,
+    /* .k_prep         = */ cuda_k_prep,
+    /* .q_prep         = */ cuda_q_prep,
+    /* .logits_decode  = */ cuda_logits_decode,
+    /* .logits_prefill = */ cuda_logits_prefill,
+    /* .topk           = */ cuda_topk,
 };
 
 /* the vtable when a GPU is usable, else NULL; the first call probes the device */

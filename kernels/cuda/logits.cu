@@ -39,6 +39,34 @@ struct logits_params {
     int tiles; /* tensor-core path: 64-key tiles per block */
 };
 
+/* The block's rows row0..row0+nr of the weights into sw [nr*H] (f32) and of the key ranges
+   into slo/shi [nr]; the caller syncs before reading them. */
+__device__ __forceinline__ static void stage_rows(const logits_params &p, int row0, int nr, int H,
+                                                  int tid, float *sw, int *slo, int *shi)
+{
+    for (int i = tid; i < nr * H; i += blockDim.x) {
+        size_t wi = (size_t)row0 * H + i;
+        sw[i] = p.wbf16 ? d_bf16_to_f32(((const uint16_t *)p.w)[wi]) : ((const float *)p.w)[wi];
+    }
+    if (tid < nr) {
+        slo[tid] = p.rs ? p.rs[row0 + tid] : 0;
+        shi[tid] = p.re[row0 + tid];
+    }
+}
+
+/* [kmin, kmax): the keys any of the nr rows reads (kmin 0x7fffffff, kmax 0 when none does) */
+__device__ __forceinline__ static void keys_span(const int *slo, const int *shi, int nr, long *kmin,
+                                                 long *kmax)
+{
+    *kmin = 0x7fffffff;
+    *kmax = 0;
+    for (int r = 0; r < nr; r++)
+        if (shi[r] > slo[r]) {
+            *kmin = min(*kmin, (long)slo[r]);
+            *kmax = max(*kmax, (long)shi[r]);
+        }
+}
+
 template <bool PAGED> __global__ static void logits_kernel(const logits_params p)
 {
     extern __shared__ __align__(16) unsigned char smem[];
@@ -50,25 +78,13 @@ template <bool PAGED> __global__ static void logits_kernel(const logits_params p
     for (int i = tid; i < nr * H * 128; i += blockDim.x)
         sq[i] = __half(__nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)p.q8[(size_t)row0 * H * 128 + i],
                                                __NV_E4M3));
-    for (int i = tid; i < nr * H; i += blockDim.x) {
-        size_t wi = (size_t)row0 * H + i;
-        sw[i] = p.wbf16 ? d_bf16_to_f32(((const uint16_t *)p.w)[wi]) : ((const float *)p.w)[wi];
-    }
-    if (tid < nr) {
-        slo[tid] = p.rs ? p.rs[row0 + tid] : 0;
-        shi[tid] = p.re[row0 + tid];
-    }
+    stage_rows(p, row0, nr, H, tid, sw, slo, shi);
     __syncthreads();
     const long s = (long)blockIdx.x * KEYS_PER_BLOCK + tid;
     if (s >= p.stride)
         return;
-    long kmin = 0x7fffffff, kmax = 0;
-    for (int r = 0; r < nr; r++) {
-        if (shi[r] > slo[r]) {
-            kmin = min(kmin, (long)slo[r]);
-            kmax = max(kmax, (long)shi[r]);
-        }
-    }
+    long kmin, kmax;
+    keys_span(slo, shi, nr, &kmin, &kmax);
     float kf[128], kscale = 0.0f;
     const bool have_key = s >= kmin && s < kmax;
     if (have_key) {
@@ -155,21 +171,10 @@ __global__ static void __launch_bounds__(128) logits_mma_kernel(const logits_par
         *(uint4 *)(sq + (size_t)v * QSTRIDE + c * 16) =
             *(const uint4 *)(p.q8 + ((size_t)row0 * H + v) * 128 + c * 16);
     }
-    for (int i = tid; i < nr * H; i += blockDim.x) {
-        size_t wi = (size_t)row0 * H + i;
-        sw[i] = p.wbf16 ? d_bf16_to_f32(((const uint16_t *)p.w)[wi]) : ((const float *)p.w)[wi];
-    }
-    if (tid < nr) {
-        slo[tid] = p.rs ? p.rs[row0 + tid] : 0;
-        shi[tid] = p.re[row0 + tid];
-    }
+    stage_rows(p, row0, nr, H, tid, sw, slo, shi);
     __syncthreads();
-    long kmin = 0x7fffffff, kmax = 0;
-    for (int r = 0; r < nr; r++)
-        if (shi[r] > slo[r]) {
-            kmin = min(kmin, (long)slo[r]);
-            kmax = max(kmax, (long)shi[r]);
-        }
+    long kmin, kmax;
+    keys_span(slo, shi, nr, &kmin, &kmax);
     /* p.tiles consecutive tiles per block: q and w are loaded once for all of them */
     for (int tile = 0; tile < p.tiles; tile++) {
         const long tix = (long)blockIdx.x * p.tiles + tile, t0 = tix * MMA_KEYS;

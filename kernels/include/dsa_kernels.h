@@ -1,7 +1,8 @@
 /*
  * The DSA lightning-indexer stack as a C API with no CUDA types (docs/kernels.md "Numerics",
  * "Spec for developers"). Two implementations share these signatures: the C reference
- * (kernels/cpu/, prefix dsa_cpu_*) and the CUDA kernels (kernels/cuda/, prefix dsa_cuda_*).
+ * (kernels/cpu/, prefix dsa_cpu_*) and the CUDA kernels (kernels/cuda/, through the vtable
+ * of dsa_cuda_api()).
  * A third party's build is loaded through the plugin ABI (struct dsa_kernels_api below).
  *
  * Stages:
@@ -224,8 +225,18 @@ struct dsa_k_shape {
     int N;     /* next_n (decode) */
     int k;     /* top-k */
 };
-int dsa_cpu_supported(const struct dsa_k_flags *f, const struct dsa_k_shape *s);
-int dsa_cuda_supported(const struct dsa_k_flags *f, const struct dsa_k_shape *s);
+/* The shapes the C reference and the CUDA kernels both take (their `supported` slot; a plugin
+   may take fewer): 64 or 32 heads, next_n 1..4, top-k 512, 1024 or 2048. */
+static inline int dsa_k_shape_supported(const struct dsa_k_flags *f, const struct dsa_k_shape *s)
+{
+    if (f->heads != 64 && f->heads != 32)
+        return 0;
+    if (s->stage == DSA_K_STAGE_LOGITS_DECODE && (s->N < 1 || s->N > 4))
+        return 0;
+    if (s->stage == DSA_K_STAGE_TOPK && s->k != 512 && s->k != 1024 && s->k != 2048)
+        return 0;
+    return s->stage >= 0 && s->stage < DSA_K_NSTAGES;
+}
 
 /*
  * Plugin ABI. A shared object exports one symbol, DSA_KERNELS_SYMBOL, a function returning

@@ -111,4 +111,27 @@ static inline uint32_t dsa_f32_order_key(float x)
 
 #define DSA_INV_SQRT_128 0.08838834764831845f
 
+/* sum_h w[h] * relu(q[h] . k) over H heads: q [H,128], w [H], k [128]. Each dot is four
+   partial sums added (d0 + d1) + (d2 + d3), in this order everywhere: on dequantized fp8 codes
+   (the C reference) every partial sum is exact, and on fp64 vectors (the golden model) the
+   fixed order keeps the result the same bits in every caller. */
+static inline double dsa_relu_score(const double *q, const double *w, int H, const double *k)
+{
+    double acc = 0.0;
+    for (int h = 0; h < H; h++) {
+        const double *qh = q + (size_t)h * 128;
+        double d0 = 0.0, d1 = 0.0, d2 = 0.0, d3 = 0.0;
+        for (int i = 0; i < 128; i += 4) {
+            d0 += qh[i] * k[i];
+            d1 += qh[i + 1] * k[i + 1];
+            d2 += qh[i + 2] * k[i + 2];
+            d3 += qh[i + 3] * k[i + 3];
+        }
+        double dot = (d0 + d1) + (d2 + d3);
+        if (dot > 0.0)
+            acc += w[h] * dot;
+    }
+    return acc;
+}
+
 #endif

@@ -67,27 +67,12 @@ void dsa_result_copy(struct dsa_result *dst, const struct dsa_result *src)
 {
     *dst = *src;
     dst->error = src->error ? dsa_xstrdup(src->error) : NULL;
-    /* memcpy-style copies: content may hold NUL bytes */
-    if (src->content) {
-        char *c = dsa_xmalloc(src->content_len + 1);
-        memcpy(c, src->content, src->content_len);
-        c[src->content_len] = 0;
-        dst->content = c;
-    }
-    if (src->reasoning) {
-        char *c = dsa_xmalloc(src->reasoning_len + 1);
-        memcpy(c, src->reasoning, src->reasoning_len);
-        c[src->reasoning_len] = 0;
-        dst->reasoning = c;
-    }
+    /* copies of the lengths: content may hold NUL bytes */
+    dst->content = src->content ? dsa_xstrndup(src->content, src->content_len) : NULL;
+    dst->reasoning = src->reasoning ? dsa_xstrndup(src->reasoning, src->reasoning_len) : NULL;
     dst->finish_reason = src->finish_reason ? dsa_xstrdup(src->finish_reason) : NULL;
     dst->stop_reason = src->stop_reason ? dsa_xstrdup(src->stop_reason) : NULL;
-    if (src->body) {
-        char *c = dsa_xmalloc(src->body_len + 1);
-        memcpy(c, src->body, src->body_len);
-        c[src->body_len] = 0;
-        dst->body = c;
-    }
+    dst->body = src->body ? dsa_xstrndup(src->body, src->body_len) : NULL;
     dst->usage = json_incref(src->usage);
     dst->token_ids = json_incref(src->token_ids);
     dst->raw = json_incref(src->raw);

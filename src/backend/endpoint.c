@@ -129,7 +129,14 @@ static double rand01(struct ep *ep)
 
 /* ---- the memory budget ----------------------------------------------------------------- */
 
-long long dsa_endpoint_default_memory(int concurrency)
+/*
+ * The memory budget of responses in flight (docs/endpoint.md "Memory"): 256 MiB plus 16 MiB
+ * per request of the window, room for the longest sane answer of each. Every request may hold
+ * at most its share (budget / concurrency; a GET of /v1/models or /metrics 1/32 of the
+ * budget, since its parse grows it most): a response that would exceed it fails that request
+ * ("response exceeds its share of --max-memory …"), not the run.
+ */
+static long long default_memory(int concurrency)
 {
     return (256LL << 20) + (long long)(concurrency > 0 ? concurrency : 1) * (16LL << 20);
 }
@@ -1250,8 +1257,7 @@ dsa_backend *dsa_endpoint_open(const struct dsa_endpoint_opts *o, int *exit_code
     ep->model = o->model ? dsa_xstrdup(o->model) : NULL;
     ep->extra_body = o->extra_body ? json_deep_copy(o->extra_body) : NULL;
     ep->insecure = o->insecure;
-    ep->mem_budget =
-        o->max_memory > 0 ? o->max_memory : dsa_endpoint_default_memory(o->concurrency);
+    ep->mem_budget = o->max_memory > 0 ? o->max_memory : default_memory(o->concurrency);
     /* libcurl reads neither variable (only the curl tool reads CURL_CA_BUNDLE): honour the
        names users already set for a private CA */
     const char *ca = o->cacert;

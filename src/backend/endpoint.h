@@ -34,19 +34,10 @@ struct dsa_endpoint_opts {
                                  use); false for tests and benchmarks of the raw loop */
     double backoff_base_s;    /* first retry delay (0: 0.5 s); doubles, capped at backoff_max */
     double backoff_max_s;     /* 0: 30 s */
-    long long max_memory;     /* bytes for responses in flight (0: dsa_endpoint_default_memory) */
+    long long max_memory;     /* bytes for responses in flight (0: the default, endpoint.c) */
     const char *cacert;       /* CA bundle (PEM) for https://, or NULL: $CURL_CA_BUNDLE, then
                                  $SSL_CERT_FILE, then the system store */
 };
-
-/*
- * The memory budget of responses in flight (docs/endpoint.md "Memory"): 256 MiB plus 16 MiB
- * per request of the window, room for the longest sane answer of each. Every request may hold
- * at most its share (budget / concurrency; a GET of /v1/models or /metrics 1/32 of the
- * budget, since its parse grows it most): a response that would exceed it fails that request
- * ("response exceeds its share of --max-memory …"), not the run.
- */
-long long dsa_endpoint_default_memory(int concurrency);
 
 /*
  * Opens the backend. With opts->probe, checks that every URL answers /v1/models (model name,

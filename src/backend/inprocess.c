@@ -232,21 +232,8 @@ static void gold_range(void *c, long b, long e)
         for (int m = 0; m < g->M; m++) {
             if (s > g->qpos[m])
                 continue;
-            double acc = 0.0;
-            for (int h = 0; h < g->H; h++) {
-                const double *q = g->q + ((size_t)m * g->H + h) * 128;
-                double d0 = 0, d1 = 0, d2 = 0, d3 = 0;
-                for (int i = 0; i < 128; i += 4) {
-                    d0 += q[i] * k[i];
-                    d1 += q[i + 1] * k[i + 1];
-                    d2 += q[i + 2] * k[i + 2];
-                    d3 += q[i + 3] * k[i + 3];
-                }
-                double dot = (d0 + d1) + (d2 + d3);
-                if (dot > 0.0)
-                    acc += g->w[(size_t)m * g->H + h] * dot;
-            }
-            g->out[(size_t)m * g->T + s] = acc;
+            g->out[(size_t)m * g->T + s] =
+                dsa_relu_score(g->q + (size_t)m * g->H * 128, g->w + (size_t)m * g->H, g->H, k);
         }
     }
 }
@@ -323,6 +310,35 @@ static void gtopk_range(void *c, long b, long e)
                             g->golden + (size_t)m * g->K);
 }
 
+/* the device buffers of one call, freed together (a failed alloc leaves NULL, which the
+   call checks) */
+struct dev_bufs {
+    const struct dsa_kernels_api *api;
+    void *d[24];
+    int n;
+};
+
+static void *dev_alloc(struct dev_bufs *b, size_t bytes)
+{
+    return b->d[b->n++] = b->api->alloc(bytes);
+}
+
+/* true when an alloc of b failed */
+static bool dev_missing(const struct dev_bufs *b)
+{
+    for (int i = 0; i < b->n; i++)
+        if (!b->d[i])
+            return true;
+    return false;
+}
+
+static void dev_free_all(struct dev_bufs *b)
+{
+    for (int i = 0; i < b->n; i++)
+        if (b->d[i])
+            b->api->free(b->d[i]);
+}
+
 /* adds the seconds since *t0 to stage i and restarts the clock */
 static void lap(dsa_inproc *p, int i, double *t0)
 {
@@ -360,9 +376,7 @@ int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, 
     float *ks = dsa_xmalloc((size_t)T * 4);
     int32_t *rs = dsa_xcalloc((size_t)M, 4), *re = dsa_xmalloc((size_t)M * 4);
     double *glog = dsa_xmalloc((size_t)M * T * sizeof(double));
-    void *d[24] = {0};
-    int nd = 0;
-#define DALLOC(bytes) (d[nd++] = api->alloc(bytes))
+    struct dev_bufs db = {api, {0}, 0};
 
     double t0 = now_s();
     struct kgold kg = {in, p->f.rope, kgold};
@@ -378,9 +392,9 @@ int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, 
     }
 
     /* S1: the whole prompt into the paged cache, slot = position */
-    void *dk_raw = DALLOC((size_t)T * 256), *dpos = DALLOC((size_t)T * 8);
-    void *dcache = DALLOC(cbytes), *dcos = DALLOC(tab), *dsin = DALLOC(tab);
-    void *dln_w = DALLOC(512), *dln_b = DALLOC(512);
+    void *dk_raw = dev_alloc(&db, (size_t)T * 256), *dpos = dev_alloc(&db, (size_t)T * 8);
+    void *dcache = dev_alloc(&db, cbytes), *dcos = dev_alloc(&db, tab), *dsin = dev_alloc(&db, tab);
+    void *dln_w = dev_alloc(&db, 512), *dln_b = dev_alloc(&db, 512);
     if (!dk_raw || !dpos || !dcache || !dcos || !dsin || !dln_w || !dln_b ||
         api->upload(dk_raw, in->k_raw, (size_t)T * 256) || api->upload(dpos, pos, (size_t)T * 8) ||
         api->upload(dcos, in->cos, tab) || api->upload(dsin, in->sin, tab) ||
@@ -397,9 +411,10 @@ int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, 
     }
     lap(p, DSA_INPROC_T_S1, &t0);
     /* S2: the query rows */
-    void *dq_raw = DALLOC((size_t)M * H * 256), *dw_raw = DALLOC((size_t)M * H * wrb);
-    void *dqpos = DALLOC((size_t)M * 8), *dq8 = DALLOC((size_t)M * H * 128);
-    void *dqs = DALLOC((size_t)M * H * 4), *dw = DALLOC((size_t)M * H * wb);
+    void *dq_raw = dev_alloc(&db, (size_t)M * H * 256),
+         *dw_raw = dev_alloc(&db, (size_t)M * H * wrb);
+    void *dqpos = dev_alloc(&db, (size_t)M * 8), *dq8 = dev_alloc(&db, (size_t)M * H * 128);
+    void *dqs = dev_alloc(&db, (size_t)M * H * 4), *dw = dev_alloc(&db, (size_t)M * H * wb);
     if (!dq_raw || !dw_raw || !dqpos || !dq8 || !dqs || !dw ||
         api->upload(dq_raw, in->q_raw, (size_t)M * H * 256) ||
         api->upload(dw_raw, in->w_raw, (size_t)M * H * wrb) ||
@@ -427,9 +442,9 @@ int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, 
         memcpy(ks + t, pg + DSA_K_SCALE_OFF + (t % DSA_K_PAGE) * 4, 4);
     }
     /* S3b + S4 */
-    void *dk8 = DALLOC((size_t)T * 128), *dks = DALLOC((size_t)T * 4);
-    void *drs = DALLOC((size_t)M * 4), *dre = DALLOC((size_t)M * 4);
-    void *dlog = DALLOC((size_t)M * T * lb), *didx = DALLOC((size_t)M * K * 4);
+    void *dk8 = dev_alloc(&db, (size_t)T * 128), *dks = dev_alloc(&db, (size_t)T * 4);
+    void *drs = dev_alloc(&db, (size_t)M * 4), *dre = dev_alloc(&db, (size_t)M * 4);
+    void *dlog = dev_alloc(&db, (size_t)M * T * lb), *didx = dev_alloc(&db, (size_t)M * K * 4);
     if (!dk8 || !dks || !drs || !dre || !dlog || !didx || api->upload(dk8, k8, (size_t)T * 128) ||
         api->upload(dks, ks, (size_t)T * 4) || api->upload(drs, rs, (size_t)M * 4) ||
         api->upload(dre, re, (size_t)M * 4)) {
@@ -466,10 +481,7 @@ cleanup:
     for (int i = DSA_INPROC_T_S1; i <= DSA_INPROC_T_GOLDEN; i++)
         staged += p->times[i];
     p->times[DSA_INPROC_T_HOST] += now_s() - t_call - staged;
-    for (int i = 0; i < nd; i++)
-        if (d[i])
-            api->free(d[i]);
-#undef DALLOC
+    dev_free_all(&db);
     free(kgold);
     free(pos);
     free(qpos64);
@@ -484,9 +496,12 @@ cleanup:
     return rc;
 }
 
-int dsa_inproc_proxy_inputs_planted(dsa_inproc *p, const uint32_t *tokens, long T,
-                                    const struct dsa_inproc_plant *plant, const long *qpos, int M,
-                                    struct dsa_inproc_inputs *in)
+/* The proxy model's inputs for tokens/qpos with a retrieval structure planted (plant NULL:
+   none); k_raw, q_raw, w_raw owned by *in until inputs_release, the tables borrowed from p.
+   Returns 0 or -1 (printed). */
+static int proxy_inputs(dsa_inproc *p, const uint32_t *tokens, long T,
+                        const struct dsa_inproc_plant *plant, const long *qpos, int M,
+                        struct dsa_inproc_inputs *in)
 {
     const int H = p->f.heads;
     double t0 = now_s();
@@ -509,13 +524,7 @@ int dsa_inproc_proxy_inputs_planted(dsa_inproc *p, const uint32_t *tokens, long 
     return 0;
 }
 
-int dsa_inproc_proxy_inputs(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
-                            struct dsa_inproc_inputs *in)
-{
-    return dsa_inproc_proxy_inputs_planted(p, tokens, T, NULL, qpos, M, in);
-}
-
-void dsa_inproc_inputs_release(struct dsa_inproc_inputs *in)
+static void inputs_release(struct dsa_inproc_inputs *in)
 {
     free((void *)in->k_raw);
     free((void *)in->q_raw);
@@ -523,21 +532,15 @@ void dsa_inproc_inputs_release(struct dsa_inproc_inputs *in)
     memset(in, 0, sizeof *in);
 }
 
-int dsa_inproc_select(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
-                      int32_t *idx, int32_t *golden)
-{
-    return dsa_inproc_select_planted(p, tokens, T, NULL, qpos, M, idx, golden);
-}
-
 int dsa_inproc_select_planted(dsa_inproc *p, const uint32_t *tokens, long T,
                               const struct dsa_inproc_plant *plant, const long *qpos, int M,
                               int32_t *idx, int32_t *golden)
 {
     struct dsa_inproc_inputs in;
-    if (dsa_inproc_proxy_inputs_planted(p, tokens, T, plant, qpos, M, &in))
+    if (proxy_inputs(p, tokens, T, plant, qpos, M, &in))
         return -1;
     int rc = dsa_inproc_select_inputs(p, &in, idx, golden);
-    dsa_inproc_inputs_release(&in);
+    inputs_release(&in);
     return rc;
 }
 
@@ -585,28 +588,29 @@ int dsa_inproc_mtp_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, lon
     int32_t *zeros = dsa_xcalloc((size_t)n, 4);
     int32_t *idx_b = dsa_xmalloc((size_t)n * K * 4), *idx_s = dsa_xmalloc((size_t)n * K * 4);
     unsigned char *lg_b = dsa_xmalloc(lbytes), *lg_s = dsa_xmalloc(lbytes);
-    void *d[24] = {0};
-    int nd = 0;
-#define DALLOC(bytes) (d[nd++] = api->alloc(bytes))
+    struct dev_bufs db = {api, {0}, 0};
     for (long t = 0; t < T; t++)
         pos[t] = t;
     for (long pg = 0; pg < npages; pg++)
         bt[pg] = (int32_t)pg;
     for (long r = 0; r < R; r++)
         ctx[r] = (int32_t)(P + r + 1);
-    void *dk_raw = DALLOC((size_t)T * 256 + 2), *dpos = DALLOC((size_t)T * 8 + 8);
-    void *dcache = DALLOC(cbytes), *dbt = DALLOC((size_t)(npages ? npages : 1) * 4);
-    void *dq_raw = DALLOC((size_t)(R ? R : 1) * H * 256),
-         *dw_raw = DALLOC((size_t)(R ? R : 1) * H * wrb);
-    void *dcos = DALLOC(tab), *dsin = DALLOC(tab), *dln_w = DALLOC(512), *dln_b = DALLOC(512);
-    void *dq8 = DALLOC((size_t)(R ? R : 1) * H * 128), *dqs = DALLOC((size_t)(R ? R : 1) * H * 4);
-    void *dw = DALLOC((size_t)(R ? R : 1) * H * wb), *dctx = DALLOC((size_t)(R ? R : 1) * 4);
-    void *dzero = DALLOC((size_t)n * 4), *dlog = DALLOC(lbytes), *didx = DALLOC((size_t)n * K * 4);
-    for (int i = 0; i < nd; i++)
-        if (!d[i]) {
-            dsa_errorf("cannot allocate on '%s'", api->device());
-            goto cleanup;
-        }
+    void *dk_raw = dev_alloc(&db, (size_t)T * 256 + 2), *dpos = dev_alloc(&db, (size_t)T * 8 + 8);
+    void *dcache = dev_alloc(&db, cbytes), *dbt = dev_alloc(&db, (size_t)(npages ? npages : 1) * 4);
+    void *dq_raw = dev_alloc(&db, (size_t)(R ? R : 1) * H * 256),
+         *dw_raw = dev_alloc(&db, (size_t)(R ? R : 1) * H * wrb);
+    void *dcos = dev_alloc(&db, tab), *dsin = dev_alloc(&db, tab), *dln_w = dev_alloc(&db, 512),
+         *dln_b = dev_alloc(&db, 512);
+    void *dq8 = dev_alloc(&db, (size_t)(R ? R : 1) * H * 128),
+         *dqs = dev_alloc(&db, (size_t)(R ? R : 1) * H * 4);
+    void *dw = dev_alloc(&db, (size_t)(R ? R : 1) * H * wb),
+         *dctx = dev_alloc(&db, (size_t)(R ? R : 1) * 4);
+    void *dzero = dev_alloc(&db, (size_t)n * 4), *dlog = dev_alloc(&db, lbytes),
+         *didx = dev_alloc(&db, (size_t)n * K * 4);
+    if (dev_missing(&db)) {
+        dsa_errorf("cannot allocate on '%s'", api->device());
+        goto cleanup;
+    }
     if (api->upload(dk_raw, in->k_raw, (size_t)T * 256) || api->upload(dpos, pos, (size_t)T * 8) ||
         api->upload(dcos, in->cos, tab) || api->upload(dsin, in->sin, tab) ||
         api->upload(dln_w, in->ln_w, 512) || api->upload(dln_b, in->ln_b, 512) ||
@@ -694,10 +698,7 @@ int dsa_inproc_mtp_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, lon
 cleanup:
     if (rc)
         dsa_errorf("mtp verify failed on '%s'", api->device());
-    for (int i = 0; i < nd; i++)
-        if (d[i])
-            api->free(d[i]);
-#undef DALLOC
+    dev_free_all(&db);
     free(pos);
     free(bt);
     free(ctx);
@@ -721,10 +722,10 @@ int dsa_inproc_mtp(dsa_inproc *p, const uint32_t *tokens, long T, long P, int n,
         qpos[r] = P + r;
     struct dsa_inproc_inputs in;
     memset(&in, 0, sizeof in);
-    int rc = dsa_inproc_proxy_inputs(p, tokens, T, qpos, (int)R, &in);
+    int rc = proxy_inputs(p, tokens, T, NULL, qpos, (int)R, &in);
     if (!rc)
         rc = dsa_inproc_mtp_inputs(p, &in, P, n, nsteps, identical, logits_identical, sel);
-    dsa_inproc_inputs_release(&in); /* frees NULLs when the inputs were never made */
+    inputs_release(&in); /* frees NULLs when the inputs were never made */
     free(qpos);
     return rc;
 }
@@ -893,7 +894,7 @@ void dsa_inproc_trace_inputs_release(struct dsa_inproc_inputs *in)
     free((void *)in->k_f32);
     free((void *)in->q_f32);
     free((void *)in->ln_w); /* the tables' block */
-    dsa_inproc_inputs_release(in);
+    inputs_release(in);
 }
 
 void dsa_inproc_rows_sha256(const int32_t *sel, long rows, int K, char hex[65])
@@ -911,42 +912,8 @@ void dsa_inproc_rows_sha256(const int32_t *sel, long rows, int K, char hex[65])
     dsa_sha256_free(&h);
 }
 
-double dsa_inproc_recall(int32_t *idx, int32_t *golden, int M, int K, double *per_row, char hex[65])
-{
-    double sum = 0.0;
-    dsa_sha256 *h = dsa_sha256_new();
-    for (int m = 0; m < M; m++) {
-        int32_t *a = idx + (size_t)m * K, *g = golden + (size_t)m * K;
-        sort_rows(a, 1, K);
-        sort_rows(g, 1, K);
-        int na = 0, ng = 0, i = 0, j = 0, c = 0;
-        while (na < K && a[na] >= 0)
-            na++;
-        while (ng < K && g[ng] >= 0)
-            ng++;
-        while (i < na && j < ng) {
-            if (a[i] == g[j])
-                c++, i++, j++;
-            else if (a[i] < g[j])
-                i++;
-            else
-                j++;
-        }
-        double r = ng ? (double)c / ng : 1.0;
-        if (per_row)
-            per_row[m] = r;
-        sum += r;
-        int32_t cnt = na;
-        dsa_sha256_update(h, &cnt, 4);
-        dsa_sha256_update(h, a, (size_t)na * 4);
-    }
-    dsa_sha256_final_hex(h, hex);
-    dsa_sha256_free(&h);
-    return M ? sum / M : 1.0;
-}
-
-/* |a ∩ b| / |b| of two ascending, -1 padded rows of k */
-int dsa_inproc_overlap(const int32_t *a, int na, const int32_t *b, int nb)
+/* |a ∩ b| of two ascending lists of na and nb positions */
+static int overlap(const int32_t *a, int na, const int32_t *b, int nb)
 {
     int i = 0, j = 0, c = 0;
     while (i < na && j < nb) {
@@ -960,6 +927,33 @@ int dsa_inproc_overlap(const int32_t *a, int na, const int32_t *b, int nb)
     return c;
 }
 
+double dsa_inproc_recall(int32_t *idx, int32_t *golden, int M, int K, double *per_row, char hex[65])
+{
+    double sum = 0.0;
+    dsa_sha256 *h = dsa_sha256_new();
+    for (int m = 0; m < M; m++) {
+        int32_t *a = idx + (size_t)m * K, *g = golden + (size_t)m * K;
+        sort_rows(a, 1, K);
+        sort_rows(g, 1, K);
+        int na = 0, ng = 0;
+        while (na < K && a[na] >= 0)
+            na++;
+        while (ng < K && g[ng] >= 0)
+            ng++;
+        double r = ng ? (double)overlap(a, na, g, ng) / ng : 1.0;
+        if (per_row)
+            per_row[m] = r;
+        sum += r;
+        int32_t cnt = na;
+        dsa_sha256_update(h, &cnt, 4);
+        dsa_sha256_update(h, a, (size_t)na * 4);
+    }
+    dsa_sha256_final_hex(h, hex);
+    dsa_sha256_free(&h);
+    return M ? sum / M : 1.0;
+}
+
+/* |a ∩ b| / |b| of two ascending, -1 padded rows of k */
 double dsa_inproc_agreement(const int32_t *a, const int32_t *b, int k)
 {
     int na = 0, nb = 0;
@@ -967,7 +961,7 @@ double dsa_inproc_agreement(const int32_t *a, const int32_t *b, int k)
         na++;
     while (nb < k && b[nb] >= 0)
         nb++;
-    return nb ? (double)dsa_inproc_overlap(a, na, b, nb) / nb : 1.0;
+    return nb ? (double)overlap(a, na, b, nb) / nb : 1.0;
 }
 
 int dsa_inproc_check_model_rows(const char *path, const struct dsa_inproc_inputs *in,

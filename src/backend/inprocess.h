@@ -4,7 +4,7 @@
  * on inputs captured from a model (trace files, kernels/trace.h), and compares its top-k
  * selection with the fp64 golden selection (docs/kernels.md "The in-process backend").
  *
- * One selection (dsa_inproc_select) for a prompt of T tokens and M query positions:
+ * One selection (dsa_inproc_select_planted) for a prompt of T tokens and M query positions:
  *   S1 k_prep over all T tokens into a paged cache (slot = position),
  *   S2 q_prep for the M query tokens,
  *   S3b prefill logits of the query rows over the gathered K (causal: keys 0..pos),
@@ -93,13 +93,6 @@ const double *dsa_inproc_times(const dsa_inproc *p);
 /* {"proxy": µs, …, "host": µs, "total": µs}: the totals per context token (tokens > 0) */
 json_t *dsa_inproc_times_json(const dsa_inproc *p, long tokens);
 
-/* Selection for query positions qpos[0..M) (strictly increasing, each < T) over the prompt
-   tokens[0..T): idx and golden [M, topk] i32 (positions in the prompt, -1 padded; idx in
-   the implementation's order, golden sorted by (value desc, index asc)). Returns 0, or -1
-   with the error printed (a device error or an unsupported shape). */
-int dsa_inproc_select(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
-                      int32_t *idx, int32_t *golden);
-
 /* the proxy's name in MRCR run headers: proxy-v1 plus the planted retrieval structure */
 #define DSA_INPROC_PROXY_MRCR "proxy-v2"
 
@@ -112,7 +105,11 @@ struct dsa_inproc_plant {
     bool queries;              /* the query rows carry it too */
 };
 
-/* dsa_inproc_select with the row's retrieval structure planted (plant NULL: none) */
+/* Selection for query positions qpos[0..M) (strictly increasing, each < T) over the prompt
+   tokens[0..T), with the row's retrieval structure planted (plant NULL: none): idx and golden
+   [M, topk] i32 (positions in the prompt, -1 padded; idx in the implementation's order, golden
+   sorted by (value desc, index asc)). Returns 0, or -1 with the error printed (a device error
+   or an unsupported shape). */
 int dsa_inproc_select_planted(dsa_inproc *p, const uint32_t *tokens, long T,
                               const struct dsa_inproc_plant *plant, const long *qpos, int M,
                               int32_t *idx, int32_t *golden);
@@ -135,18 +132,9 @@ struct dsa_inproc_inputs {
     const float *k_f32, *q_f32;
 };
 
-/* The selection and the golden selection for explicit inputs (as dsa_inproc_select). */
+/* The selection and the golden selection for explicit inputs (as dsa_inproc_select_planted). */
 int dsa_inproc_select_inputs(dsa_inproc *p, const struct dsa_inproc_inputs *in, int32_t *idx,
                              int32_t *golden);
-/* The proxy model's inputs for tokens/qpos (k_raw, q_raw, w_raw owned by *in until
-   dsa_inproc_inputs_release; the tables are borrowed from p). Returns 0 or -1 (printed). */
-int dsa_inproc_proxy_inputs(dsa_inproc *p, const uint32_t *tokens, long T, const long *qpos, int M,
-                            struct dsa_inproc_inputs *in);
-/* The same with a retrieval structure planted (plant NULL: none) */
-int dsa_inproc_proxy_inputs_planted(dsa_inproc *p, const uint32_t *tokens, long T,
-                                    const struct dsa_inproc_plant *plant, const long *qpos, int M,
-                                    struct dsa_inproc_inputs *in);
-void dsa_inproc_inputs_release(struct dsa_inproc_inputs *in);
 /* The inputs held by a trace file (kernels/trace.h; H index heads), copied out of the
    mapping; released with dsa_inproc_trace_inputs_release. Returns 0 or -1 (printed: a missing
    tensor, a wrong dtype or shape, bad q_pos). k_raw and q_raw may be BF16 or F32 (then
@@ -167,8 +155,6 @@ int dsa_inproc_trace_model_topk(const dsa_trace *tr, const char *prefix, int M, 
    (-1 last). Returns 0, or -1 with one line naming path and the row. */
 int dsa_inproc_check_model_rows(const char *path, const struct dsa_inproc_inputs *in,
                                 int32_t *model, int kc, int K);
-/* |a ∩ b| of two ascending lists of na and nb positions */
-int dsa_inproc_overlap(const int32_t *a, int na, const int32_t *b, int nb);
 /* |a ∩ b| / |b| of two ascending, -1 padded rows of k entries (1 when b is empty) */
 double dsa_inproc_agreement(const int32_t *a, const int32_t *b, int k);
 /* The layers of a trace: "__metadata__" "layers" ("0,3,10") when the file has per-layer

@@ -374,7 +374,9 @@ void dsa_cmp_side_release(struct dsa_cmp_side *side)
 
 /* ---- helpers --------------------------------------------------------------------------- */
 
-long dsa_cmp_bin_key(const char *label, long bin_tokens)
+/* Bin ordering key: bin_tokens if given, else the label parsed ("≤8K", "<=8k", "8k"), else
+   -1 (such labels sort after numeric ones, by name). */
+static long bin_key(const char *label, long bin_tokens)
 {
     if (bin_tokens > 0)
         return bin_tokens;
@@ -388,7 +390,9 @@ long dsa_cmp_bin_key(const char *label, long bin_tokens)
     return dsa_parse_tokens(s);
 }
 
-char *dsa_cmp_method_text(const struct dsa_boot_cfg *cfg)
+/* The method sentence of every output: "Difference is the paired per-sample mean with a 95%
+   bootstrap CI (percentile, B=10000, seed=1, taus2)." Caller frees. */
+static char *method_text(const struct dsa_boot_cfg *cfg)
 {
     struct dsa_buf b = DSA_BUF_INIT;
     dsa_buf_addf(&b,
@@ -551,8 +555,7 @@ static int universe_build(struct universe *u, const struct dsa_cmp_side *const *
                     u->bins = dsa_xrealloc(u->bins, (u->n_bins + 1) * sizeof *u->bins);
                     json_t *bt = json_object_get(r, "bin_tokens");
                     long tok = json_is_integer(bt) ? (long)json_integer_value(bt) : -1;
-                    u->bins[u->n_bins] =
-                        (struct bin_info){dsa_xstrdup(bl), dsa_cmp_bin_key(bl, tok), tok};
+                    u->bins[u->n_bins] = (struct bin_info){dsa_xstrdup(bl), bin_key(bl, tok), tok};
                     bi = json_integer((json_int_t)u->n_bins++);
                     json_object_set_new(bin_index, bl, bi);
                 }
@@ -1269,7 +1272,7 @@ static const char *side_backend(const struct dsa_cmp_side *s)
 
 static json_t *method_json(const struct dsa_boot_cfg *cfg)
 {
-    char *text = dsa_cmp_method_text(cfg);
+    char *text = method_text(cfg);
     json_t *m = json_pack(
         "{s:s,s:s,s:s,s:f,s:I,s:I,s:s,s:s,s:s,s:s,s:s}", "statistic",
         "paired per-sample mean difference (candidate - baseline)", "ci",
@@ -1287,30 +1290,35 @@ static json_t *method_json(const struct dsa_boot_cfg *cfg)
     return m;
 }
 
+/* false (printed: "'A' holds X runs but 'B' holds Y runs: why") when kind names two different
+   things of a and b; a side whose kind is NULL matches any */
+static bool same_kind(const struct dsa_cmp_side *a, const struct dsa_cmp_side *b,
+                      const char *(*kind)(const struct dsa_cmp_side *), const char *why)
+{
+    const char *ka = kind(a), *kb = kind(b);
+    if (ka && kb && strcmp(ka, kb)) {
+        dsa_errorf("'%s' holds %s runs but '%s' holds %s runs: %s", a->path, ka, b->path, kb, why);
+        return false;
+    }
+    return true;
+}
+
+/* the identity check of runs that name no eval (compare.h "Eval-specific identity checks") */
+static json_t *identity_builtin(const struct dsa_cmp_side *base, const struct dsa_cmp_side *cand);
+
 json_t *dsa_cmp_build(const struct dsa_cmp_side *base, const struct dsa_cmp_side *cand,
                       const struct dsa_cmp_side *aa, const struct dsa_cmp_opts *opts)
 {
     const struct dsa_cmp_side *sides[3] = {base, cand, aa};
     /* runs of two evals share no sample worth pairing: say so, before the bins (an eval
        without bins has the one bin "all") produce a puzzling message */
-    for (int k = 1; k < (aa ? 3 : 2); k++) {
-        const char *e0 = side_eval(base), *ek = side_eval(sides[k]);
-        if (e0 && ek && strcmp(e0, ek)) {
-            dsa_errorf("'%s' holds %s runs but '%s' holds %s runs: runs of different evals "
-                       "cannot be compared",
-                       base->path, e0, sides[k]->path, ek);
+    for (int k = 1; k < (aa ? 3 : 2); k++)
+        if (!same_kind(base, sides[k], side_eval, "runs of different evals cannot be compared") ||
+            /* an in-process MRCR score is recall@k of the indexer's selection, an endpoint
+               score is the official grader's ratio: the same ids, but not the same quantity */
+            !same_kind(base, sides[k], side_backend,
+                       "their scores measure different things and cannot be compared"))
             return NULL;
-        }
-        /* an in-process MRCR score is recall@k of the indexer's selection, an endpoint
-           score is the official grader's ratio: the same ids, but not the same quantity */
-        const char *k0 = side_backend(base), *kk = side_backend(sides[k]);
-        if (k0 && kk && strcmp(k0, kk)) {
-            dsa_errorf("'%s' holds %s runs but '%s' holds %s runs: their scores measure "
-                       "different things and cannot be compared",
-                       base->path, k0, sides[k]->path, kk);
-            return NULL;
-        }
-    }
     struct universe u;
     if (universe_build(&u, sides, aa ? 3 : 2) < 0) {
         universe_release(&u);
@@ -1384,7 +1392,7 @@ json_t *dsa_cmp_build(const struct dsa_cmp_side *base, const struct dsa_cmp_side
     /* the eval's own identity (its hook, through opts: stats name no eval), or the built-in
        check for runs that name no eval (plain score files) */
     json_t *ident = NULL;
-    dsa_cmp_identity_fn fn = !ev                  ? dsa_cmp_identity_builtin
+    dsa_cmp_identity_fn fn = !ev                  ? identity_builtin
                              : opts->identity_for ? opts->identity_for(ev)
                                                   : NULL;
     if (fn)
@@ -1459,8 +1467,9 @@ static double jnum(json_t *o, const char *k)
  *   CI covers 0 and the runs disagree                      -> inconclusive (runs disagree)
  *   CI covers 0, n < 30, or MDE80 above --fail-if-worse X  -> inconclusive (n too small)
  *   CI covers 0 otherwise                                  -> no change detected (MDE80 m)
+ * A new reference.
  */
-json_t *dsa_cmp_bin_verdict(json_t *bin, double tolerance)
+static json_t *bin_verdict(json_t *bin, double tolerance)
 {
     double lo, hi, d = jnum(bin, "diff"), mde = jnum(bin, "mde80");
     long n = (long)json_integer_value(json_object_get(bin, "n"));
@@ -1588,8 +1597,9 @@ static void add_all_clause(struct dsa_buf *t, json_t *all)
  *   inconclusive in ≤8K, ≤16K (runs disagree); no change detected elsewhere (largest …)
  *   no change detected in any bin (largest MDE80 0.044 at ≤256K)
  * One-bin comparisons (GSM8K) take the bin's own text.
+ * A new reference.
  */
-json_t *dsa_cmp_overall_verdict(json_t *bins)
+static json_t *overall_verdict(json_t *bins)
 {
     struct dsa_buf t = DSA_BUF_INIT, w = DSA_BUF_INIT, bt = DSA_BUF_INIT, inc = DSA_BUF_INIT;
     size_t nb = json_array_size(bins);
@@ -1644,10 +1654,10 @@ static void add_verdicts(json_t *doc, double tolerance)
     json_t *bins = json_object_get(doc, "bins");
     for (size_t k = 0; k < json_array_size(bins); k++) {
         json_t *b = json_array_get(bins, k);
-        json_object_set_new(b, "verdict", dsa_cmp_bin_verdict(b, tolerance));
+        json_object_set_new(b, "verdict", bin_verdict(b, tolerance));
     }
     if (json_array_size(bins))
-        json_object_set_new(doc, "verdict", dsa_cmp_overall_verdict(bins));
+        json_object_set_new(doc, "verdict", overall_verdict(bins));
 }
 
 int dsa_cmp_load_build(const char *base_path, const char *cand_path, const char *aa_path,
@@ -1680,12 +1690,13 @@ cleanup:
     return ret;
 }
 
-int dsa_cmp_parse_ci(const char *s)
+/* Parses "percentile"/"bca" and "taus2"/"mt19937"; -1 if unknown. */
+static int parse_ci(const char *s)
 {
     return !strcmp(s, "percentile") ? DSA_CI_PERCENTILE : !strcmp(s, "bca") ? DSA_CI_BCA : -1;
 }
 
-int dsa_cmp_parse_rng(const char *s)
+static int parse_rng(const char *s)
 {
     return !strcmp(s, "taus2") ? DSA_RNG_TAUS2 : !strcmp(s, "mt19937") ? DSA_RNG_MT19937 : -1;
 }
@@ -1700,7 +1711,7 @@ int dsa_cmp_cli_apply(const struct dsa_cmp_cli *c, struct dsa_cmp_opts *o)
     o->boot.resamples = c->resamples;
     o->boot.confidence = c->confidence;
     o->boot.seed = (uint64_t)c->seed;
-    int ci = dsa_cmp_parse_ci(c->ci), rng = dsa_cmp_parse_rng(c->rng);
+    int ci = parse_ci(c->ci), rng = parse_rng(c->rng);
     if (ci < 0)
         return dsa_errorf("--ci must be 'percentile' or 'bca', not '%s'", c->ci);
     if (rng < 0)
@@ -1730,7 +1741,7 @@ static bool bin_matches(const struct bin_info *b, const char *want)
 {
     if (!want || !strcmp(want, b->label))
         return true;
-    long k = dsa_cmp_bin_key(want, -1);
+    long k = bin_key(want, -1);
     return k > 0 && k == b->key;
 }
 
@@ -1923,7 +1934,7 @@ static json_t *rec_output(json_t *r)
                                                         : NULL;
 }
 
-json_t *dsa_cmp_identity_builtin(const struct dsa_cmp_side *base, const struct dsa_cmp_side *cand)
+static json_t *identity_builtin(const struct dsa_cmp_side *base, const struct dsa_cmp_side *cand)
 {
     if (!base->n_runs || !cand->n_runs)
         return NULL;

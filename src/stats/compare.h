@@ -41,7 +41,7 @@ void dsa_cmp_side_release(struct dsa_cmp_side *side);
    Returns 0, or -1 with one line printed. Initialise the side with {0} first. */
 int dsa_cmp_side_add(struct dsa_cmp_side *side, const char *path, json_t *header, json_t *records);
 
-/* an eval's identity check of two sides (see dsa_cmp_identity_builtin below) */
+/* an eval's identity check of two sides (see "Eval-specific identity checks" below) */
 typedef json_t *(*dsa_cmp_identity_fn)(const struct dsa_cmp_side *base,
                                        const struct dsa_cmp_side *cand);
 
@@ -59,7 +59,7 @@ struct dsa_cmp_opts {
     int threads;             /* bins computed in parallel; results never depend on it */
     double fail_if_al_drops; /* NAN = off; else flag an acceptance-length ratio CI below 1 - x */
     /* the identity hook of an eval named by the run headers (the eval table's lookup,
-       evals/evals.h), NULL for none; runs that name no eval get dsa_cmp_identity_builtin */
+       evals/evals.h), NULL for none; runs that name no eval get the built-in check */
     dsa_cmp_identity_fn (*identity_for)(const char *eval);
     /* the acceptance hook of an eval (the eval table's lookup; called with NULL for runs
        that name no eval), NULL: no "acceptance" for any run */
@@ -79,7 +79,6 @@ struct dsa_cmp_opts {
  * get the built-in check when their records carry "output" strings (byte equality per id)
  * and their headers an acceptance length.
  */
-json_t *dsa_cmp_identity_builtin(const struct dsa_cmp_side *base, const struct dsa_cmp_side *cand);
 
 /* Builds the comparison document; `aa` (a second set of baseline runs, A/A noise) may be
    NULL. Returns NULL with one line printed on inconsistent input (a sample in two bins). */
@@ -92,15 +91,12 @@ bool dsa_cmp_header_al(const struct dsa_cmp_side *s, double *al);
 /* [lo, hi] as a JSON array, or null when an end is not finite (new reference) */
 json_t *dsa_cmp_json_ci(double lo, double hi);
 
-/* Verdicts (docs/compare.md "Verdicts"). dsa_cmp_bin_verdict() judges one bin object of the
-   document from its CI, two-level CI and MDE80 (tolerance: --fail-if-worse X, or NAN) and
-   returns {"verdict": "worse"|"better"|"no change detected"|"inconclusive", "reason": null |
+/* Verdicts (docs/compare.md "Verdicts"): dsa_cmp_build() judges each bin object of the
+   document from its CI, two-level CI and MDE80 (tolerance: --fail-if-worse X, or NAN), as
+   {"verdict": "worse"|"better"|"no change detected"|"inconclusive", "reason": null |
    "identical" | "n too small" | "runs disagree" | "no paired samples", "interval":
-   "bootstrap"|"two-level", "text": "no change detected (MDE80 0.044)"}; dsa_cmp_overall_verdict()
-   sums up bins that carry their verdicts ({"verdict": … | "mixed", "text"}). dsa_cmp_build() adds
-   both to the document ("verdict" in every bin and at the top). Both return new references. */
-json_t *dsa_cmp_bin_verdict(json_t *bin, double tolerance);
-json_t *dsa_cmp_overall_verdict(json_t *bins);
+   "bootstrap"|"two-level", "text": "no change detected (MDE80 0.044)"}, and sums the bins up
+   ({"verdict": … | "mixed", "text"}): "verdict" in every bin and at the top. */
 
 /* Loads the sides named by the paths (aa_path may be NULL) and builds the document into
  *doc. Returns DSA_EXIT_OK, or DSA_EXIT_DATA after printing why. */
@@ -140,10 +136,6 @@ struct dsa_cmp_cli {
    a usage error (exit DSA_EXIT_USAGE). */
 int dsa_cmp_cli_apply(const struct dsa_cmp_cli *c, struct dsa_cmp_opts *o);
 
-/* Parses "percentile"/"bca" and "taus2"/"mt19937"; -1 if unknown. */
-int dsa_cmp_parse_ci(const char *s);
-int dsa_cmp_parse_rng(const char *s);
-
 /* Planning from one side's runs (`plan`): per bin (and "all"), the variance components of
    stats.h and the runs per side needed to detect `detect` (NAN: skip), plus the MDE with
    1..max_runs runs per side. Bins whose label or token edge matches `only_bin` (NULL = all).
@@ -151,13 +143,5 @@ int dsa_cmp_parse_rng(const char *s);
    docs/compare.md), or NULL with a message when no bin matched. */
 json_t *dsa_cmp_plan(const struct dsa_cmp_side *s, const char *only_bin, double detect,
                      long max_runs, double confidence, double power);
-
-/* The method sentence of every output: "Difference is the paired per-sample mean with a 95%
-   bootstrap CI (percentile, B=10000, seed=1, taus2)." Caller frees. */
-char *dsa_cmp_method_text(const struct dsa_boot_cfg *cfg);
-
-/* Bin ordering key: bin_tokens if given, else the label parsed ("≤8K", "<=8k", "8k"), else
-   -1 (such labels sort after numeric ones, by name). */
-long dsa_cmp_bin_key(const char *label, long bin_tokens);
 
 #endif

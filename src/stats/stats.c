@@ -1249,7 +1249,9 @@ int dsa_stats_var_components(const double *y, size_t n, size_t R, struct dsa_var
     return 0;
 }
 
-double dsa_stats_plan_var(const struct dsa_var_components *vc, double runs)
+/* Variance of the paired difference D of a future comparison with `runs` runs per side on the
+   same n samples when nothing changed: 2 (var_resid / n + var_run) / runs. */
+static double plan_var(const struct dsa_var_components *vc, double runs)
 {
     return 2.0 * (vc->var_resid / (double)vc->n + vc->var_run) / runs;
 }
@@ -1257,11 +1259,11 @@ double dsa_stats_plan_var(const struct dsa_var_components *vc, double runs)
 double dsa_stats_plan_runs(const struct dsa_var_components *vc, double delta, double confidence,
                            double power)
 {
-    return dsa_stats_power_n(dsa_stats_plan_var(vc, 1.0), delta, confidence, power);
+    return dsa_stats_power_n(plan_var(vc, 1.0), delta, confidence, power);
 }
 
 double dsa_stats_plan_mde(const struct dsa_var_components *vc, double runs, double confidence,
                           double power)
 {
-    return dsa_stats_mde(sqrt(dsa_stats_plan_var(vc, runs)), confidence, power);
+    return dsa_stats_mde(sqrt(plan_var(vc, runs)), confidence, power);
 }

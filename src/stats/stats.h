@@ -183,9 +183,6 @@ struct dsa_var_components {
     bool bound;
 };
 int dsa_stats_var_components(const double *y, size_t n, size_t R, struct dsa_var_components *out);
-/* Variance of the paired difference D of a future comparison with `runs` runs per side on the
-   same n samples when nothing changed: 2 (var_resid / n + var_run) / runs. */
-double dsa_stats_plan_var(const struct dsa_var_components *vc, double runs);
 /* Runs per side so that a true change `delta` is detected with `power` at two-sided
    `confidence` (real-valued; round up), and the MDE with a given number of runs. */
 double dsa_stats_plan_runs(const struct dsa_var_components *vc, double delta, double confidence,

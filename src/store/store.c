@@ -890,15 +890,7 @@ json_t *dsa_run_header_new(const char *eval, int run_index, int argc, char **arg
 
 json_t *dsa_run_read_header(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NULL;
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n = getline(&line, &cap, f);
-    fclose(f);
-    json_t *h = n > 0 && line[n - 1] == '\n' ? json_loadb(line, (size_t)n, 0, NULL) : NULL;
-    free(line);
+    json_t *h = dsa_json_first_line(path, true);
     if (!is_header(h)) {
         json_decref(h);
         return NULL;

@@ -40,6 +40,7 @@ void *dsa_xmalloc(size_t n);
 void *dsa_xcalloc(size_t n, size_t size);
 void *dsa_xrealloc(void *p, size_t n);
 char *dsa_xstrdup(const char *s);
+/* the n bytes at s (NUL bytes among them copied too) and a terminating NUL */
 char *dsa_xstrndup(const char *s, size_t n);
 
 #endif

@@ -116,3 +116,18 @@ char *dsa_json_dumps_line(const json_t *v)
     /* JSON_REAL_PRECISION(17): doubles round-trip exactly */
     return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY);
 }
+
+json_t *dsa_json_first_line(const char *path, bool complete)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n = getline(&line, &cap, f);
+    fclose(f);
+    json_t *v =
+        n > 0 && (!complete || line[n - 1] == '\n') ? json_loadb(line, (size_t)n, 0, NULL) : NULL;
+    free(line);
+    return v;
+}

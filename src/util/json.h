@@ -21,6 +21,12 @@ struct dsa_json_where {
     long lineno;      /* 0 if not line-based */
 };
 
+/* The first line of the file at path as jansson reads it (json_loadb, no flags), quietly: NULL
+   when the file cannot be opened, is empty, or the line is no JSON text. complete: only a line
+   that ends in a newline (a line still being written is none). A sniff, not a reader: it
+   prints nothing. */
+json_t *dsa_json_first_line(const char *path, bool complete);
+
 /* Parses one JSON text (a JSONL line) that must be an object. On failure prints
    "cannot parse line N of 'PATH': REASON" (or "cannot parse 'PATH': ...") and returns NULL.
    Rejects invalid UTF-8 (jansson does) and NUL bytes. */

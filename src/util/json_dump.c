@@ -14,35 +14,15 @@
 static void escape_byte(struct dsa_buf *out, unsigned char c)
 {
     static const char hex[] = "0123456789ABCDEF";
-    char seq[6] = {'\\', 0, 0, 0, 0, 0};
-    size_t n = 2;
-    switch (c) {
-    case '"':
-    case '\\':
-        seq[1] = (char)c;
-        break;
-    case '\b':
-        seq[1] = 'b';
-        break;
-    case '\f':
-        seq[1] = 'f';
-        break;
-    case '\n':
-        seq[1] = 'n';
-        break;
-    case '\r':
-        seq[1] = 'r';
-        break;
-    case '\t':
-        seq[1] = 't';
-        break;
-    default:
-        memcpy(seq + 1, "u00", 3);
-        seq[4] = hex[c >> 4];
-        seq[5] = hex[c & 15];
-        n = 6;
+    static const char two[] = {['"'] = '"',  ['\\'] = '\\', ['\b'] = 'b', ['\f'] = 'f',
+                               ['\n'] = 'n', ['\r'] = 'r',  ['\t'] = 't'};
+    char seq[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+    if (c < sizeof two && two[c]) {
+        seq[1] = two[c];
+        dsa_buf_add(out, seq, 2);
+        return;
     }
-    dsa_buf_add(out, seq, n);
+    dsa_buf_add(out, seq, 6);
 }
 
 #define ONES  UINT64_C(0x0101010101010101)

@@ -232,13 +232,6 @@ DSA_UNITTEST json_t *dsa_json_pick_stream(const char *text, size_t len, const ch
     return dsa_jsimd_pick(text, len, false, names);
 }
 
-json_t *dsa_json_pick_object(const char *text, size_t len, const char *const *names,
-                             const struct dsa_json_where *w)
-{
-    json_t *v = dsa_json_pick_stream(text, len, names);
-    return v ? v : dsa_json_parse_object(text, len, w);
-}
-
 json_t *dsa_json_load_fast(const char *text, size_t len)
 {
     return dsa_jsimd_load(text, len, false, NULL, NULL);

@@ -28,12 +28,6 @@
 #include "util/common.h"
 #include "util/json.h"
 
-/* An object holding at least the members named in names[] (NULL-terminated) that the text
-   has, as dsa_json_parse_object() would read them; NULL (printed, as that function prints)
-   when the text is not a JSON object. */
-json_t *dsa_json_pick_object(const char *text, size_t len, const char *const *names,
-                             const struct dsa_json_where *w);
-
 /* The whole text as jansson's json_loadb(text, len, 0) reads it (an object or an array), built
    from one simdjson parse with one copy of each string; NULL (nothing printed) where it
    declines (as above, a duplicate key included): then call jansson, which either refuses the

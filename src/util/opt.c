@@ -14,7 +14,7 @@
 #include "util/exitcode.h"
 #include "util/msg.h"
 
-const char *dsa_opt_strerror(int err)
+static const char *opt_strerror(int err)
 {
     switch (err) {
     case DSA_OPT_OK:
@@ -221,7 +221,8 @@ static int store(const struct dsa_option *o, const char *arg, bool negated)
     return DSA_OPT_OK;
 }
 
-void dsa_opt_print_usage(void *outp, const char *const *usage, const struct dsa_option *opts)
+/* Prints the usage lines and the option table to `out` (stdout for --help). */
+static void print_usage(void *outp, const char *const *usage, const struct dsa_option *opts)
 {
     FILE *out = outp;
     /* synopsis lines, then (after an empty line) free text printed as it is */
@@ -324,7 +325,7 @@ static void usage_hint(const char *const *usage)
 
 static int fail(int err, const char *what, const char *const *usage)
 {
-    dsa_errorf("%s: '%s'", dsa_opt_strerror(err), what);
+    dsa_errorf("%s: '%s'", opt_strerror(err), what);
     usage_hint(usage);
     return err;
 }
@@ -347,9 +348,9 @@ static int fail_value(int err, const struct dsa_option *o, const char *arg,
                       const char *const *usage)
 {
     if (o->long_name)
-        dsa_errorf("--%s: %s: '%s'", o->long_name, dsa_opt_strerror(err), arg);
+        dsa_errorf("--%s: %s: '%s'", o->long_name, opt_strerror(err), arg);
     else
-        dsa_errorf("-%c: %s: '%s'", o->short_name, dsa_opt_strerror(err), arg);
+        dsa_errorf("-%c: %s: '%s'", o->short_name, opt_strerror(err), arg);
     usage_hint(usage);
     return err;
 }
@@ -370,7 +371,7 @@ int dsa_opt_parse(int *argc, char **argv, const struct dsa_option *opts, const c
             continue;
         }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            dsa_opt_print_usage(stdout, usage, opts);
+            print_usage(stdout, usage, opts);
             return DSA_OPT_HELP;
         }
         if (a[1] == '-') {

@@ -2,7 +2,7 @@
  * Command-line options: each subcommand owns a table of rows {type, short, long, value, argh,
  * help}, ended by DSA_OPT_END(). dsa_opt_parse() fills the values, compacts the positional
  * arguments to the front of argv and returns their count. Parse errors are an enum turned
- * into text by one function, dsa_opt_strerror().
+ * into text by one function, opt_strerror() in opt.c.
  *
  *   static const char *const usage[] = {"dsa-eval grade mrcr [--keep-going] < pairs.jsonl", NULL};
  *   struct dsa_option opts[] = {
@@ -54,38 +54,20 @@ struct dsa_strlist {
     size_t n;
 };
 
-#define DSA_OPT_END()                                                                              \
+/* one row of a table: the type, the names, where the value goes, the argument's name (NULL for
+   flags) and the help line; the shorthands below name the type */
+#define DSA_OPT_ROW(t, s, l, v, a, h)                                                              \
     {                                                                                              \
-        DSA_OPT_TYPE_END, 0, NULL, NULL, NULL, NULL, NULL                                          \
+        (t), (s), (l), (v), (a), (h), NULL                                                         \
     }
-#define DSA_OPT_BOOL(s, l, v, h)                                                                   \
-    {                                                                                              \
-        DSA_OPT_TYPE_BOOL, (s), (l), (v), NULL, (h), NULL                                          \
-    }
-#define DSA_OPT_COUNT(s, l, v, h)                                                                  \
-    {                                                                                              \
-        DSA_OPT_TYPE_COUNT, (s), (l), (v), NULL, (h), NULL                                         \
-    }
-#define DSA_OPT_INT(s, l, v, a, h)                                                                 \
-    {                                                                                              \
-        DSA_OPT_TYPE_INT, (s), (l), (v), (a), (h), NULL                                            \
-    }
-#define DSA_OPT_LONG(s, l, v, a, h)                                                                \
-    {                                                                                              \
-        DSA_OPT_TYPE_LONG, (s), (l), (v), (a), (h), NULL                                           \
-    }
-#define DSA_OPT_DOUBLE(s, l, v, a, h)                                                              \
-    {                                                                                              \
-        DSA_OPT_TYPE_DOUBLE, (s), (l), (v), (a), (h), NULL                                         \
-    }
-#define DSA_OPT_STRING(s, l, v, a, h)                                                              \
-    {                                                                                              \
-        DSA_OPT_TYPE_STRING, (s), (l), (v), (a), (h), NULL                                         \
-    }
-#define DSA_OPT_STRLIST(s, l, v, a, h)                                                             \
-    {                                                                                              \
-        DSA_OPT_TYPE_STRLIST, (s), (l), (v), (a), (h), NULL                                        \
-    }
+#define DSA_OPT_END()                  DSA_OPT_ROW(DSA_OPT_TYPE_END, 0, NULL, NULL, NULL, NULL)
+#define DSA_OPT_BOOL(s, l, v, h)       DSA_OPT_ROW(DSA_OPT_TYPE_BOOL, s, l, v, NULL, h)
+#define DSA_OPT_COUNT(s, l, v, h)      DSA_OPT_ROW(DSA_OPT_TYPE_COUNT, s, l, v, NULL, h)
+#define DSA_OPT_INT(s, l, v, a, h)     DSA_OPT_ROW(DSA_OPT_TYPE_INT, s, l, v, a, h)
+#define DSA_OPT_LONG(s, l, v, a, h)    DSA_OPT_ROW(DSA_OPT_TYPE_LONG, s, l, v, a, h)
+#define DSA_OPT_DOUBLE(s, l, v, a, h)  DSA_OPT_ROW(DSA_OPT_TYPE_DOUBLE, s, l, v, a, h)
+#define DSA_OPT_STRING(s, l, v, a, h)  DSA_OPT_ROW(DSA_OPT_TYPE_STRING, s, l, v, a, h)
+#define DSA_OPT_STRLIST(s, l, v, a, h) DSA_OPT_ROW(DSA_OPT_TYPE_STRLIST, s, l, v, a, h)
 
 enum dsa_opt_err {
     DSA_OPT_OK = 0,
@@ -102,7 +84,6 @@ enum dsa_opt_err {
    positional arguments, moved to argv[0..n). On error prints one line (plus the usage hint)
    to stderr and returns an enum dsa_opt_err (< 0). */
 int dsa_opt_parse(int *argc, char **argv, const struct dsa_option *opts, const char *const *usage);
-const char *dsa_opt_strerror(int err);
 /* Maps a negative dsa_opt_parse result to an exit status: 0 for --help, 2 otherwise. */
 int dsa_opt_exit(int err);
 /* dsa_opt_parse() for a command that takes no positional argument. Returns 0 to go on, or 1
@@ -110,8 +91,6 @@ int dsa_opt_exit(int err);
    is one: "unexpected argument 'x' (see 'dsa-eval mrcr --help')"). */
 int dsa_opt_parse_no_args(int *argc, char **argv, const struct dsa_option *opts,
                           const char *const *usage, int *status);
-/* Prints the usage lines and the option table to `out` (stdout for --help). */
-void dsa_opt_print_usage(void *out, const char *const *usage, const struct dsa_option *opts);
 
 void dsa_strlist_push(struct dsa_strlist *l, const char *s);
 void dsa_strlist_release(struct dsa_strlist *l);

@@ -18,29 +18,15 @@ static inline uint32_t decode_one(const unsigned char *s, size_t len, size_t *i)
         *i = p + 1;
         return c;
     }
-    unsigned need;
-    unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
-    uint32_t cp;
-    if (c >= 0xC2 && c <= 0xDF) {
-        need = 1;
-        cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        need = 2;
-        cp = c & 0x0F;
-        if (c == 0xE0)
-            lo = 0xA0; /* overlong below U+0800 */
-        else if (c == 0xED)
-            hi = 0x9F; /* U+D800..U+DFFF: surrogates are not encodable */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        need = 3;
-        cp = c & 0x07;
-        if (c == 0xF0)
-            lo = 0x90; /* overlong below U+10000 */
-        else if (c == 0xF4)
-            hi = 0x8F; /* above U+10FFFF */
-    } else {
+    if (c < 0xC2 || c > 0xF4)
         return UINT32_MAX; /* 0x80..0xC1 (continuation, overlong 2-byte), 0xF5..0xFF */
-    }
+    /* continuation bytes: 1 for C2..DF, 2 for E0..EF, 3 for F0..F4; the lead keeps 5, 4, 3 bits */
+    unsigned need = 1 + (c >= 0xE0) + (c >= 0xF0);
+    uint32_t cp = c & (0x3Fu >> need);
+    /* the allowed range of the second byte: E0 and F0 would be overlong (below U+0800,
+       U+10000), ED a surrogate (U+D800..U+DFFF are not encodable), F4 above U+10FFFF */
+    unsigned lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+    unsigned hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
     if (len - p - 1 < need)
         return UINT32_MAX;
     unsigned b = s[p + 1];

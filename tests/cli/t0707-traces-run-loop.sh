@@ -77,4 +77,12 @@ assert m == u and len(u[1]) == 1, (m, u)
 PY
 expect_code 2 "--runs 2 on traces" run --runs 2 --out "$R/n"
 grep -q "^dsa-eval: --runs N does not apply to --traces" "$TMP/err" && ok "--runs message" || not_ok "--runs message"
+
+# a traces folder that is not there: one line that names the manifest, exit 3, for each eval
+for e in mrcr ruler gsm8k; do
+    expect_code 3 "$e --traces /nonexistent" "$DSA_BIN" "$e" --backend inprocess --device cpu \
+        --traces "$TMP/nonexistent" --out "$R/none-$e"
+    expect_eq "$e --traces /nonexistent: one line" "$(cat "$TMP/err")" \
+        "dsa-eval: cannot read traces manifest '$TMP/nonexistent/manifest.jsonl': No such file or directory"
+done
 done_testing
