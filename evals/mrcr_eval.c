@@ -246,14 +246,15 @@ static void free_state(void *ev)
     struct state *st = ev;
     for (size_t i = 0; i < st->paths.n; i++)
         free((char *)st->paths.v[i]);
+    /* the readers first: releasing the list zeroes its count */
+    for (size_t i = 0; st->rds && i < st->paths.n; i++)
+        dsa_mrcr_free(&st->rds[i]);
+    free(st->rds);
     dsa_strlist_release(&st->paths);
     json_decref(st->dataset_id);
     json_decref(st->files);
     json_decref(st->shas);
     dsa_mrcr_row_release(&st->row);
-    for (size_t i = 0; st->rds && i < st->paths.n; i++)
-        dsa_mrcr_free(&st->rds[i]);
-    free(st->rds);
     free(st);
 }
 
