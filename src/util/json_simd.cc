@@ -73,10 +73,9 @@ bool no_nul(std::string_view s)
     return !std::memchr(s.data(), '\0', s.size());
 }
 
-/* The rules jansson adds to simdjson's, over a whole value: unique keys in every object, no
-   NUL in a string or key, no integer beyond long long (simdjson reads those as uint64;
-   jansson's strtoll overflows). */
-bool jansson_takes(dom::element e)
+/* True when every object in e has unique keys, key() holds for each of their keys and leaf()
+   for each scalar: the walk that jansson_takes() and verbatim() share. */
+template <class Leaf, class Key> bool every(dom::element e, Leaf leaf, Key key)
 {
     switch (e.type()) {
     case dom::element_type::ARRAY: {
@@ -84,7 +83,7 @@ bool jansson_takes(dom::element e)
         if (e.get_array().get(a))
             return false;
         for (dom::element v : a)
-            if (!jansson_takes(v))
+            if (!every(v, leaf, key))
                 return false;
         return true;
     }
@@ -93,19 +92,34 @@ bool jansson_takes(dom::element e)
         if (e.get_object().get(o) || !keys_unique(o))
             return false;
         for (dom::key_value_pair kv : o)
-            if (!no_nul(kv.key) || !jansson_takes(kv.value))
+            if (!key(kv.key) || !every(kv.value, leaf, key))
                 return false;
         return true;
     }
-    case dom::element_type::STRING: {
-        std::string_view s;
-        return !e.get_string().get(s) && no_nul(s);
-    }
-    case dom::element_type::UINT64:
-        return false;
     default:
-        return true;
+        return leaf(e);
     }
+}
+
+/* The rules jansson adds to simdjson's, over a whole value: unique keys in every object, no
+   NUL in a string or key, no integer beyond long long (simdjson reads those as uint64;
+   jansson's strtoll overflows). */
+bool jansson_takes(dom::element e)
+{
+    return every(
+        e,
+        [](dom::element v) {
+            std::string_view s;
+            switch (v.type()) {
+            case dom::element_type::STRING:
+                return !v.get_string().get(s) && no_nul(s);
+            case dom::element_type::UINT64:
+                return false;
+            default:
+                return true;
+            }
+        },
+        no_nul);
 }
 
 /* Makes jansson values of simdjson ones, applying jansson_takes()'s rules on the way (NULL:
@@ -301,32 +315,14 @@ bool dump_compact(dom::element e, struct dsa_buf *out)
    a string is what jansson writes for it. */
 bool verbatim(dom::element e)
 {
-    switch (e.type()) {
-    case dom::element_type::ARRAY: {
-        dom::array a;
-        if (e.get_array().get(a))
-            return false;
-        for (dom::element v : a)
-            if (!verbatim(v))
-                return false;
-        return true;
-    }
-    case dom::element_type::OBJECT: {
-        dom::object o;
-        if (e.get_object().get(o) || !keys_unique(o))
-            return false;
-        for (dom::key_value_pair kv : o)
-            if (!verbatim(kv.value))
-                return false;
-        return true;
-    }
-    case dom::element_type::STRING:
-    case dom::element_type::BOOL:
-    case dom::element_type::NULL_VALUE:
-        return true;
-    default:
-        return false;
-    }
+    return every(
+        e,
+        [](dom::element v) {
+            dom::element_type t = v.type();
+            return t == dom::element_type::STRING || t == dom::element_type::BOOL ||
+                   t == dom::element_type::NULL_VALUE;
+        },
+        [](std::string_view) { return true; });
 }
 
 bool escapes_verbatim(std::string_view text)
