@@ -7,7 +7,7 @@
 # Reference, same run: bench_curl_ref (a plain libcurl multi loop, same concurrency) sends the
 # very bodies the server logged (--log-requests) to a fresh server with the same delay; its
 # CPU per request, its window (the same --inflight-log measure) and the ratio are printed. $DSA_EVAL replaces BUILD_DIR/dsa-eval (to time
-# another build against the same reference).
+# another build against the same reference); $TIME replaces /usr/bin/time (GNU time).
 #
 #   bench/bench_window.sh BUILD_DIR [ROWS] [CONCURRENCY] [DELAY_MS] [BIN]
 # defaults: 3000 rows, concurrency 1000, 2000 ms, bin 8k
@@ -24,7 +24,7 @@ PER=$(((ROWS + 2) / 3))
     --max-connections $((C + 64)) --inflight-log "$T/inflight.txt" --log-requests "$T/req.jsonl" 2>/dev/null &
 SRV=$!
 for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.05; done
-/usr/bin/time -f "%U %S %M" -o "$T/time" ${WRAP:-} "${DSA_EVAL:-$B/dsa-eval}" mrcr --endpoint "http://127.0.0.1:$(cat "$T/port")" \
+"${TIME:-/usr/bin/time}" -f "%U %S %M" -o "$T/time" ${WRAP:-} "${DSA_EVAL:-$B/dsa-eval}" mrcr --endpoint "http://127.0.0.1:$(cat "$T/port")" \
     --dataset "$T/ds.jsonl" --needles 2,4,8 --bins "$BIN" -c "$C" --max-tokens 256 -q \
     -o "$T/run" >/dev/null
 kill $SRV; wait $SRV 2>/dev/null || true
