@@ -14,7 +14,7 @@ $R/build/dsa-eval version | head -1 || exit 1
 s0=$(date +%s)
 ROWS=${2:-3000}
 for a in "$ROWS 1000 2000 8k" "150 100 2000 128k" "$ROWS 1000 2000 8k" "150 100 2000 128k"; do
-  echo "== bench_window.sh $a"; bash bench/bench_window.sh $R/build $a 2>&1 | tail -4; echo "t=$(( $(date +%s) - s0 ))"
+  echo "== bench_window.sh $a"; bash bench/bench_window.sh $R/build $a 2>&1 | tail -5; echo "t=$(( $(date +%s) - s0 ))"
 done 2>&1 | tee $OUT/window.txt
 echo "== compare"; python3 bench/bench_compare_cmd.py --build $R/build --rounds 3 2>&1 | tee $OUT/compare.txt
 echo "t=$(( $(date +%s) - s0 ))"
