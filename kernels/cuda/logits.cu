@@ -357,7 +357,9 @@ int dsa_cuda_logits_decode_launch(const dsa_k_flags *f, const dsa_logits_decode_
                        a->logits,      f->logits == DSA_K_BF16,
                        a->stride,      a->clean,
                        MMA_TILES};
-    int rc = dsa_cuda_decode_pipe_launch(f, a, st); /* decode.cu: next_n 1, 2, 4 */
+    const char *e = getenv("DSA_CUDA_LOGITS");
+    int rc = e && !strcmp(e, "wgmma") ? dsa_cuda_decode_wgmma_launch(f, a, st) /* fp8 wgmma */
+                                      : dsa_cuda_decode_pipe_launch(f, a, st); /* next_n 1, 2, 4 */
     if (rc != DSA_K_UNSUPPORTED)
         return rc;
     return launch<true>(p, a->stride, a->B, st);

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# One device call for the fp8 wgmma decode logits (bench/RESULTS.md "Issue #13, round 4"):
+# kernels-only build, the QGMMA/TMA counts of the SASS, `kernels check -k logits_decode` with
+# DSA_CUDA_LOGITS=wgmma (default grid and forced 3/7 CTAs), `kernels bench -k S3a` and `-k layer`
+# with and without it (alternating), memcheck/racecheck on small cases, then ncu if time is
+# left. Every step has a timeout (a lost mbarrier phase would hang). Logs go to $OUT.
+#   BUDGET_S=200 bench/kernels_wgmma.sh
+# SPDX-License-Identifier: GPL-3.0-or-later
+set -u
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+NVCC=/usr/local/cuda/bin/nvcc
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
+cmake -S . -B /tmp/kb -DDSA_KERNELS_ONLY=ON -DCMAKE_CUDA_COMPILER=$NVCC >/dev/null &&
+    cmake --build /tmp/kb -j16 2>&1 | grep -E 'warning|error|Built target dsa-eval' || exit 1
+echo "[${SECONDS}s] built"
+D=/tmp/kb/dsa-eval
+W="env DSA_CUDA_LOGITS=wgmma"
+T="timeout 60"
+LIB=$(find /tmp/kb -name 'libdsacuda.a' | head -1)
+cuobjdump -sass "$LIB" >"$OUT/sass.txt" 2>&1
+awk '/Function :/ { f = $3 } f ~ /decode_wgmma|decode_pipe/ && /\/\*[0-9a-f]+\*\// {
+        n[f]++; if (/QGMMA/) q[f]++; if (/HGMMA/) hg[f]++; if (/HMMA/) h[f]++; if (/UTMALDG/) t[f]++
+        if (/UBLKCP/) b[f]++; if (/SYNCS/) s[f]++; if (/LDL|STL/) x[f]++; if (/WARPGROUP/) wg[f]++ }
+     END { for (f in n) printf "%s: %d instructions, QGMMA %d, HGMMA %d, HMMA %d, UTMALDG %d, UBLKCP %d, SYNCS %d, WARPGROUP %d, LDL/STL %d\n",
+                                f, n[f], q[f], hg[f], h[f], t[f], b[f], s[f], wg[f], x[f] }' "$OUT/sass.txt" | sort
+grep -m3 QGMMA "$OUT/sass.txt"
+cuobjdump -res-usage "$LIB" 2>&1 | grep -A1 decode_wgmma | grep -oE '_Z[0-9]+decode_wgmma_kernelILi[0-9]+ELi[0-9]+|REG:[0-9]+|SHARED:[0-9]+|STACK:[0-9]+' | paste - - - - | sort -u
+$W $T $D kernels check -k logits_decode >"$OUT/check-wgmma.txt" 2>&1
+echo "check wgmma rc=$?"; tail -1 "$OUT/check-wgmma.txt"; grep -E 'FAIL|SKIP' "$OUT/check-wgmma.txt" | head
+for g in 3 7; do
+    $W DSA_CUDA_DECODE_CTAS=$g $T $D kernels check -k logits_decode --reruns 2 >"$OUT/check-wgmma-ctas$g.txt" 2>&1
+    echo "check wgmma ctas=$g rc=$?"; tail -1 "$OUT/check-wgmma-ctas$g.txt"; grep FAIL "$OUT/check-wgmma-ctas$g.txt" | head -3
+done
+$T $D kernels check -k logits_decode --reruns 2 >"$OUT/check-base.txt" 2>&1
+echo "check base rc=$?"; tail -1 "$OUT/check-base.txt"
+paste <(grep -E '^ *logits_decode' "$OUT/check-base.txt" | cut -c1-90) <(grep -E '^ *logits_decode' "$OUT/check-wgmma.txt" | cut -c40-120)
+echo "[${SECONDS}s] checked"
+for r in 1 2; do
+    $T $D kernels bench -k S3a >"$OUT/bench-base$r.txt" 2>&1; echo "bench base$r rc=$?"
+    $W $T $D kernels bench -k S3a >"$OUT/bench-wgmma$r.txt" 2>&1; echo "bench wgmma$r rc=$?"
+done
+$T $D kernels bench -k layer >>"$OUT/bench-base1.txt" 2>&1
+$W $T $D kernels bench -k layer >>"$OUT/bench-wgmma1.txt" 2>&1
+for f in base1 wgmma1 base2 wgmma2; do echo "== $f"; cat "$OUT/bench-$f.txt"; done
+echo "[${SECONDS}s] benched"
+S="timeout 90 compute-sanitizer"
+[ "$SECONDS" -gt "${BUDGET_S:-200}" ] && { echo "sanitizers skipped at ${SECONDS}s"; S=true; }
+$W $S --tool memcheck $D kernels check --quick --reruns 1 -k logits_decode >"$OUT/memcheck.txt" 2>&1
+echo "memcheck wgmma rc=$?"; grep -E 'ERROR SUMMARY|passed' "$OUT/memcheck.txt"
+for k in "logits_decode/B=3 N=4" "logits_decode/B=5 N=2"; do
+    $W $S --tool racecheck $D kernels check --reruns 0 -k "$k" >"$OUT/racecheck.txt" 2>&1
+    echo "racecheck wgmma -k $k rc=$?"; grep -E 'RACECHECK SUMMARY|passed' "$OUT/racecheck.txt"
+done
+$W DSA_CUDA_DECODE_CTAS=7 $S --tool racecheck $D kernels check --quick --reruns 0 -k logits_decode >"$OUT/racecheck7.txt" 2>&1
+echo "racecheck wgmma ctas=7 rc=$?"; grep -E 'RACECHECK SUMMARY|passed' "$OUT/racecheck7.txt"
+echo "[${SECONDS}s] sanitized"
+if [ "$SECONDS" -lt "${BUDGET_S:-200}" ]; then
+    SECT="--section SpeedOfLight --section Occupancy --section WarpStateStats"
+    for k in "S3a/N=1 B=64 L=128K" "S3a/N=4"; do
+        $W timeout 40 ncu --clock-control none $SECT -k regex:decode_wgmma --launch-skip 5 --launch-count 1 \
+            $D kernels bench -k "$k" >"$OUT/ncu.txt" 2>&1
+        echo "== ncu wgmma $k"; grep -E 'Throughput|Occupancy|Duration|Block Limit|Issued Ipc|Warp Cycles|rror' "$OUT/ncu.txt"
+    done
+fi
+echo "script time ${SECONDS}s"
+(cd "$OUT" && tar -czf ../kw.tgz . && rm -f ./* && mv ../kw.tgz .)
+exit 0
