@@ -1,6 +1,7 @@
 /*
  * S3a paged decode logits on Hopper's fp8 tensor-core path (wgmma e4m3 x e4m3 -> f32, SASS
- * QGMMA), selected with DSA_CUDA_LOGITS=wgmma (next_n 1..4, H = 32 or 64).
+ * QGMMA): the default for next_n 1..4 at H = 32 or 64 (DSA_CUDA_LOGITS=pipe selects the
+ * mma.sync kernel of decode.cu instead, =mma|simt those of logits.cu).
  *
  * Contract (dsa_kernels.h, dsa_logits_decode_args): q8 [B,N,H,128] e4m3, w [B*N,H] f32|bf16,
  * paged cache (page p: 64 x 128 e4m3 at p*8448, 64 fp32 scales at p*8448 + 8192), block_table
@@ -9,10 +10,10 @@
  * Why this shape. The mma.sync kernel of decode.cu widens fp8 to f16 (half the fp8 rate) and
  * spends most of its issue slots on conversions and fragment loads; here the tensor cores
  * read both operands from shared memory as they are stored:
- * - One CTA is one warpgroup (128 threads), persistent over a contiguous range of the flat
- *   list of B * ceil(stride/64) page tiles, as in decode.cu (split-K over the context for
- *   small batches, q amortised over hundreds of pages for large ones; no merge needed, each
- *   logit is written by one thread).
+ * - One CTA is one consumer warpgroup (128 threads) and one copy warp, persistent over a
+ *   contiguous range of the flat list of B * ceil(stride/64) page tiles, as in decode.cu
+ *   (split-K over the context for small batches, q amortised over hundreds of pages for
+ *   large ones; no merge needed, each logit is written by one thread).
  * - The K page is wgmma's A (M = 64 keys, K = 128), the sequence's N*H q rows its B (n = N*H
  *   columns, the q row j*H + h): one m64nNCk32 instruction per 32 bytes of the contraction,
  *   4 per page for every next_n (n = 64..256 at H = 64), the accumulator 64 keys x N*H.
@@ -20,8 +21,11 @@
  *   row, so TMA lands the page directly in wgmma's layout.
  * - K pages come in by TMA (a 3-D tensor map over the cache: 128 bytes x 64 rows x pages,
  *   page stride 8448) and their scales by a 256-byte bulk copy, both completing on the stage's
- *   mbarrier, STG stages in flight per CTA; thread 0 issues, a tile whose keys are all past
- *   the sequence's context is not loaded (its barrier gets a plain arrive).
+ *   "full" mbarrier, STG stages per CTA. The copy warp looks up 32 tiles' page ids at once
+ *   (one block-table load in the first version, serial in front of every copy, held each
+ *   CTA to about one page per load latency), waits for a stage's "empty" barrier (each
+ *   consumer warp arrives once it has read the stage, before its epilogue) and refills it;
+ *   a tile whose keys are all past the sequence's context is not loaded (plain arrive).
  * - q (N*H x 128 bytes) and w (N*H floats) of the current sequence sit in shared memory,
  *   reloaded when a range crosses into the next sequence.
  * Epilogue: thread (warp w, g, c) holds keys 16w + g and 16w + g + 8 and, of each q row j,
@@ -67,9 +71,10 @@ __device__ __forceinline__ uint32_t dw_smem(const void *p)
     return (uint32_t)__cvta_generic_to_shared(p);
 }
 
-__device__ __forceinline__ void dw_bar_init(uint64_t *bar)
+__device__ __forceinline__ void dw_bar_init(uint64_t *bar, int count)
 {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(dw_smem(bar)) : "memory");
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(dw_smem(bar)), "r"(count)
+                 : "memory");
 }
 
 /* the expected bytes of the stage and the issuing thread's arrival */
@@ -124,52 +129,72 @@ __device__ __forceinline__ uint64_t dw_desc(uint32_t a)
     return (uint64_t)((a & 0x3ffffu) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
 }
 
-/* the copy side's cursor (thread 0): the next tile to issue, its page and its sequence's
-   largest context (the most keys any of its rows sees) */
-struct dw_cursor {
-    long t;
-    int b, pg, kmax;
-};
-
 template <int N> __device__ __forceinline__ int dw_kmax(const dw_params &p, int b)
 {
-    int k = 0;
+    int k = 0; /* the most keys any row of sequence b sees */
 #pragma unroll
     for (int j = 0; j < N; j++)
         k = max(k, p.ctx[(size_t)b * N + j]);
     return k;
 }
 
-/* issues tile c.t into stage s (TMA + bulk copy, or a plain arrive when none of its keys is
-   visible), then moves the cursor on; nothing past the range */
-template <int N>
-__device__ __forceinline__ void dw_issue(const dw_params &p, const CUtensorMap *map, dw_cursor &c,
-                                         long t_end, uint8_t *kdst, float *sdst, uint64_t *bar)
+/* stage `bar`'s copies of cache page `page`: its K rows by TMA and its scales by a bulk copy,
+   one expected-bytes arrival (lane 0 of the copy warp) */
+__device__ __forceinline__ void dw_issue(const CUtensorMap *map, const uint8_t *cache, int page,
+                                         uint8_t *kdst, float *sdst, uint64_t *bar)
 {
-    if (c.t >= t_end)
-        return;
-    if ((long)c.pg * DSA_K_PAGE < c.kmax) {
-        const int page = p.bt[(size_t)c.b * p.max_blocks + c.pg];
-        dw_bar_expect(bar, DW_KBYTES + DSA_K_PAGE * 4);
-        dw_tma_page(kdst, map, page, bar);
-        dw_bulk(sdst, p.cache + (size_t)page * DSA_K_PAGE_BYTES + DSA_K_SCALE_OFF, DSA_K_PAGE * 4,
-                bar);
-    } else {
-        dw_bar_arrive(bar);
-    }
-    c.t++;
-    if (++c.pg == p.tiles_per_seq) {
-        c.pg = 0, c.b++;
-        if (c.t < t_end)
-            c.kmax = dw_kmax<N>(p, c.b);
+    dw_bar_expect(bar, DW_KBYTES + DSA_K_PAGE * 4);
+    dw_tma_page(kdst, map, page, bar);
+    dw_bulk(sdst, cache + (size_t)page * DSA_K_PAGE_BYTES + DSA_K_SCALE_OFF, DSA_K_PAGE * 4, bar);
+}
+
+/*
+ * The copy warp: tiles [t_begin, t_end) into the STG-stage ring. Its 32 lanes look up the page
+ * ids (and whether any key of the tile is visible) of 32 tiles at once, so the block-table
+ * loads overlap each other instead of delaying every copy; then, tile by tile, the warp waits
+ * for the stage to be free (empty barrier: the 4 consumer warps have read it) and lane 0
+ * issues the copies, or a plain arrive for a tile with no visible key (never loaded).
+ */
+template <int N, int STG>
+__device__ __forceinline__ void dw_producer(const dw_params &p, const CUtensorMap *map,
+                                            long t_begin, long t_end, uint8_t *kst, float *sc,
+                                            uint64_t *full, uint64_t *empty)
+{
+    const int lane = threadIdx.x & 31;
+    for (long t0 = t_begin; t0 < t_end; t0 += 32) {
+        const long t = t0 + lane;
+        int page = 0, live = 0;
+        if (t < t_end) {
+            const int b = (int)(t / p.tiles_per_seq), pg = (int)(t % p.tiles_per_seq);
+            live = (long)pg * DSA_K_PAGE < dw_kmax<N>(p, b);
+            if (live)
+                page = p.bt[(size_t)b * p.max_blocks + pg];
+        }
+        const int nt = (int)min(32L, t_end - t0);
+        for (int j = 0; j < nt; j++) {
+            const long i = t0 + j - t_begin;
+            const int s = (int)(i % STG);
+            const int pj = __shfl_sync(0xffffffffu, page, j);
+            const int lj = __shfl_sync(0xffffffffu, live, j);
+            if (i >= STG) /* the consumers' release of the stage's previous use */
+                dw_bar_wait(&empty[s], (uint32_t)(i / STG - 1) & 1u);
+            if (lane == 0) {
+                if (lj)
+                    dw_issue(map, p.cache, pj, kst + s * DW_KBYTES, sc + s * DSA_K_PAGE, &full[s]);
+                else
+                    dw_bar_arrive(&full[s]);
+            }
+            __syncwarp();
+        }
     }
 }
 
-/* the shared layout: STG K stages (1024-byte aligned), q, the stages' scales, w, barriers */
+/* the shared layout: STG K stages (1024-byte aligned), q, the stages' scales, w, the full and
+   the empty barriers */
 template <int NC, int STG> struct dw_smem_layout {
     static constexpr size_t k = 0, q = (size_t)STG * DW_KBYTES, s = q + (size_t)NC * 128,
                             w = s + (size_t)STG * DSA_K_PAGE * 4, bar = w + (size_t)NC * 4,
-                            bytes = bar + STG * 8, alloc = bytes + 1024; /* for the alignment */
+                            bytes = bar + 2 * STG * 8, alloc = bytes + 1024; /* for alignment */
 };
 
 /* q rows and w of sequence b into shared memory (q 128-byte swizzled, as TMA would place it),
@@ -190,8 +215,14 @@ __device__ __forceinline__ void dw_load_q(const dw_params &p, int b, uint8_t *qs
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
+/* the 4 consumer warps only (id 1; 0 is __syncthreads') */
+__device__ __forceinline__ void dw_consumers_sync(void)
+{
+    asm volatile("bar.sync 1, %0;\n" ::"n"(DW_THREADS) : "memory");
+}
+
 template <int H, int N, int STG>
-__global__ static void __launch_bounds__(DW_THREADS)
+__global__ static void __launch_bounds__(DW_THREADS + 32)
     decode_wgmma_kernel(const __grid_constant__ CUtensorMap map, const dw_params p)
 {
     constexpr int NC = N * H;
@@ -200,22 +231,23 @@ __global__ static void __launch_bounds__(DW_THREADS)
     uint8_t *sm = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     uint8_t *kst = sm + L::k, *qs = sm + L::q;
     float *sc = (float *)(sm + L::s), *ws = (float *)(sm + L::w);
-    uint64_t *bar = (uint64_t *)(sm + L::bar);
+    uint64_t *full = (uint64_t *)(sm + L::bar), *empty = full + STG;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, grp = lane >> 2, tig = lane & 3;
     const long t_begin = (long)blockIdx.x * p.total / gridDim.x;
     const long t_end = (long)(blockIdx.x + 1) * p.total / gridDim.x;
 
-    dw_cursor cur = {t_begin, (int)(t_begin / p.tiles_per_seq), (int)(t_begin % p.tiles_per_seq),
-                     0};
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STG; s++)
-            dw_bar_init(&bar[s]);
+        for (int s = 0; s < STG; s++) {
+            dw_bar_init(&full[s], 1);
+            dw_bar_init(&empty[s], DW_THREADS / 32);
+        }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-        cur.kmax = dw_kmax<N>(p, cur.b);
-        for (int s = 0; s < STG; s++)
-            dw_issue<N>(p, &map, cur, t_end, kst + s * DW_KBYTES, sc + s * DSA_K_PAGE, &bar[s]);
     }
     __syncthreads();
+    if (warp == DW_THREADS / 32) { /* the copy warp */
+        dw_producer<N, STG>(p, &map, t_begin, t_end, kst, sc, full, empty);
+        return;
+    }
 
     float acc[NC / 2];
 #pragma unroll
@@ -225,16 +257,17 @@ __global__ static void __launch_bounds__(DW_THREADS)
     int b = (int)(t_begin / p.tiles_per_seq), pg = (int)(t_begin % p.tiles_per_seq);
     for (long t = t_begin, i = 0; t < t_end; t++, i++) {
         const int s = (int)(i % STG);
-        if (b != cur_b) { /* a new sequence; the last tile's wgmmas are complete */
+        if (b != cur_b) { /* a new sequence: every consumer warp is done with the last one's q, w */
             cur_b = b;
+            dw_consumers_sync();
             dw_load_q<H, N>(p, b, qs, ws);
             kmax = 0;
 #pragma unroll
             for (int j = 0; j < N; j++)
                 kmax = max(kmax, ctx_r[j] = p.ctx[(size_t)b * N + j]);
-            __syncthreads();
+            dw_consumers_sync();
         }
-        dw_bar_wait(&bar[s], (uint32_t)(i / STG) & 1u);
+        dw_bar_wait(&full[s], (uint32_t)(i / STG) & 1u);
         const bool live = (long)pg * DSA_K_PAGE < kmax; /* uniform: the tile was loaded */
         if (live) {
             const uint32_t ka = dw_smem(kst + s * DW_KBYTES), qa = dw_smem(qs);
@@ -246,6 +279,12 @@ __global__ static void __launch_bounds__(DW_THREADS)
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
         }
         const float *ks = sc + s * DSA_K_PAGE;
+        float kv0 = 0.0f, kv1 = 0.0f; /* the scales of this thread's two keys */
+        if (live)
+            kv0 = ks[16 * warp + grp], kv1 = ks[16 * warp + grp + 8];
+        __syncwarp(); /* the warp's reads of stage s are done: release it to the copy warp */
+        if (lane == 0)
+            dw_bar_arrive(&empty[s]);
 #pragma unroll
         for (int j = 0; j < N; j++) {
             float part0 = 0.0f, part1 = 0.0f; /* keys 16 warp + grp and + 8 */
@@ -272,13 +311,10 @@ __global__ static void __launch_bounds__(DW_THREADS)
                 continue;
             const size_t o = ((size_t)b * N + j) * p.stride + sp;
             if (sp < ctx_r[j])
-                d_logit_store(p.out, o, p.lbf16, __fmul_rn(ks[key], tig ? part1 : part0));
+                d_logit_store(p.out, o, p.lbf16, __fmul_rn(tig ? kv1 : kv0, tig ? part1 : part0));
             else if (p.clean)
                 d_logit_mask(p.out, o, p.lbf16);
         }
-        __syncthreads(); /* stage s is read (wgmmas waited for, scales loaded) */
-        if (threadIdx.x == 0)
-            dw_issue<N>(p, &map, cur, t_end, kst + s * DW_KBYTES, sc + s * DSA_K_PAGE, &bar[s]);
         if (++pg == p.tiles_per_seq)
             pg = 0, b++;
     }
@@ -340,13 +376,13 @@ static int dw_launch(const dw_params &p, const CUtensorMap &map, cudaStream_t st
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)L::alloc));
         CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &per_sm, decode_wgmma_kernel<H, N, DW_STAGES>, DW_THREADS, L::alloc));
+            &per_sm, decode_wgmma_kernel<H, N, DW_STAGES>, DW_THREADS + 32, L::alloc));
         slots = sms * (per_sm > 0 ? per_sm : 1);
     }
     long grid = dw_forced_ctas() ? dw_forced_ctas() : slots;
     if (grid > p.total)
         grid = p.total;
-    decode_wgmma_kernel<H, N, DW_STAGES><<<(unsigned)grid, DW_THREADS, L::alloc, st>>>(map, p);
+    decode_wgmma_kernel<H, N, DW_STAGES><<<(unsigned)grid, DW_THREADS + 32, L::alloc, st>>>(map, p);
     return DSA_K_OK;
 }
 
