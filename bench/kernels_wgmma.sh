@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One device call for the fp8 wgmma decode logits (bench/RESULTS.md "Issue #13, round 4"):
-# kernels-only build, the QGMMA/TMA counts of the SASS, `kernels check -k logits_decode` with
-# DSA_CUDA_LOGITS=wgmma (default grid and forced 3/7 CTAs), `kernels bench -k S3a` and `-k layer`
-# with and without it (alternating), memcheck/racecheck on small cases, then ncu if time is
+# kernels-only build, the QGMMA/TMA counts of the SASS, the whole `kernels check` (the wgmma
+# decode kernel is the default), `-k logits_decode` with forced 3/7 CTAs and with the mma.sync
+# kernel (DSA_CUDA_LOGITS=pipe) for the error columns side by side, `kernels bench -k S3a` and
+# `-k layer` for both (alternating), memcheck/racecheck on small cases, then ncu if time is
 # left. Every step has a timeout (a lost mbarrier phase would hang). Logs go to $OUT.
 #   BUDGET_S=200 bench/kernels_wgmma.sh
 # SPDX-License-Identifier: GPL-3.0-or-later
@@ -16,6 +17,7 @@ cmake -S . -B /tmp/kb -DDSA_KERNELS_ONLY=ON -DCMAKE_CUDA_COMPILER=$NVCC >/dev/nu
 echo "[${SECONDS}s] built"
 D=/tmp/kb/dsa-eval
 W="env DSA_CUDA_LOGITS=wgmma"
+P="env DSA_CUDA_LOGITS=pipe"
 T="timeout 60"
 LIB=$(find /tmp/kb -name 'libdsacuda.a' | head -1)
 cuobjdump -sass "$LIB" >"$OUT/sass.txt" 2>&1
@@ -26,21 +28,23 @@ awk '/Function :/ { f = $3 } f ~ /decode_wgmma|decode_pipe/ && /\/\*[0-9a-f]+\*\
                                 f, n[f], q[f], hg[f], h[f], t[f], b[f], s[f], wg[f], x[f] }' "$OUT/sass.txt" | sort
 grep -m3 QGMMA "$OUT/sass.txt"
 cuobjdump -res-usage "$LIB" 2>&1 | grep -A1 decode_wgmma | grep -oE '_Z[0-9]+decode_wgmma_kernelILi[0-9]+ELi[0-9]+|REG:[0-9]+|SHARED:[0-9]+|STACK:[0-9]+' | paste - - - - | sort -u
+timeout 100 $D kernels check >"$OUT/check-all.txt" 2>&1
+echo "check (all stages, default) rc=$?"; tail -1 "$OUT/check-all.txt"; grep -E 'FAIL|SKIP' "$OUT/check-all.txt" | head
 $W $T $D kernels check -k logits_decode >"$OUT/check-wgmma.txt" 2>&1
 echo "check wgmma rc=$?"; tail -1 "$OUT/check-wgmma.txt"; grep -E 'FAIL|SKIP' "$OUT/check-wgmma.txt" | head
 for g in 3 7; do
     $W DSA_CUDA_DECODE_CTAS=$g $T $D kernels check -k logits_decode --reruns 2 >"$OUT/check-wgmma-ctas$g.txt" 2>&1
     echo "check wgmma ctas=$g rc=$?"; tail -1 "$OUT/check-wgmma-ctas$g.txt"; grep FAIL "$OUT/check-wgmma-ctas$g.txt" | head -3
 done
-$T $D kernels check -k logits_decode --reruns 2 >"$OUT/check-base.txt" 2>&1
+$P $T $D kernels check -k logits_decode --reruns 2 >"$OUT/check-base.txt" 2>&1
 echo "check base rc=$?"; tail -1 "$OUT/check-base.txt"
 paste <(grep -E '^ *logits_decode' "$OUT/check-base.txt" | cut -c1-90) <(grep -E '^ *logits_decode' "$OUT/check-wgmma.txt" | cut -c40-120)
 echo "[${SECONDS}s] checked"
 for r in 1 2; do
-    $T $D kernels bench -k S3a >"$OUT/bench-base$r.txt" 2>&1; echo "bench base$r rc=$?"
+    $P $T $D kernels bench -k S3a >"$OUT/bench-base$r.txt" 2>&1; echo "bench base$r rc=$?"
     $W $T $D kernels bench -k S3a >"$OUT/bench-wgmma$r.txt" 2>&1; echo "bench wgmma$r rc=$?"
 done
-$T $D kernels bench -k layer >>"$OUT/bench-base1.txt" 2>&1
+$P $T $D kernels bench -k layer >>"$OUT/bench-base1.txt" 2>&1
 $W $T $D kernels bench -k layer >>"$OUT/bench-wgmma1.txt" 2>&1
 for f in base1 wgmma1 base2 wgmma2; do echo "== $f"; cat "$OUT/bench-$f.txt"; done
 echo "[${SECONDS}s] benched"
@@ -57,7 +61,7 @@ echo "racecheck wgmma ctas=7 rc=$?"; grep -E 'RACECHECK SUMMARY|passed' "$OUT/ra
 echo "[${SECONDS}s] sanitized"
 if [ "$SECONDS" -lt "${BUDGET_S:-200}" ]; then
     SECT="--section SpeedOfLight --section Occupancy --section WarpStateStats"
-    for k in "S3a/N=1 B=64 L=128K" "S3a/N=4"; do
+    for k in "S3a/N=1 B=1 " "S3a/N=1 B=64 L=128K" "S3a/N=4"; do
         $W timeout 40 ncu --clock-control none $SECT -k regex:decode_wgmma --launch-skip 5 --launch-count 1 \
             $D kernels bench -k "$k" >"$OUT/ncu.txt" 2>&1
         echo "== ncu wgmma $k"; grep -E 'Throughput|Occupancy|Duration|Block Limit|Issued Ipc|Warp Cycles|rror' "$OUT/ncu.txt"
