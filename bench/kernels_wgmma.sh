@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # One device call for the fp8 wgmma decode logits (bench/RESULTS.md "Issue #13, round 4"):
 # kernels-only build, the QGMMA/TMA counts of the SASS, the whole `kernels check` (the wgmma
-# decode kernel is the default), `-k logits_decode` with forced 3/7 CTAs and with the mma.sync
-# kernel (DSA_CUDA_LOGITS=pipe) for the error columns side by side, `kernels bench -k S3a` and
-# `-k layer` for both (alternating), memcheck/racecheck on small cases, then ncu if time is
-# left. Every step has a timeout (a lost mbarrier phase would hang). Logs go to $OUT.
+# decode kernel is the default), `-k logits_decode` with forced 3/7 CTAs and with next_n 4 in
+# two passes (DSA_CUDA_DECODE_PASSES=2), racecheck over the forced 7-CTA grid, `kernels bench -k
+# S3a` and `-k layer` against the mma.sync kernel (DSA_CUDA_LOGITS=pipe, alternating), the other
+# sanitizer runs, then ncu if time is left. Every step has a timeout (a lost mbarrier phase
+# would hang). Logs go to $OUT.
 #   BUDGET_S=200 bench/kernels_wgmma.sh
 # SPDX-License-Identifier: GPL-3.0-or-later
 set -u
@@ -30,25 +31,31 @@ grep -m3 QGMMA "$OUT/sass.txt"
 cuobjdump -res-usage "$LIB" 2>&1 | grep -A1 decode_wgmma | grep -oE '_Z[0-9]+decode_wgmma_kernelILi[0-9]+ELi[0-9]+|REG:[0-9]+|SHARED:[0-9]+|STACK:[0-9]+' | paste - - - - | sort -u
 timeout 100 $D kernels check >"$OUT/check-all.txt" 2>&1
 echo "check (all stages, default) rc=$?"; tail -1 "$OUT/check-all.txt"; grep -E 'FAIL|SKIP' "$OUT/check-all.txt" | head
-$W $T $D kernels check -k logits_decode >"$OUT/check-wgmma.txt" 2>&1
-echo "check wgmma rc=$?"; tail -1 "$OUT/check-wgmma.txt"; grep -E 'FAIL|SKIP' "$OUT/check-wgmma.txt" | head
 for g in 3 7; do
     $W DSA_CUDA_DECODE_CTAS=$g $T $D kernels check -k logits_decode --reruns 2 >"$OUT/check-wgmma-ctas$g.txt" 2>&1
     echo "check wgmma ctas=$g rc=$?"; tail -1 "$OUT/check-wgmma-ctas$g.txt"; grep FAIL "$OUT/check-wgmma-ctas$g.txt" | head -3
 done
-$P $T $D kernels check -k logits_decode --reruns 2 >"$OUT/check-base.txt" 2>&1
-echo "check base rc=$?"; tail -1 "$OUT/check-base.txt"
-paste <(grep -E '^ *logits_decode' "$OUT/check-base.txt" | cut -c1-90) <(grep -E '^ *logits_decode' "$OUT/check-wgmma.txt" | cut -c40-120)
+# next_n 4 in two passes of two q rows (DSA_CUDA_DECODE_PASSES=2), default grid and 7 CTAs
+$W DSA_CUDA_DECODE_PASSES=2 $T $D kernels check -k logits_decode >"$OUT/check-pass2.txt" 2>&1
+echo "check passes=2 rc=$?"; tail -1 "$OUT/check-pass2.txt"; grep FAIL "$OUT/check-pass2.txt" | head -3
+$W DSA_CUDA_DECODE_PASSES=2 DSA_CUDA_DECODE_CTAS=7 $T $D kernels check -k logits_decode --reruns 2 >"$OUT/check-pass2-ctas7.txt" 2>&1
+echo "check passes=2 ctas=7 rc=$?"; tail -1 "$OUT/check-pass2-ctas7.txt"; grep FAIL "$OUT/check-pass2-ctas7.txt" | head -3
+grep -E 'N=4' "$OUT/check-pass2.txt"
 echo "[${SECONDS}s] checked"
+S="timeout 90 compute-sanitizer"
+$W DSA_CUDA_DECODE_CTAS=7 $S --tool racecheck $D kernels check --quick --reruns 0 -k logits_decode >"$OUT/racecheck7.txt" 2>&1
+echo "racecheck wgmma ctas=7 rc=$?"; grep -E 'RACECHECK SUMMARY|passed' "$OUT/racecheck7.txt"; grep -m3 -A2 'Error: Race' "$OUT/racecheck7.txt"
 for r in 1 2; do
     $P $T $D kernels bench -k S3a >"$OUT/bench-base$r.txt" 2>&1; echo "bench base$r rc=$?"
     $W $T $D kernels bench -k S3a >"$OUT/bench-wgmma$r.txt" 2>&1; echo "bench wgmma$r rc=$?"
+done
+for r in 1 2; do
+    $W DSA_CUDA_DECODE_PASSES=2 $T $D kernels bench -k S3a/N=4 >>"$OUT/bench-wgmma$r.txt" 2>&1; echo "bench passes=2 rc=$?"
 done
 $P $T $D kernels bench -k layer >>"$OUT/bench-base1.txt" 2>&1
 $W $T $D kernels bench -k layer >>"$OUT/bench-wgmma1.txt" 2>&1
 for f in base1 wgmma1 base2 wgmma2; do echo "== $f"; cat "$OUT/bench-$f.txt"; done
 echo "[${SECONDS}s] benched"
-S="timeout 90 compute-sanitizer"
 [ "$SECONDS" -gt "${BUDGET_S:-200}" ] && { echo "sanitizers skipped at ${SECONDS}s"; S=true; }
 $W $S --tool memcheck $D kernels check --quick --reruns 1 -k logits_decode >"$OUT/memcheck.txt" 2>&1
 echo "memcheck wgmma rc=$?"; grep -E 'ERROR SUMMARY|passed' "$OUT/memcheck.txt"
@@ -56,12 +63,14 @@ for k in "logits_decode/B=3 N=4" "logits_decode/B=5 N=2"; do
     $W $S --tool racecheck $D kernels check --reruns 0 -k "$k" >"$OUT/racecheck.txt" 2>&1
     echo "racecheck wgmma -k $k rc=$?"; grep -E 'RACECHECK SUMMARY|passed' "$OUT/racecheck.txt"
 done
-$W DSA_CUDA_DECODE_CTAS=7 $S --tool racecheck $D kernels check --quick --reruns 0 -k logits_decode >"$OUT/racecheck7.txt" 2>&1
-echo "racecheck wgmma ctas=7 rc=$?"; grep -E 'RACECHECK SUMMARY|passed' "$OUT/racecheck7.txt"
+$W DSA_CUDA_DECODE_PASSES=2 DSA_CUDA_DECODE_CTAS=7 $S --tool racecheck $D kernels check --reruns 0 -k "logits_decode/B=5 N=4" >"$OUT/racecheck7p.txt" 2>&1
+echo "racecheck passes=2 ctas=7 -k B=5 N=4 rc=$?"; grep -E 'RACECHECK SUMMARY|passed' "$OUT/racecheck7p.txt"
+$W DSA_CUDA_DECODE_CTAS=7 $S --tool memcheck $D kernels check --quick --reruns 0 -k logits_decode >"$OUT/memcheck7.txt" 2>&1
+echo "memcheck wgmma ctas=7 rc=$?"; grep -E 'ERROR SUMMARY|passed' "$OUT/memcheck7.txt"
 echo "[${SECONDS}s] sanitized"
 if [ "$SECONDS" -lt "${BUDGET_S:-200}" ]; then
     SECT="--section SpeedOfLight --section Occupancy --section WarpStateStats"
-    for k in "S3a/N=1 B=1 " "S3a/N=1 B=64 L=128K" "S3a/N=4"; do
+    for k in "S3a/N=1 B=64 L=128K" "S3a/N=4"; do
         $W timeout 40 ncu --clock-control none $SECT -k regex:decode_wgmma --launch-skip 5 --launch-count 1 \
             $D kernels bench -k "$k" >"$OUT/ncu.txt" 2>&1
         echo "== ncu wgmma $k"; grep -E 'Throughput|Occupancy|Duration|Block Limit|Issued Ipc|Warp Cycles|rror' "$OUT/ncu.txt"

@@ -24,7 +24,9 @@
  *   "full" mbarrier, STG stages per CTA. The copy warp looks up 32 tiles' page ids at once
  *   (one block-table load in the first version, serial in front of every copy, held each
  *   CTA to about one page per load latency), waits for a stage's "empty" barrier (each
- *   consumer warp arrives once it has read the stage, before its epilogue) and refills it;
+ *   consumer thread arrives once it has read the stage, before its epilogue: one arrive per
+ *   warp after __syncwarp was as correct but compute-sanitizer's racecheck does not follow
+ *   it) and refills it;
  *   a tile whose keys are all past the sequence's context is not loaded (plain arrive).
  * - q (N*H x 128 bytes) and w (N*H floats) of the current sequence sit in shared memory,
  *   reloaded when a range crosses into the next sequence.
@@ -49,7 +51,6 @@
 
 #define DW_THREADS 128
 #define DW_KBYTES  (DSA_K_PAGE * 128) /* the K rows of a page: 8192 bytes */
-#define DW_STAGES  8
 
 struct dw_params {
     const uint8_t *q8;
@@ -152,7 +153,7 @@ __device__ __forceinline__ void dw_issue(const CUtensorMap *map, const uint8_t *
  * The copy warp: tiles [t_begin, t_end) into the STG-stage ring. Its 32 lanes look up the page
  * ids (and whether any key of the tile is visible) of 32 tiles at once, so the block-table
  * loads overlap each other instead of delaying every copy; then, tile by tile, the warp waits
- * for the stage to be free (empty barrier: the 4 consumer warps have read it) and lane 0
+ * for the stage to be free (empty barrier: the 128 consumer threads have read it) and lane 0
  * issues the copies, or a plain arrive for a tile with no visible key (never loaded).
  */
 template <int N, int STG>
@@ -221,11 +222,16 @@ __device__ __forceinline__ void dw_consumers_sync(void)
     asm volatile("bar.sync 1, %0;\n" ::"n"(DW_THREADS) : "memory");
 }
 
-template <int H, int N, int STG>
+/*
+ * H heads, N = next_n rows, P passes, STG stages. The N*H q rows are the B operand in P passes
+ * of N/P rows (n = NCP = N*H/P columns): P = 2 halves the accumulator (N=4: 64 registers
+ * instead of 128), so more CTAs share an SM, at the price of a second wgmma wait per page.
+ */
+template <int H, int N, int P, int STG>
 __global__ static void __launch_bounds__(DW_THREADS + 32)
     decode_wgmma_kernel(const __grid_constant__ CUtensorMap map, const dw_params p)
 {
-    constexpr int NC = N * H;
+    constexpr int NC = N * H, NCP = NC / P, NP = N / P;
     using L = dw_smem_layout<NC, STG>;
     extern __shared__ unsigned char smem_raw[];
     uint8_t *sm = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -239,7 +245,7 @@ __global__ static void __launch_bounds__(DW_THREADS + 32)
     if (threadIdx.x == 0) {
         for (int s = 0; s < STG; s++) {
             dw_bar_init(&full[s], 1);
-            dw_bar_init(&empty[s], DW_THREADS / 32);
+            dw_bar_init(&empty[s], DW_THREADS);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -249,9 +255,9 @@ __global__ static void __launch_bounds__(DW_THREADS + 32)
         return;
     }
 
-    float acc[NC / 2];
+    float acc[NCP / 2];
 #pragma unroll
-    for (int r = 0; r < NC / 2; r++)
+    for (int r = 0; r < NCP / 2; r++)
         acc[r] = 0.0f;
     int cur_b = -1, kmax = 0, ctx_r[N];
     int b = (int)(t_begin / p.tiles_per_seq), pg = (int)(t_begin % p.tiles_per_seq);
@@ -269,51 +275,55 @@ __global__ static void __launch_bounds__(DW_THREADS + 32)
         }
         dw_bar_wait(&full[s], (uint32_t)(i / STG) & 1u);
         const bool live = (long)pg * DSA_K_PAGE < kmax; /* uniform: the tile was loaded */
-        if (live) {
-            const uint32_t ka = dw_smem(kst + s * DW_KBYTES), qa = dw_smem(qs);
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-            for (int k = 0; k < 4; k++)
-                dw_mma<NC>::run(acc, dw_desc(ka + 32 * k), dw_desc(qa + 32 * k), k);
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-        }
         const float *ks = sc + s * DSA_K_PAGE;
         float kv0 = 0.0f, kv1 = 0.0f; /* the scales of this thread's two keys */
         if (live)
             kv0 = ks[16 * warp + grp], kv1 = ks[16 * warp + grp + 8];
-        __syncwarp(); /* the warp's reads of stage s are done: release it to the copy warp */
-        if (lane == 0)
-            dw_bar_arrive(&empty[s]);
 #pragma unroll
-        for (int j = 0; j < N; j++) {
-            float part0 = 0.0f, part1 = 0.0f; /* keys 16 warp + grp and + 8 */
+        for (int pp = 0; pp < P; pp++) {
             if (live) {
+                const uint32_t ka = dw_smem(kst + s * DW_KBYTES), qa = dw_smem(qs + pp * NCP * 128);
+                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-                for (int q = 0; q < H / 8; q++) { /* n-tile n8 of the accumulator */
-                    const int n8 = j * (H / 8) + q;
-                    const float2 wv = *(const float2 *)(ws + 8 * n8 + 2 * tig);
-                    part0 = __fmaf_rn(wv.x, fmaxf(acc[4 * n8], 0.0f), part0);
-                    part0 = __fmaf_rn(wv.y, fmaxf(acc[4 * n8 + 1], 0.0f), part0);
-                    part1 = __fmaf_rn(wv.x, fmaxf(acc[4 * n8 + 2], 0.0f), part1);
-                    part1 = __fmaf_rn(wv.y, fmaxf(acc[4 * n8 + 3], 0.0f), part1);
-                }
-                part0 = __fadd_rn(part0, __shfl_xor_sync(0xffffffffu, part0, 1));
-                part1 = __fadd_rn(part1, __shfl_xor_sync(0xffffffffu, part1, 1));
-                part0 = __fadd_rn(part0, __shfl_xor_sync(0xffffffffu, part0, 2));
-                part1 = __fadd_rn(part1, __shfl_xor_sync(0xffffffffu, part1, 2));
+                for (int k = 0; k < 4; k++)
+                    dw_mma<NCP>::run(acc, dw_desc(ka + 32 * k), dw_desc(qa + 32 * k), k);
+                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+                asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
             }
-            if (tig >= 2)
-                continue;
-            const int key = 16 * warp + grp + 8 * tig; /* lane tig 0 stores key grp, 1 grp + 8 */
-            const long sp = (long)pg * DSA_K_PAGE + key;
-            if (sp >= p.stride)
-                continue;
-            const size_t o = ((size_t)b * N + j) * p.stride + sp;
-            if (sp < ctx_r[j])
-                d_logit_store(p.out, o, p.lbf16, __fmul_rn(tig ? kv1 : kv0, tig ? part1 : part0));
-            else if (p.clean)
-                d_logit_mask(p.out, o, p.lbf16);
+            if (pp == P - 1) /* this thread's reads of stage s are done: release it */
+                dw_bar_arrive(&empty[s]);
+#pragma unroll
+            for (int jl = 0; jl < NP; jl++) {
+                const int j = pp * NP + jl;       /* the q row */
+                float part0 = 0.0f, part1 = 0.0f; /* keys 16 warp + grp and + 8 */
+                if (live) {
+#pragma unroll
+                    for (int q = 0; q < H / 8; q++) { /* n-tile n8 of the accumulator */
+                        const int n8 = jl * (H / 8) + q;
+                        const float2 wv = *(const float2 *)(ws + pp * NCP + 8 * n8 + 2 * tig);
+                        part0 = __fmaf_rn(wv.x, fmaxf(acc[4 * n8], 0.0f), part0);
+                        part0 = __fmaf_rn(wv.y, fmaxf(acc[4 * n8 + 1], 0.0f), part0);
+                        part1 = __fmaf_rn(wv.x, fmaxf(acc[4 * n8 + 2], 0.0f), part1);
+                        part1 = __fmaf_rn(wv.y, fmaxf(acc[4 * n8 + 3], 0.0f), part1);
+                    }
+                    part0 = __fadd_rn(part0, __shfl_xor_sync(0xffffffffu, part0, 1));
+                    part1 = __fadd_rn(part1, __shfl_xor_sync(0xffffffffu, part1, 1));
+                    part0 = __fadd_rn(part0, __shfl_xor_sync(0xffffffffu, part0, 2));
+                    part1 = __fadd_rn(part1, __shfl_xor_sync(0xffffffffu, part1, 2));
+                }
+                if (tig >= 2)
+                    continue;
+                const int key = 16 * warp + grp + 8 * tig; /* lane tig 0 stores key grp, 1 grp+8 */
+                const long sp = (long)pg * DSA_K_PAGE + key;
+                if (sp >= p.stride)
+                    continue;
+                const size_t o = ((size_t)b * N + j) * p.stride + sp;
+                if (sp < ctx_r[j])
+                    d_logit_store(p.out, o, p.lbf16,
+                                  __fmul_rn(tig ? kv1 : kv0, tig ? part1 : part0));
+                else if (p.clean)
+                    d_logit_mask(p.out, o, p.lbf16);
+            }
         }
         if (++pg == p.tiles_per_seq)
             pg = 0, b++;
@@ -363,27 +373,47 @@ static int dw_forced_ctas(void)
     return v;
 }
 
-template <int H, int N>
+/* stages: as many as let the CTAs that the registers allow share an SM (ptxas, H=64: N=1 64
+   registers, 4 CTAs of 52 KB; N=2 126, 3 of 69 KB; N=3, 4 150-168, 2 of 85-102 KB; N=4 in
+   two passes, 3 of 69 KB when its registers allow) */
+template <int N, int P> constexpr int dw_stages(void)
+{
+    return N == 1 ? 5 : N == 2 ? 6 : (N == 4 && P == 2) ? 4 : 8;
+}
+
+template <int H, int N, int P>
 static int dw_launch(const dw_params &p, const CUtensorMap &map, cudaStream_t st)
 {
-    using L = dw_smem_layout<N * H, DW_STAGES>;
+    constexpr int STG = dw_stages<N, P>();
+    using L = dw_smem_layout<N * H, STG>;
     static int slots; /* resident CTAs on the whole device */
     if (!slots) {
         int dev, sms, per_sm;
         CUDA_CHECK(cudaGetDevice(&dev));
         CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-        CUDA_CHECK(cudaFuncSetAttribute(decode_wgmma_kernel<H, N, DW_STAGES>,
+        CUDA_CHECK(cudaFuncSetAttribute(decode_wgmma_kernel<H, N, P, STG>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)L::alloc));
         CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &per_sm, decode_wgmma_kernel<H, N, DW_STAGES>, DW_THREADS + 32, L::alloc));
+            &per_sm, decode_wgmma_kernel<H, N, P, STG>, DW_THREADS + 32, L::alloc));
         slots = sms * (per_sm > 0 ? per_sm : 1);
     }
     long grid = dw_forced_ctas() ? dw_forced_ctas() : slots;
     if (grid > p.total)
         grid = p.total;
-    decode_wgmma_kernel<H, N, DW_STAGES><<<(unsigned)grid, DW_THREADS + 32, L::alloc, st>>>(map, p);
+    decode_wgmma_kernel<H, N, P, STG><<<(unsigned)grid, DW_THREADS + 32, L::alloc, st>>>(map, p);
     return DSA_K_OK;
+}
+
+/* DSA_CUDA_DECODE_PASSES=2: next_n 4 in two passes of two q rows (A/B against one pass) */
+static int dw_passes(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("DSA_CUDA_DECODE_PASSES");
+        v = e && !strcmp(e, "2") ? 2 : 1;
+    }
+    return v;
 }
 
 template <int H>
@@ -391,13 +421,13 @@ static int dw_heads(const dw_params &p, const CUtensorMap &map, int N, cudaStrea
 {
     switch (N) {
     case 1:
-        return dw_launch<H, 1>(p, map, st);
+        return dw_launch<H, 1, 1>(p, map, st);
     case 2:
-        return dw_launch<H, 2>(p, map, st);
+        return dw_launch<H, 2, 1>(p, map, st);
     case 3:
-        return dw_launch<H, 3>(p, map, st);
+        return dw_launch<H, 3, 1>(p, map, st);
     default:
-        return dw_launch<H, 4>(p, map, st);
+        return dw_passes() == 2 ? dw_launch<H, 4, 2>(p, map, st) : dw_launch<H, 4, 1>(p, map, st);
     }
 }
 
