@@ -2,7 +2,7 @@
 # One device call for the fp8 wgmma decode logits (bench/RESULTS.md "Issue #13, round 4"):
 # kernels-only build, the QGMMA/TMA counts of the SASS, the whole `kernels check` (the wgmma
 # decode kernel is the default), `-k logits_decode` with forced 3/7 CTAs and with next_n 4 in
-# two passes (DSA_CUDA_DECODE_PASSES=2), racecheck over the forced 7-CTA grid, `kernels bench -k
+# one pass (DSA_CUDA_DECODE_PASSES=1; two is the default), racecheck over the forced 7-CTA grid, `kernels bench -k
 # S3a` and `-k layer` against the mma.sync kernel (DSA_CUDA_LOGITS=pipe, alternating), the other
 # sanitizer runs, then ncu if time is left. Every step has a timeout (a lost mbarrier phase
 # would hang). Logs go to $OUT.
@@ -35,12 +35,12 @@ for g in 3 7; do
     $W DSA_CUDA_DECODE_CTAS=$g $T $D kernels check -k logits_decode --reruns 2 >"$OUT/check-wgmma-ctas$g.txt" 2>&1
     echo "check wgmma ctas=$g rc=$?"; tail -1 "$OUT/check-wgmma-ctas$g.txt"; grep FAIL "$OUT/check-wgmma-ctas$g.txt" | head -3
 done
-# next_n 4 in two passes of two q rows (DSA_CUDA_DECODE_PASSES=2), default grid and 7 CTAs
-$W DSA_CUDA_DECODE_PASSES=2 $T $D kernels check -k logits_decode >"$OUT/check-pass2.txt" 2>&1
-echo "check passes=2 rc=$?"; tail -1 "$OUT/check-pass2.txt"; grep FAIL "$OUT/check-pass2.txt" | head -3
-$W DSA_CUDA_DECODE_PASSES=2 DSA_CUDA_DECODE_CTAS=7 $T $D kernels check -k logits_decode --reruns 2 >"$OUT/check-pass2-ctas7.txt" 2>&1
-echo "check passes=2 ctas=7 rc=$?"; tail -1 "$OUT/check-pass2-ctas7.txt"; grep FAIL "$OUT/check-pass2-ctas7.txt" | head -3
-grep -E 'N=4' "$OUT/check-pass2.txt"
+# next_n 4 in one pass of four q rows (DSA_CUDA_DECODE_PASSES=1; two passes are the default)
+$W DSA_CUDA_DECODE_PASSES=1 $T $D kernels check -k logits_decode >"$OUT/check-pass1.txt" 2>&1
+echo "check passes=1 rc=$?"; tail -1 "$OUT/check-pass1.txt"; grep FAIL "$OUT/check-pass1.txt" | head -3
+$W DSA_CUDA_DECODE_PASSES=1 DSA_CUDA_DECODE_CTAS=7 $T $D kernels check -k logits_decode --reruns 2 >"$OUT/check-pass1-ctas7.txt" 2>&1
+echo "check passes=1 ctas=7 rc=$?"; tail -1 "$OUT/check-pass1-ctas7.txt"; grep FAIL "$OUT/check-pass1-ctas7.txt" | head -3
+grep -E 'N=4' "$OUT/check-pass1.txt"
 echo "[${SECONDS}s] checked"
 S="timeout 90 compute-sanitizer"
 $W DSA_CUDA_DECODE_CTAS=7 $S --tool racecheck $D kernels check --quick --reruns 0 -k logits_decode >"$OUT/racecheck7.txt" 2>&1
@@ -50,7 +50,7 @@ for r in 1 2; do
     $W $T $D kernels bench -k S3a >"$OUT/bench-wgmma$r.txt" 2>&1; echo "bench wgmma$r rc=$?"
 done
 for r in 1 2; do
-    $W DSA_CUDA_DECODE_PASSES=2 $T $D kernels bench -k S3a/N=4 >>"$OUT/bench-wgmma$r.txt" 2>&1; echo "bench passes=2 rc=$?"
+    $W DSA_CUDA_DECODE_PASSES=1 $T $D kernels bench -k S3a/N=4 >>"$OUT/bench-wgmma$r.txt" 2>&1; echo "bench passes=1 rc=$?"
 done
 $P $T $D kernels bench -k layer >>"$OUT/bench-base1.txt" 2>&1
 $W $T $D kernels bench -k layer >>"$OUT/bench-wgmma1.txt" 2>&1
@@ -63,8 +63,8 @@ for k in "logits_decode/B=3 N=4" "logits_decode/B=5 N=2"; do
     $W $S --tool racecheck $D kernels check --reruns 0 -k "$k" >"$OUT/racecheck.txt" 2>&1
     echo "racecheck wgmma -k $k rc=$?"; grep -E 'RACECHECK SUMMARY|passed' "$OUT/racecheck.txt"
 done
-$W DSA_CUDA_DECODE_PASSES=2 DSA_CUDA_DECODE_CTAS=7 $S --tool racecheck $D kernels check --reruns 0 -k "logits_decode/B=5 N=4" >"$OUT/racecheck7p.txt" 2>&1
-echo "racecheck passes=2 ctas=7 -k B=5 N=4 rc=$?"; grep -E 'RACECHECK SUMMARY|passed' "$OUT/racecheck7p.txt"
+$W DSA_CUDA_DECODE_PASSES=1 DSA_CUDA_DECODE_CTAS=7 $S --tool racecheck $D kernels check --reruns 0 -k "logits_decode/B=5 N=4" >"$OUT/racecheck7p1.txt" 2>&1
+echo "racecheck passes=1 ctas=7 -k B=5 N=4 rc=$?"; grep -E 'RACECHECK SUMMARY|passed' "$OUT/racecheck7p1.txt"
 $W DSA_CUDA_DECODE_CTAS=7 $S --tool memcheck $D kernels check --quick --reruns 0 -k logits_decode >"$OUT/memcheck7.txt" 2>&1
 echo "memcheck wgmma ctas=7 rc=$?"; grep -E 'ERROR SUMMARY|passed' "$OUT/memcheck7.txt"
 echo "[${SECONDS}s] sanitized"

@@ -405,13 +405,14 @@ static int dw_launch(const dw_params &p, const CUtensorMap &map, cudaStream_t st
     return DSA_K_OK;
 }
 
-/* DSA_CUDA_DECODE_PASSES=2: next_n 4 in two passes of two q rows (A/B against one pass) */
+/* next_n 4 in two passes of two q rows (3 CTAs per SM): 690 us against 889 in one pass at
+   B=64 L=128K on the H200 (bench/RESULTS.md); DSA_CUDA_DECODE_PASSES=1 selects one pass */
 static int dw_passes(void)
 {
     static int v = -1;
     if (v < 0) {
         const char *e = getenv("DSA_CUDA_DECODE_PASSES");
-        v = e && !strcmp(e, "2") ? 2 : 1;
+        v = e && !strcmp(e, "1") ? 1 : 2;
     }
     return v;
 }
