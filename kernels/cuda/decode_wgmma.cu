@@ -16,7 +16,8 @@
  *   large ones; no merge needed, each logit is written by one thread).
  * - The K page is wgmma's A (M = 64 keys, K = 128), the sequence's N*H q rows its B (n = N*H
  *   columns, the q row j*H + h): one m64nNCk32 instruction per 32 bytes of the contraction,
- *   4 per page for every next_n (n = 64..256 at H = 64), the accumulator 64 keys x N*H.
+ *   4 per page (n = 64..192 at H = 64, next_n 1..3; next_n 4 in two passes of n = 128, 8 per
+ *   page), the accumulator 64 keys x n.
  *   Both operands are K-major with the 128-byte swizzle: a K row (128 e4m3) is one swizzle
  *   row, so TMA lands the page directly in wgmma's layout.
  * - K pages come in by TMA (a 3-D tensor map over the cache: 128 bytes x 64 rows x pages,
