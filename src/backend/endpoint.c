@@ -111,6 +111,8 @@ struct ep {
     struct xfer *inflight; /* transfers in the multi handle */
     int n_ready, n_delayed, n_inflight, n_finished;
     int n_counting; /* token counts among the n_inflight */
+    long n_started; /* transfers added to the multi handle so far */
+    long n_pushed;  /* n_started at the last curl_multi_perform */
     CURL **pool;    /* idle easy handles: reusing them keeps their connection caches warm */
     int n_pool, cap_pool;
     long total_retries, total_errors;
@@ -471,6 +473,7 @@ static int start_xfer(struct ep *ep, struct xfer *x)
     ep->servers[x->endpoint].inflight++;
     ep->n_inflight++;
     ep->n_counting += is_count(x);
+    ep->n_started++;
     x->iprev = NULL;
     x->inext = ep->inflight;
     if (ep->inflight)
@@ -749,10 +752,25 @@ static void finish_xfer(struct ep *ep, struct xfer *x, CURLcode cc)
                 cc == CURLE_COULDNT_RESOLVE_PROXY);
 }
 
+/* Puts the requests started since the last perform on the wire. A request added to the multi
+   handle sends nothing until the next curl_multi_perform, and the loop's next one comes after
+   the whole burst of answers has been graded and stored, the run file synced and the next rows
+   read and built: a window of a thousand answers that arrive together would wait for all of
+   that before its first slot is refilled. */
+static void push_started(struct ep *ep, long at_least)
+{
+    if (ep->n_started - ep->n_pushed < at_least || ep->n_started == ep->n_pushed)
+        return;
+    int running;
+    ep->n_pushed = ep->n_started;
+    curl_multi_perform(ep->multi, &running);
+}
+
 static void drain_messages(struct ep *ep)
 {
     CURLMsg *m;
     int left;
+    /* every 32 refills while draining: one perform walks every transfer, so not after each */
     while ((m = curl_multi_info_read(ep->multi, &left))) {
         if (m->msg != CURLMSG_DONE)
             continue;
@@ -763,7 +781,9 @@ static void drain_messages(struct ep *ep)
            completions has been graded and stored: a window of answers that arrive together
            would otherwise empty before it refills, and stay in step (waves) */
         start_ready(ep);
+        push_started(ep, 32);
     }
+    push_started(ep, 1);
 }
 
 /* ---- the vtable ----------------------------------------------------------------------- */
@@ -808,6 +828,7 @@ static int ep_poll(dsa_backend *b, int timeout_ms)
     int running;
     CURLMcode mc = CURLM_OK;
     if (ep->n_inflight > 0) {
+        ep->n_pushed = ep->n_started;
         mc = curl_multi_perform(ep->multi, &running);
         if (mc == CURLM_OK)
             drain_messages(ep);
@@ -827,6 +848,7 @@ static int ep_poll(dsa_backend *b, int timeout_ms)
         }
         if (ep->n_inflight > 0) {
             mc = curl_multi_poll(ep->multi, NULL, 0, timeout_ms, NULL);
+            ep->n_pushed = ep->n_started;
             if (mc == CURLM_OK)
                 mc = curl_multi_perform(ep->multi, &running);
             if (mc == CURLM_OK)
