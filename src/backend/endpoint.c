@@ -499,9 +499,12 @@ static bool can_start(const struct ep *ep, int q)
              : ep->n_inflight - ep->n_counting < ep->concurrency;
 }
 
-/* Starts queued requests while their windows have room: generation requests first. */
+/* Starts queued requests while their windows have room: generation requests first. Nothing
+   starts once a request found the run cannot go on (a refused key): poll() reports it next. */
 static int start_ready(struct ep *ep)
 {
+    if (ep->fatal)
+        return 0;
     for (int q = 0; q < 2; q++)
         while (can_start(ep, q)) {
             struct xfer *x = ready_pop(ep, q);
