@@ -37,10 +37,10 @@
 #define MAX_RETRY_AFTER_S 300.0
 
 struct server {
-    char *base;    /* "http://host:8000", no trailing '/' */
-    char *shown;   /* base with its password masked: the only form that leaves the process */
-    int inflight;  /* requests in flight to it */
-    char *version; /* /version, or NULL */
+    char *base;      /* "http://host:8000", no trailing '/' */
+    char *shown;     /* base with its password masked: the only form that leaves the process */
+    int inflight[2]; /* requests in flight to it: [0] generation, [1] token counts (is_count) */
+    char *version;   /* /version, or NULL */
     char *owned_by;
     long max_model_len;
 };
@@ -262,7 +262,7 @@ static void release_easy(struct ep *ep, struct xfer *x)
     if (x->inext)
         x->inext->iprev = x->iprev;
     x->iprev = x->inext = NULL;
-    ep->servers[x->endpoint].inflight--;
+    ep->servers[x->endpoint].inflight[is_count(x)]--;
     ep->n_inflight--;
     ep->n_counting -= is_count(x);
 }
@@ -403,10 +403,12 @@ static int pick_server(struct ep *ep, const struct xfer *x)
 {
     if (x->fixed_endpoint >= 0)
         return x->fixed_endpoint;
-    int best = -1;
+    /* generation requests are balanced by the generation load alone, counts by counts: a
+       burst of counts on one replica must not send the chats elsewhere */
+    int best = -1, q = is_count(x);
     for (int k = 0; k < ep->n_servers; k++) {
         int i = (ep->rr + k) % ep->n_servers;
-        if (best < 0 || ep->servers[i].inflight < ep->servers[best].inflight)
+        if (best < 0 || ep->servers[i].inflight[q] < ep->servers[best].inflight[q])
             best = i;
     }
     ep->rr = (ep->rr + 1) % ep->n_servers;
@@ -470,7 +472,7 @@ static int start_xfer(struct ep *ep, struct xfer *x)
         curl_easy_cleanup(e);
         return dsa_errorf("cannot start a request: %s", curl_multi_strerror(mc));
     }
-    ep->servers[x->endpoint].inflight++;
+    ep->servers[x->endpoint].inflight[is_count(x)]++;
     ep->n_inflight++;
     ep->n_counting += is_count(x);
     ep->n_started++;
