@@ -25,12 +25,13 @@ done
 echo "checks done at ${SECONDS}s"
 $D kernels bench -k S4 >"$OUT/bench.txt" 2>&1; echo "bench rc=$?"
 $D kernels bench -k S1 >>"$OUT/bench.txt" 2>&1
+DSA_CUDA_PDL=0 $D kernels bench -k S1 >"$OUT/bench-nopdl.txt" 2>&1
 for c in 0 64; do
     DSA_CUDA_TOPK_CLUSTER=$c $D kernels bench -k S4 >"$OUT/bench-cl$c.txt" 2>&1
 done
 python3 bench/topk_peer.py >"$OUT/peer.txt" 2>&1; echo "peer rc=$?"
 $D kernels bench -k S4 >"$OUT/bench-again.txt" 2>&1
-cat "$OUT/bench.txt" "$OUT/bench-cl0.txt" "$OUT/bench-cl64.txt" "$OUT/bench-again.txt" "$OUT/peer.txt"
+cat "$OUT/bench.txt" "$OUT/bench-cl0.txt" "$OUT/bench-cl64.txt" "$OUT/bench-again.txt" "$OUT/bench-nopdl.txt" "$OUT/peer.txt"
 echo "bench done at ${SECONDS}s"
 NCU="timeout 60 ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel"
 for k in "S4/k=2048 rows=1 " "S4/k=2048 rows=8 " "S4/k=2048 rows=64 "; do
@@ -45,6 +46,12 @@ for c in 16 0; do
     echo "memcheck -k topk CLUSTER=$c rc=$?"; grep -E 'ERROR SUMMARY|passed' "$OUT/memcheck-cl$c.txt"
     DSA_CUDA_TOPK_CLUSTER=$c $S --tool racecheck $D kernels check --quick --reruns 0 -k topk/k=2048 >"$OUT/racecheck-cl$c.txt" 2>&1
     echo "racecheck -k topk/k=2048 CLUSTER=$c rc=$?"; grep -E 'RACECHECK SUMMARY|passed' "$OUT/racecheck-cl$c.txt"
+done
+$S --tool memcheck $D kernels check --quick --reruns 0 -k prep >"$OUT/memcheck-prep.txt" 2>&1
+echo "memcheck -k prep rc=$?"; grep -E 'ERROR SUMMARY|passed' "$OUT/memcheck-prep.txt"
+for k in k_prep q_prep; do
+    $S --tool racecheck $D kernels check --quick --reruns 0 -k $k >"$OUT/racecheck-$k.txt" 2>&1
+    echo "racecheck -k $k rc=$?"; grep -E 'RACECHECK SUMMARY|passed' "$OUT/racecheck-$k.txt"
 done
 echo "script time ${SECONDS}s"
 (cd "$OUT" && tar -czf ../kdev.tgz . && rm -f ./* && mv ../kdev.tgz .)
