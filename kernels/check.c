@@ -717,8 +717,8 @@ static int selection_keys(const int32_t *idx, int k, long len, const void *l, in
 }
 
 /* rows of the lengths below, or (wide_rows > 0) wide_rows rows of wide_len: the shapes where
-   the CUDA kernel splits a row over many CTAs or overflows its per-slice candidate rows (up to
-   16 rows it runs one 8-CTA cluster per row, above that the sample / gather / final kernels) */
+   the CUDA kernel splits a row over many CTAs or overflows its per-slice candidate rows (with
+   DSA_CUDA_TOPK_CLUSTER=N, up to N rows run one 8-CTA cluster per row instead) */
 static void check_topk(struct ck *c, int k, const char *data, const struct dsa_k_flags *f,
                        int wide_rows, long wide_len)
 {

@@ -16,6 +16,9 @@
  *              slice order (= index order), selects the k largest by a radix select on their
  *              keys (11 + 11 + 10 bits), and writes those above the k-th key in index order,
  *              then its ties in index order.
+ * DSA_CUDA_TOPK_CLUSTER=N selects, up to N rows, one launch of an 8-CTA thread-block cluster
+ * per row instead (cluster_kernel below: the row in the cluster's shared memory, an exact
+ * radix select over distributed shared memory); off by default, slower as measured.
  * The gather and the final are launched as programmatic dependents (common.cuh, d_pdl_config):
  * their CTAs are scheduled while the kernel before still runs and wait (d_pdl_wait) just before
  * their first read of its output, so the launch latency of two of the three kernels overlaps
@@ -74,9 +77,10 @@ __device__ __forceinline__ int load4(const void *l, int lbf16, size_t base, long
 
 /* ---- selection in shared memory ---- */
 
-/* h[d] += 1 for every lane of the warp with valid set, one shared atomic per distinct digit:
-   the top digit of fp32 order keys is sign, exponent and 2 mantissa bits, so most keys of a
-   row share a few bins and plain per-lane atomics on them serialise. All 32 lanes call it. */
+/* h[d] += 1 for every lane of the warp with valid set, one shared atomic per distinct digit
+   (__match_any_sync on the digit); all 32 lanes call it. Used by cluster_kernel only: in
+   select_in_smem it made the final kernel 11.9 -> 18.3 us on the H200 (bench/RESULTS.md,
+   round 4), the match costing more than the same-address atomics it saves. */
 __device__ __forceinline__ void hist_add(int *h, uint32_t d, bool valid)
 {
     const unsigned peers = __match_any_sync(0xffffffffu, valid ? d : 0xffffffffu);
@@ -103,11 +107,9 @@ __device__ void select_in_smem(const uint32_t *keys, int n, int need, int *h,
         for (int b = tid; b < BINS; b += T)
             h[b] = 0;
         __syncthreads();
-        for (int i0 = 0; i0 < n; i0 += T) { /* block-uniform trips: whole warps in hist_add */
-            const int i = i0 + tid;
-            const uint32_t key = i < n ? keys[i] : 0;
-            hist_add(h, (key >> sh) & (nb - 1), i < n && (key & mask) == prefix);
-        }
+        for (int i = tid; i < n; i += T)
+            if ((keys[i] & mask) == prefix)
+                atomicAdd(&h[(keys[i] >> sh) & (nb - 1)], 1);
         __syncthreads();
         /* digits from the top, `per` a thread */
         int c = 0, incl, top = nb - 1 - per * tid;
@@ -654,16 +656,18 @@ static int fuse_rows(void)
 }
 
 /*
- * Up to DSA_CUDA_TOPK_CLUSTER rows (default 16: one wave of 8-CTA clusters on the H200's 132
- * SMs; 0: never) and rows up to 256K, one cluster per row does the whole top-k in one launch
- * (cluster_kernel) instead of the three-launch sample / gather / final path.
+ * Up to DSA_CUDA_TOPK_CLUSTER rows (default 0: never) of at most 256K values, one cluster per
+ * row does the whole top-k in one launch (cluster_kernel) instead of the three-launch sample /
+ * gather / final path. Measured on the H200 (bench/RESULTS.md, round 4): 1 x 128K 44.1 us,
+ * 8 x 256K 82.5 us against 29.7 / 35.0 us for the three kernels in the same call, so it is
+ * opt-in until its histograms are faster.
  */
 static int cluster_rows(void)
 {
     static int v = -1;
     if (v < 0) {
         const char *e = getenv("DSA_CUDA_TOPK_CLUSTER");
-        v = e ? atoi(e) : 16;
+        v = e ? atoi(e) : 0;
     }
     return v;
 }
