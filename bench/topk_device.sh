@@ -2,7 +2,8 @@
 # One device call for the S4 top-k paths (bench/RESULTS.md "Issue #13, round 4"): builds the
 # kernels-only tool, runs `kernels check` with the default routing and with each top-k path
 # forced (DSA_CUDA_TOPK_CLUSTER=0: sample / gather / final for every row count; =64: one
-# cluster per row up to 64 rows), `kernels bench -k S4` and -k S1 for each, the torch.topk peer
+# cluster per row up to 64 rows; =16 was the default during round 4's call, 0 is now),
+# `kernels bench -k S4` and -k S1 for each, the torch.topk peer
 # in the same call, ncu per-kernel times, and memcheck / racecheck on the top-k cases.
 # Logs go to $OUT (one archive).
 # SPDX-License-Identifier: GPL-3.0-or-later
