@@ -4,10 +4,12 @@
 # (--inflight-log). Printed: the share of the run's wall time (first to last sample with a
 # request held) with >= 90 % of C held, the longest stretch below that, and the client's CPU
 # seconds (user + system, /usr/bin/time) per request. The records are checked for 'ok' status.
+# "phases" splits the wall time: the ramp before the window first holds 90 %, the drain after it
+# last does, and the share held between them (the refills after answers).
 # Reference, same run: bench_curl_ref (a plain libcurl multi loop, same concurrency) sends the
 # very bodies the server logged (--log-requests) to a fresh server with the same delay; its
 # CPU per request, its window (the same --inflight-log measure) and the ratio are printed. $DSA_EVAL replaces BUILD_DIR/dsa-eval (to time
-# another build against the same reference).
+# another build against the same reference); $TIME replaces /usr/bin/time (GNU time).
 #
 #   bench/bench_window.sh BUILD_DIR [ROWS] [CONCURRENCY] [DELAY_MS] [BIN]
 # defaults: 3000 rows, concurrency 1000, 2000 ms, bin 8k
@@ -24,7 +26,7 @@ PER=$(((ROWS + 2) / 3))
     --max-connections $((C + 64)) --inflight-log "$T/inflight.txt" --log-requests "$T/req.jsonl" 2>/dev/null &
 SRV=$!
 for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.05; done
-/usr/bin/time -f "%U %S %M" -o "$T/time" ${WRAP:-} "${DSA_EVAL:-$B/dsa-eval}" mrcr --endpoint "http://127.0.0.1:$(cat "$T/port")" \
+"${TIME:-/usr/bin/time}" -f "%U %S %M" -o "$T/time" ${WRAP:-} "${DSA_EVAL:-$B/dsa-eval}" mrcr --endpoint "http://127.0.0.1:$(cat "$T/port")" \
     --dataset "$T/ds.jsonl" --needles 2,4,8 --bins "$BIN" -c "$C" --max-tokens 256 -q \
     -o "$T/run" >/dev/null
 kill $SRV; wait $SRV 2>/dev/null || true
@@ -50,6 +52,20 @@ def window(name):
         cur = 0.0 if n >= 0.9 * c else cur + d
         gap = max(gap, cur)
     return full, wall, gap
+def phases(name):
+    # where the time below 0.9 C lies: before the window first fills (ramp), after it last
+    # held (drain), and between (refill after answers): the share held in the middle part
+    s = [tuple(map(float, l.split())) for l in open(t + name) if l.count(" ") == 1]
+    held = [i for i, (_, n) in enumerate(s) if n > 0]
+    s = s[held[0]:held[-1] + 1]
+    full = [i for i, (_, n) in enumerate(s) if n >= 0.9 * c]
+    if not full:
+        return "never >= %d held" % (0.9 * c)
+    a, b = full[0], full[-1]
+    mid = [s[i + 1][0] - s[i][0] for i in range(a, b)]
+    mfull = sum(d for d, i in zip(mid, range(a, b)) if s[i][1] >= 0.9 * c)
+    return "ramp %.2f s, drain %.2f s, between them %.1f %% of %.2f s held >= %d" % (
+        s[a][0] - s[0][0], s[-1][0] - s[b][0], 100 * mfull / max(sum(mid), 1e-9), sum(mid), 0.9 * c)
 full, wall, gap = window("/inflight.txt")
 rfull, rwall, rgap = window("/inflight-ref.txt")
 recs = [json.loads(l) for f in glob.glob(t + "/run/run-*.jsonl") for l in open(f).read().splitlines()[1:]]
@@ -67,4 +83,5 @@ print("client CPU per POST %.0f us (%d POSTs: /tokenize and chat); %s; ratio %.2
       % (us, posts, open(t + "/ref").read().strip(), us / ref_us))
 print("reference window: %.1f %% of %.2f s wall with >= %d held (longest gap %.2f s)"
       % (100 * rfull / rwall, rwall, 0.9 * c, rgap))
+print("phases: client %s; reference %s" % (phases("/inflight.txt"), phases("/inflight-ref.txt")))
 PY

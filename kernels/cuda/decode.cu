@@ -1,6 +1,6 @@
 /*
- * S3a paged decode logits, the pipelined kernel (the default for next_n 1, 2 and 4; next_n 3
- * and DSA_CUDA_LOGITS=mma|simt take the kernels of logits.cu).
+ * S3a paged decode logits, the pipelined mma.sync kernel (DSA_CUDA_LOGITS=pipe, next_n 1, 2
+ * and 4; the default is the fp8 wgmma kernel of decode_wgmma.cu).
  *
  * Contract (dsa_kernels.h, dsa_logits_decode_args): q8 [B,N,H,128] e4m3, w [B*N,H] f32|bf16,
  * paged cache (page p: 64 x 128 e4m3 at p*8448, 64 fp32 scales at p*8448 + 8192), block_table
@@ -376,8 +376,7 @@ static int env_is(const char *name, const char *val)
 int dsa_cuda_decode_pipe_launch(const dsa_k_flags *f, const dsa_logits_decode_args *a,
                                 cudaStream_t st)
 {
-    const char *e = getenv("DSA_CUDA_LOGITS");
-    if ((e && *e) || (a->N != 1 && a->N != 2 && a->N != 4) || (f->heads != 64 && f->heads != 32))
+    if ((a->N != 1 && a->N != 2 && a->N != 4) || (f->heads != 64 && f->heads != 32))
         return DSA_K_UNSUPPORTED;
     dp_params p = {a->q8,     a->w,           f->weights == DSA_K_BF16,
                    a->cache,  a->block_table, a->max_blocks,

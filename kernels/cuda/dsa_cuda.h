@@ -18,6 +18,10 @@ int dsa_cuda_k_prep_launch(const dsa_k_flags *f, const dsa_k_prep_args *a, cudaS
 int dsa_cuda_q_prep_launch(const dsa_k_flags *f, const dsa_q_prep_args *a, cudaStream_t st);
 int dsa_cuda_logits_decode_launch(const dsa_k_flags *f, const dsa_logits_decode_args *a,
                                   cudaStream_t st);
+/* the fp8 wgmma S3a kernel (decode_wgmma.cu, DSA_CUDA_LOGITS=wgmma); DSA_K_UNSUPPORTED for
+   shapes it does not take (heads other than 32, 64) */
+int dsa_cuda_decode_wgmma_launch(const dsa_k_flags *f, const dsa_logits_decode_args *a,
+                                 cudaStream_t st);
 /* the pipelined S3a kernel (decode.cu); DSA_K_UNSUPPORTED for shapes it leaves to logits.cu */
 int dsa_cuda_decode_pipe_launch(const dsa_k_flags *f, const dsa_logits_decode_args *a,
                                 cudaStream_t st);

@@ -8,9 +8,9 @@
  * thread in a fixed order (fp32 FMA dot over d, then acc += w*relu(dot) over heads, then
  * * k_scale), so reruns are bitwise identical.
  * This CUDA-core kernel is the first version, kept for A/B runs (DSA_CUDA_LOGITS=simt); the
- * default is the tensor-core kernel below, for S3b and for S3a at next_n 3 (S3a at next_n 1, 2
- * and 4 runs the pipelined kernel of decode.cu unless DSA_CUDA_LOGITS is set). Next step:
- * wgmma (QGMMA) fed by TMA.
+ * default is the tensor-core kernel below, for S3b, and for S3a with DSA_CUDA_LOGITS=mma (S3a
+ * runs the fp8 wgmma kernel of decode_wgmma.cu by default, the mma.sync kernel of decode.cu
+ * with DSA_CUDA_LOGITS=pipe).
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include <stdlib.h>
@@ -357,7 +357,12 @@ int dsa_cuda_logits_decode_launch(const dsa_k_flags *f, const dsa_logits_decode_
                        a->logits,      f->logits == DSA_K_BF16,
                        a->stride,      a->clean,
                        MMA_TILES};
-    int rc = dsa_cuda_decode_pipe_launch(f, a, st); /* decode.cu: next_n 1, 2, 4 */
+    /* the fp8 wgmma kernel (decode_wgmma.cu) unless DSA_CUDA_LOGITS names another: =pipe the
+       mma.sync kernel of decode.cu (next_n 1, 2, 4), =mma|simt the kernels below */
+    const char *e = getenv("DSA_CUDA_LOGITS");
+    int rc = !e || !*e || !strcmp(e, "wgmma") ? dsa_cuda_decode_wgmma_launch(f, a, st)
+             : !strcmp(e, "pipe")             ? dsa_cuda_decode_pipe_launch(f, a, st)
+                                              : DSA_K_UNSUPPORTED;
     if (rc != DSA_K_UNSUPPORTED)
         return rc;
     return launch<true>(p, a->stride, a->B, st);

@@ -2,7 +2,8 @@
  * The endpoint backend over the libcurl multi interface; see endpoint.h and
  * docs/endpoint.md. One struct xfer per request (curl's per_transfer pattern) is attached to
  * its easy handle with CURLOPT_PRIVATE and has its own CURLOPT_ERRORBUFFER. The loop: start
- * queued requests up to the concurrency limit, poll, perform, drain curl_multi_info_read,
+ * queued requests up to the concurrency limit (token counts in a window of their own: see
+ * is_count), poll, perform, drain curl_multi_info_read,
  * post-process (callback or retry), refill. A retry sets a future start time and requeues.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -102,12 +103,17 @@ struct ep {
     double backoff_base, backoff_max;
     uint64_t rng;
 
-    struct xfer *ready_head, *ready_tail; /* FIFO of requests that may start now */
-    struct xfer *delayed;                 /* retries waiting for their start time */
-    struct xfer *finished;                /* results to deliver without a transfer */
-    struct xfer *inflight;                /* transfers in the multi handle */
+    /* FIFOs of requests that may start now: [0] generation requests, which hold one of the
+       --concurrency slots; [1] token counts, which have a window of their own (see is_count) */
+    struct xfer *ready_head[2], *ready_tail[2];
+    struct xfer *delayed;  /* retries waiting for their start time */
+    struct xfer *finished; /* results to deliver without a transfer */
+    struct xfer *inflight; /* transfers in the multi handle */
     int n_ready, n_delayed, n_inflight, n_finished;
-    CURL **pool; /* idle easy handles: reusing them keeps their connection caches warm */
+    int n_counting; /* token counts among the n_inflight */
+    long n_started; /* transfers added to the multi handle so far */
+    long n_pushed;  /* n_started at the last curl_multi_perform */
+    CURL **pool;    /* idle easy handles: reusing them keeps their connection caches warm */
     int n_pool, cap_pool;
     long total_retries, total_errors;
     long n_delivered;        /* callbacks run so far (all statuses) */
@@ -192,25 +198,47 @@ static void xfer_free(struct xfer *x)
     free(x);
 }
 
+/* A token count (the pre-count of an MRCR prompt) holds no generation slot: the server answers
+   it at once, and a slot freed by an answer must go straight to a chat whose count is already
+   known. When counts shared the --concurrency window, every freed slot first carried its next
+   row's count round trip, and a wave of answers that arrived together emptied the window
+   before it refilled. Counts run in a window of their own (count_window), ahead of the chats. */
+static int is_count(const struct xfer *x)
+{
+    return x->api == DSA_API_TOKENIZE;
+}
+
 static void ready_push(struct ep *ep, struct xfer *x)
 {
+    int q = is_count(x);
     x->next = NULL;
-    if (ep->ready_tail)
-        ep->ready_tail->next = x;
+    if (ep->ready_tail[q])
+        ep->ready_tail[q]->next = x;
     else
-        ep->ready_head = x;
-    ep->ready_tail = x;
+        ep->ready_head[q] = x;
+    ep->ready_tail[q] = x;
     ep->n_ready++;
 }
 
-static struct xfer *ready_pop(struct ep *ep)
+/* x at the head of its queue: retries are older than what waits there */
+static void ready_push_front(struct ep *ep, struct xfer *x)
 {
-    struct xfer *x = ep->ready_head;
+    int q = is_count(x);
+    x->next = ep->ready_head[q];
+    ep->ready_head[q] = x;
+    if (!ep->ready_tail[q])
+        ep->ready_tail[q] = x;
+    ep->n_ready++;
+}
+
+static struct xfer *ready_pop(struct ep *ep, int q)
+{
+    struct xfer *x = ep->ready_head[q];
     if (!x)
         return NULL;
-    ep->ready_head = x->next;
-    if (!ep->ready_head)
-        ep->ready_tail = NULL;
+    ep->ready_head[q] = x->next;
+    if (!ep->ready_head[q])
+        ep->ready_tail[q] = NULL;
     ep->n_ready--;
     x->next = NULL;
     return x;
@@ -236,6 +264,7 @@ static void release_easy(struct ep *ep, struct xfer *x)
     x->iprev = x->inext = NULL;
     ep->servers[x->endpoint].inflight--;
     ep->n_inflight--;
+    ep->n_counting -= is_count(x);
 }
 
 /* Builds the borrowed result view of x and runs the callback, then frees x. */
@@ -443,6 +472,8 @@ static int start_xfer(struct ep *ep, struct xfer *x)
     }
     ep->servers[x->endpoint].inflight++;
     ep->n_inflight++;
+    ep->n_counting += is_count(x);
+    ep->n_started++;
     x->iprev = NULL;
     x->inext = ep->inflight;
     if (ep->inflight)
@@ -451,17 +482,38 @@ static int start_xfer(struct ep *ep, struct xfer *x)
     return 0;
 }
 
-/* Starts queued requests while the window has room. */
+static int backlog(const struct ep *ep);
+
+/* token counts in flight at once: as many as the requests built ahead of the window */
+static int count_window(const struct ep *ep)
+{
+    return backlog(ep);
+}
+
+/* true while queue q (0 generation, 1 counts) has a request and its window has room */
+static bool can_start(const struct ep *ep, int q)
+{
+    if (!ep->ready_head[q])
+        return false;
+    return q ? ep->n_counting < count_window(ep)
+             : ep->n_inflight - ep->n_counting < ep->concurrency;
+}
+
+/* Starts queued requests while their windows have room: generation requests first. Nothing
+   starts once a request found the run cannot go on (a refused key): poll() reports it next. */
 static int start_ready(struct ep *ep)
 {
-    while (ep->n_inflight < ep->concurrency && ep->ready_head) {
-        struct xfer *x = ready_pop(ep);
-        if (start_xfer(ep, x) < 0) {
-            x->t_end = now_s();
-            deliver(ep, x, DSA_RES_FAILED, "cannot start the request", 0, false);
-            return -1;
+    if (ep->fatal)
+        return 0;
+    for (int q = 0; q < 2; q++)
+        while (can_start(ep, q)) {
+            struct xfer *x = ready_pop(ep, q);
+            if (start_xfer(ep, x) < 0) {
+                x->t_end = now_s();
+                deliver(ep, x, DSA_RES_FAILED, "cannot start the request", 0, false);
+                return -1;
+            }
         }
-    }
     return 0;
 }
 
@@ -470,30 +522,22 @@ static int fill(struct ep *ep)
     /* retries whose time has come go before new requests: they are older */
     double t = now_s();
     struct xfer **pp = &ep->delayed;
-    struct xfer *due_head = NULL, **due_tail = &due_head;
-    int n_due = 0;
+    struct xfer *due = NULL; /* newest first, so pushing each to the front keeps their order */
     while (*pp) {
         struct xfer *x = *pp;
         if (x->start_at <= t) {
             *pp = x->next;
             ep->n_delayed--;
-            x->next = NULL;
-            *due_tail = x;
-            due_tail = &x->next;
-            n_due++;
+            x->next = due;
+            due = x;
         } else {
             pp = &x->next;
         }
     }
-    if (due_head) {
-        struct xfer *last = due_head;
-        while (last->next)
-            last = last->next;
-        last->next = ep->ready_head;
-        ep->ready_head = due_head;
-        if (!ep->ready_tail)
-            ep->ready_tail = last;
-        ep->n_ready += n_due;
+    while (due) {
+        struct xfer *x = due;
+        due = x->next;
+        ready_push_front(ep, x);
     }
     return start_ready(ep);
 }
@@ -711,10 +755,25 @@ static void finish_xfer(struct ep *ep, struct xfer *x, CURLcode cc)
                 cc == CURLE_COULDNT_RESOLVE_PROXY);
 }
 
+/* Puts the requests started since the last perform on the wire. A request added to the multi
+   handle sends nothing until the next curl_multi_perform, and the loop's next one comes after
+   the whole burst of answers has been graded and stored, the run file synced and the next rows
+   read and built: a window of a thousand answers that arrive together would wait for all of
+   that before its first slot is refilled. */
+static void push_started(struct ep *ep, long at_least)
+{
+    if (ep->n_started - ep->n_pushed < at_least || ep->n_started == ep->n_pushed)
+        return;
+    int running;
+    ep->n_pushed = ep->n_started;
+    curl_multi_perform(ep->multi, &running);
+}
+
 static void drain_messages(struct ep *ep)
 {
     CURLMsg *m;
     int left;
+    /* every 32 refills while draining: one perform walks every transfer, so not after each */
     while ((m = curl_multi_info_read(ep->multi, &left))) {
         if (m->msg != CURLMSG_DONE)
             continue;
@@ -725,7 +784,9 @@ static void drain_messages(struct ep *ep)
            completions has been graded and stored: a window of answers that arrive together
            would otherwise empty before it refills, and stay in step (waves) */
         start_ready(ep);
+        push_started(ep, 32);
     }
+    push_started(ep, 1);
 }
 
 /* ---- the vtable ----------------------------------------------------------------------- */
@@ -770,6 +831,7 @@ static int ep_poll(dsa_backend *b, int timeout_ms)
     int running;
     CURLMcode mc = CURLM_OK;
     if (ep->n_inflight > 0) {
+        ep->n_pushed = ep->n_started;
         mc = curl_multi_perform(ep->multi, &running);
         if (mc == CURLM_OK)
             drain_messages(ep);
@@ -789,6 +851,7 @@ static int ep_poll(dsa_backend *b, int timeout_ms)
         }
         if (ep->n_inflight > 0) {
             mc = curl_multi_poll(ep->multi, NULL, 0, timeout_ms, NULL);
+            ep->n_pushed = ep->n_started;
             if (mc == CURLM_OK)
                 mc = curl_multi_perform(ep->multi, &running);
             if (mc == CURLM_OK)
@@ -958,11 +1021,13 @@ static void ep_cancel(dsa_backend *b)
             x->t_end = now_s();
             deliver(ep, x, DSA_RES_CANCELLED, "cancelled", 0, false);
         }
-        struct xfer *r = ep->ready_head, *d = ep->delayed, *f = ep->finished;
-        ep->ready_head = ep->ready_tail = NULL;
+        struct xfer *r0 = ep->ready_head[0], *r1 = ep->ready_head[1], *d = ep->delayed,
+                    *f = ep->finished;
+        ep->ready_head[0] = ep->ready_tail[0] = ep->ready_head[1] = ep->ready_tail[1] = NULL;
         ep->delayed = ep->finished = NULL;
         ep->n_ready = ep->n_delayed = ep->n_finished = 0;
-        cancel_list(ep, r);
+        cancel_list(ep, r0);
+        cancel_list(ep, r1);
         cancel_list(ep, d);
         cancel_list(ep, f);
     }
@@ -1279,7 +1344,9 @@ dsa_backend *dsa_endpoint_open(const struct dsa_endpoint_opts *o, int *exit_code
     ep->rng = dsa_splitmix64((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32));
     ep->max_model_len = -1;
     /* keep every connection of a full window alive between requests */
-    curl_multi_setopt(ep->multi, CURLMOPT_MAXCONNECTS, (long)ep->concurrency + 4);
+    /* the generation window, the counts' window and a few spare */
+    curl_multi_setopt(ep->multi, CURLMOPT_MAXCONNECTS,
+                      (long)ep->concurrency + count_window(ep) + 4);
     ep->headers = curl_slist_append(NULL, "Content-Type: application/json");
     /* no "Expect: 100-continue" round trip before 256K-token bodies */
     ep->headers = curl_slist_append(ep->headers, "Expect:");

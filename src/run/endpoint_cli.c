@@ -17,8 +17,9 @@ void dsa_loop_endpoint_init(struct dsa_loop_endpoint *e, int concurrency, int re
     e->concurrency = concurrency;
     e->retries = retries;
     e->timeout_s = timeout_s;
-    snprintf(e->help_concurrency, sizeof e->help_concurrency, "requests in flight (default %d%s%s)",
-             concurrency, concurrency_why ? ": " : "", concurrency_why ? concurrency_why : "");
+    snprintf(e->help_concurrency, sizeof e->help_concurrency,
+             "generation requests in flight (default %d%s%s)", concurrency,
+             concurrency_why ? ": " : "", concurrency_why ? concurrency_why : "");
     snprintf(e->help_retries, sizeof e->help_retries, "retries per request (default %d)", retries);
     snprintf(e->help_timeout, sizeof e->help_timeout, "seconds per attempt (default %g)",
              timeout_s);

@@ -582,6 +582,83 @@ static void test_timeout_and_cancel(void **state)
     S.sleep_ms = 0;
 }
 
+/* chats held 400 ms each, counting how many are held at once; token counts answered at once */
+static struct {
+    pthread_mutex_t mu;
+    int held, max_held;
+} H = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static enum action h_held_chat_quick_count(int n, const struct sreq *rq, struct dsa_buf *out)
+{
+    (void)n;
+    if (strstr(rq->path, "tokenize")) {
+        json_reply(out, 200, "{\"count\":5,\"max_model_len\":100,\"tokens\":[1,2,3,4,5]}");
+        return REPLY;
+    }
+    /* only this test's chats: a connection of an earlier test's cancelled client may still
+       deliver a request to the server */
+    if (!strstr(rq->body, "window test")) {
+        json_reply(out, 200, CHAT_OK);
+        return REPLY;
+    }
+    pthread_mutex_lock(&H.mu);
+    if (++H.held > H.max_held)
+        H.max_held = H.held;
+    pthread_mutex_unlock(&H.mu);
+    usleep(400 * 1000);
+    pthread_mutex_lock(&H.mu);
+    H.held--;
+    pthread_mutex_unlock(&H.mu);
+    json_reply(out, 200, CHAT_OK);
+    return REPLY;
+}
+
+struct done_order {
+    enum dsa_api api[16];
+    int n;
+};
+
+static void on_order(const struct dsa_result *res)
+{
+    struct done_order *o = res->ud;
+    assert_int_equal(res->status, DSA_RES_OK);
+    if (o->n < 16)
+        o->api[o->n++] = res->api;
+}
+
+/* Token counts do not hold a generation slot: at --concurrency 2 with four chats queued first,
+   three counts submitted after them are answered before any chat (each chat is held 400 ms),
+   and the server never holds more than two chats. With counts in the one window they waited
+   behind the chats (first in, first out) and came back after the first two chats. */
+static void test_counts_own_window(void **state)
+{
+    (void)state;
+    reset_log(h_held_chat_quick_count);
+    H.held = H.max_held = 0;
+    dsa_backend *b = open_client(1, 2, 0, 10, NULL, NULL);
+    json_t *body = json_pack("{s:[{s:s,s:s}],s:i}", "messages", "role", "user", "content",
+                             "window test", "max_tokens", 4);
+    struct done_order order = {{0}, 0};
+    for (int i = 0; i < 7; i++) {
+        struct dsa_request rq = {.api = i < 4 ? DSA_API_CHAT : DSA_API_TOKENIZE,
+                                 .body = body,
+                                 .endpoint = -1,
+                                 .done = on_order,
+                                 .ud = &order};
+        assert_int_equal(dsa_backend_submit(b, &rq), 0);
+    }
+    while (dsa_backend_poll(b, 50) > 0)
+        ;
+    assert_int_equal(order.n, 7);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(order.api[i], DSA_API_TOKENIZE);
+    for (int i = 3; i < 7; i++)
+        assert_int_equal(order.api[i], DSA_API_CHAT);
+    assert_int_equal(H.max_held, 2);
+    json_decref(body);
+    dsa_backend_free(&b);
+}
+
 static enum action h_probe(int n, const struct sreq *rq, struct dsa_buf *out)
 {
     (void)n;
@@ -882,6 +959,7 @@ int main(void)
         cmocka_unit_test(test_two_endpoints),
         cmocka_unit_test(test_tokenize_unsupported),
         cmocka_unit_test(test_timeout_and_cancel),
+        cmocka_unit_test(test_counts_own_window),
         cmocka_unit_test(test_probe),
         cmocka_unit_test(test_mrcr_eval_records),
         cmocka_unit_test(test_mrcr_eval_auth_stop),

@@ -1,0 +1,459 @@
+/*
+ * S3a paged decode logits on Hopper's fp8 tensor-core path (wgmma e4m3 x e4m3 -> f32, SASS
+ * QGMMA): the default for next_n 1..4 at H = 32 or 64 (DSA_CUDA_LOGITS=pipe selects the
+ * mma.sync kernel of decode.cu instead, =mma|simt those of logits.cu).
+ *
+ * Contract (dsa_kernels.h, dsa_logits_decode_args): q8 [B,N,H,128] e4m3, w [B*N,H] f32|bf16,
+ * paged cache (page p: 64 x 128 e4m3 at p*8448, 64 fp32 scales at p*8448 + 8192), block_table
+ * [B,max_blocks] i32, ctx [B,N] i32 -> logits [B*N, stride] f32|bf16, -inf past ctx when clean.
+ *
+ * Why this shape. The mma.sync kernel of decode.cu widens fp8 to f16 (half the fp8 rate) and
+ * spends most of its issue slots on conversions and fragment loads; here the tensor cores
+ * read both operands from shared memory as they are stored:
+ * - One CTA is one consumer warpgroup (128 threads) and one copy warp, persistent over a
+ *   contiguous range of the flat list of B * ceil(stride/64) page tiles, as in decode.cu
+ *   (split-K over the context for small batches, q amortised over hundreds of pages for
+ *   large ones; no merge needed, each logit is written by one thread).
+ * - The K page is wgmma's A (M = 64 keys, K = 128), the sequence's N*H q rows its B (n = N*H
+ *   columns, the q row j*H + h): one m64nNCk32 instruction per 32 bytes of the contraction,
+ *   4 per page (n = 64..192 at H = 64, next_n 1..3; next_n 4 in two passes of n = 128, 8 per
+ *   page), the accumulator 64 keys x n.
+ *   Both operands are K-major with the 128-byte swizzle: a K row (128 e4m3) is one swizzle
+ *   row, so TMA lands the page directly in wgmma's layout.
+ * - K pages come in by TMA (a 3-D tensor map over the cache: 128 bytes x 64 rows x pages,
+ *   page stride 8448) and their scales by a 256-byte bulk copy, both completing on the stage's
+ *   "full" mbarrier, STG stages per CTA. The copy warp looks up 32 tiles' page ids at once
+ *   (one block-table load in the first version, serial in front of every copy, held each
+ *   CTA to about one page per load latency), waits for a stage's "empty" barrier (each
+ *   consumer thread arrives once it has read the stage, before its epilogue: one arrive per
+ *   warp after __syncwarp was as correct but compute-sanitizer's racecheck does not follow
+ *   it) and refills it;
+ *   a tile whose keys are all past the sequence's context is not loaded (plain arrive).
+ * - q (N*H x 128 bytes) and w (N*H floats) of the current sequence sit in shared memory,
+ *   reloaded when a range crosses into the next sequence.
+ * Epilogue: thread (warp w, g, c) holds keys 16w + g and 16w + g + 8 and, of each q row j,
+ * heads 8i + 2c + {0, 1}; relu(dot) * w is summed over its H/4 heads in that order (one fma
+ * chain), then over the 4 lanes c by two xor-shuffles, times the key's scale, rounded once
+ * to f32 (then bf16 when asked). A fixed order, so reruns are bitwise identical.
+ * Numerics: the tensor core's fp8 products and partial sums are not those of the fp64
+ * reference (the hardware aligns and truncates the partial sums of a k32 step to fewer bits
+ * than f32), so the logits match the reference within calc_diff, not bit for bit; the check
+ * (kernels/check.c) holds them to calc_diff <= 5e-6 and identical masks, as the mma kernels.
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.cuh"
+#include "dsa_cuda.h"
+#include "wgmma_fp8.cuh"
+
+#define DW_THREADS 128
+#define DW_KBYTES  (DSA_K_PAGE * 128) /* the K rows of a page: 8192 bytes */
+
+struct dw_params {
+    const uint8_t *q8;
+    const void *w;
+    int wbf16;
+    const uint8_t *cache;
+    const int32_t *bt;
+    int max_blocks;
+    const int32_t *ctx;
+    void *out;
+    int lbf16;
+    long stride;
+    int clean;
+    long tiles_per_seq, total; /* page tiles per sequence (ceil(stride/64)) and in all */
+};
+
+__device__ __forceinline__ uint32_t dw_smem(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void dw_bar_init(uint64_t *bar, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(dw_smem(bar)), "r"(count)
+                 : "memory");
+}
+
+/* the expected bytes of the stage and the issuing thread's arrival */
+__device__ __forceinline__ void dw_bar_expect(uint64_t *bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(dw_smem(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void dw_bar_arrive(uint64_t *bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(dw_smem(bar)) : "memory");
+}
+
+__device__ __forceinline__ void dw_bar_wait(uint64_t *bar, uint32_t parity)
+{
+    uint32_t done;
+    do {
+        asm volatile("{\n.reg .pred p;\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(dw_smem(bar)), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
+/* the 64 K rows of cache page `page` into dst (1024-byte aligned), 128-byte swizzled */
+__device__ __forceinline__ void dw_tma_page(void *dst, const CUtensorMap *map, int page,
+                                            uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dw_smem(dst)),
+                 "l"((uint64_t)map), "r"(0), "r"(0), "r"(page), "r"(dw_smem(bar))
+                 : "memory");
+}
+
+__device__ __forceinline__ void dw_bulk(void *dst, const void *src, uint32_t bytes, uint64_t *bar)
+{
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+        "[%3];\n" ::"r"(dw_smem(dst)),
+        "l"(src), "r"(bytes), "r"(dw_smem(bar))
+        : "memory");
+}
+
+/* a K-major operand of 128-byte rows, 128-byte swizzle, 8-row groups 1024 bytes apart (SBO),
+   starting at shared address a (1024-byte aligned plus the k-step's 32-byte offset) */
+__device__ __forceinline__ uint64_t dw_desc(uint32_t a)
+{
+    return (uint64_t)((a & 0x3ffffu) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+
+template <int N> __device__ __forceinline__ int dw_kmax(const dw_params &p, int b)
+{
+    int k = 0; /* the most keys any row of sequence b sees */
+#pragma unroll
+    for (int j = 0; j < N; j++)
+        k = max(k, p.ctx[(size_t)b * N + j]);
+    return k;
+}
+
+/* stage `bar`'s copies of cache page `page`: its K rows by TMA and its scales by a bulk copy,
+   one expected-bytes arrival (lane 0 of the copy warp) */
+__device__ __forceinline__ void dw_issue(const CUtensorMap *map, const uint8_t *cache, int page,
+                                         uint8_t *kdst, float *sdst, uint64_t *bar)
+{
+    dw_bar_expect(bar, DW_KBYTES + DSA_K_PAGE * 4);
+    dw_tma_page(kdst, map, page, bar);
+    dw_bulk(sdst, cache + (size_t)page * DSA_K_PAGE_BYTES + DSA_K_SCALE_OFF, DSA_K_PAGE * 4, bar);
+}
+
+/*
+ * The copy warp: tiles [t_begin, t_end) into the STG-stage ring. Its 32 lanes look up the page
+ * ids (and whether any key of the tile is visible) of 32 tiles at once, so the block-table
+ * loads overlap each other instead of delaying every copy; then, tile by tile, the warp waits
+ * for the stage to be free (empty barrier: the 128 consumer threads have read it) and lane 0
+ * issues the copies, or a plain arrive for a tile with no visible key (never loaded).
+ */
+template <int N, int STG>
+__device__ __forceinline__ void dw_producer(const dw_params &p, const CUtensorMap *map,
+                                            long t_begin, long t_end, uint8_t *kst, float *sc,
+                                            uint64_t *full, uint64_t *empty)
+{
+    const int lane = threadIdx.x & 31;
+    for (long t0 = t_begin; t0 < t_end; t0 += 32) {
+        const long t = t0 + lane;
+        int page = 0, live = 0;
+        if (t < t_end) {
+            const int b = (int)(t / p.tiles_per_seq), pg = (int)(t % p.tiles_per_seq);
+            live = (long)pg * DSA_K_PAGE < dw_kmax<N>(p, b);
+            if (live)
+                page = p.bt[(size_t)b * p.max_blocks + pg];
+        }
+        const int nt = (int)min(32L, t_end - t0);
+        for (int j = 0; j < nt; j++) {
+            const long i = t0 + j - t_begin;
+            const int s = (int)(i % STG);
+            const int pj = __shfl_sync(0xffffffffu, page, j);
+            const int lj = __shfl_sync(0xffffffffu, live, j);
+            if (i >= STG) /* the consumers' release of the stage's previous use */
+                dw_bar_wait(&empty[s], (uint32_t)(i / STG - 1) & 1u);
+            if (lane == 0) {
+                if (lj)
+                    dw_issue(map, p.cache, pj, kst + s * DW_KBYTES, sc + s * DSA_K_PAGE, &full[s]);
+                else
+                    dw_bar_arrive(&full[s]);
+            }
+            __syncwarp();
+        }
+    }
+}
+
+/* the shared layout: STG K stages (1024-byte aligned), q, the stages' scales, w, the full and
+   the empty barriers */
+template <int NC, int STG> struct dw_smem_layout {
+    static constexpr size_t k = 0, q = (size_t)STG * DW_KBYTES, s = q + (size_t)NC * 128,
+                            w = s + (size_t)STG * DSA_K_PAGE * 4, bar = w + (size_t)NC * 4,
+                            bytes = bar + 2 * STG * 8, alloc = bytes + 1024; /* for alignment */
+};
+
+/* q rows and w of sequence b into shared memory (q 128-byte swizzled, as TMA would place it),
+   visible to the tensor cores' (async) proxy afterwards */
+template <int H, int N>
+__device__ __forceinline__ void dw_load_q(const dw_params &p, int b, uint8_t *qs, float *ws)
+{
+    constexpr int NC = N * H;
+    const uint4 *src = (const uint4 *)(p.q8 + (size_t)b * NC * 128);
+    for (int u = threadIdx.x; u < NC * 8; u += DW_THREADS) {
+        const int row = u >> 3, c = u & 7;
+        *(uint4 *)(qs + row * 128 + ((c ^ (row & 7)) << 4)) = src[u];
+    }
+    for (int u = threadIdx.x; u < NC; u += DW_THREADS) {
+        const size_t wi = (size_t)b * NC + u;
+        ws[u] = p.wbf16 ? d_bf16_to_f32(((const uint16_t *)p.w)[wi]) : ((const float *)p.w)[wi];
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+/* the 4 consumer warps only (id 1; 0 is __syncthreads') */
+__device__ __forceinline__ void dw_consumers_sync(void)
+{
+    asm volatile("bar.sync 1, %0;\n" ::"n"(DW_THREADS) : "memory");
+}
+
+/*
+ * H heads, N = next_n rows, P passes, STG stages. The N*H q rows are the B operand in P passes
+ * of N/P rows (n = NCP = N*H/P columns): P = 2 halves the accumulator (N=4: 64 registers
+ * instead of 128), so more CTAs share an SM, at the price of a second wgmma wait per page.
+ */
+template <int H, int N, int P, int STG>
+__global__ static void __launch_bounds__(DW_THREADS + 32)
+    decode_wgmma_kernel(const __grid_constant__ CUtensorMap map, const dw_params p)
+{
+    constexpr int NC = N * H, NCP = NC / P, NP = N / P;
+    using L = dw_smem_layout<NC, STG>;
+    extern __shared__ unsigned char smem_raw[];
+    uint8_t *sm = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    uint8_t *kst = sm + L::k, *qs = sm + L::q;
+    float *sc = (float *)(sm + L::s), *ws = (float *)(sm + L::w);
+    uint64_t *full = (uint64_t *)(sm + L::bar), *empty = full + STG;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, grp = lane >> 2, tig = lane & 3;
+    const long t_begin = (long)blockIdx.x * p.total / gridDim.x;
+    const long t_end = (long)(blockIdx.x + 1) * p.total / gridDim.x;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STG; s++) {
+            dw_bar_init(&full[s], 1);
+            dw_bar_init(&empty[s], DW_THREADS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (warp == DW_THREADS / 32) { /* the copy warp */
+        dw_producer<N, STG>(p, &map, t_begin, t_end, kst, sc, full, empty);
+        return;
+    }
+
+    float acc[NCP / 2];
+#pragma unroll
+    for (int r = 0; r < NCP / 2; r++)
+        acc[r] = 0.0f;
+    int cur_b = -1, kmax = 0, ctx_r[N];
+    int b = (int)(t_begin / p.tiles_per_seq), pg = (int)(t_begin % p.tiles_per_seq);
+    for (long t = t_begin, i = 0; t < t_end; t++, i++) {
+        const int s = (int)(i % STG);
+        if (b != cur_b) { /* a new sequence: every consumer warp is done with the last one's q, w */
+            cur_b = b;
+            dw_consumers_sync();
+            dw_load_q<H, N>(p, b, qs, ws);
+            kmax = 0;
+#pragma unroll
+            for (int j = 0; j < N; j++)
+                kmax = max(kmax, ctx_r[j] = p.ctx[(size_t)b * N + j]);
+            dw_consumers_sync();
+        }
+        dw_bar_wait(&full[s], (uint32_t)(i / STG) & 1u);
+        const bool live = (long)pg * DSA_K_PAGE < kmax; /* uniform: the tile was loaded */
+        const float *ks = sc + s * DSA_K_PAGE;
+        float kv0 = 0.0f, kv1 = 0.0f; /* the scales of this thread's two keys */
+        if (live)
+            kv0 = ks[16 * warp + grp], kv1 = ks[16 * warp + grp + 8];
+#pragma unroll
+        for (int pp = 0; pp < P; pp++) {
+            if (live) {
+                const uint32_t ka = dw_smem(kst + s * DW_KBYTES), qa = dw_smem(qs + pp * NCP * 128);
+                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+                    dw_mma<NCP>::run(acc, dw_desc(ka + 32 * k), dw_desc(qa + 32 * k), k);
+                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+                asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+            }
+            if (pp == P - 1) /* this thread's reads of stage s are done: release it */
+                dw_bar_arrive(&empty[s]);
+#pragma unroll
+            for (int jl = 0; jl < NP; jl++) {
+                const int j = pp * NP + jl;       /* the q row */
+                float part0 = 0.0f, part1 = 0.0f; /* keys 16 warp + grp and + 8 */
+                if (live) {
+#pragma unroll
+                    for (int q = 0; q < H / 8; q++) { /* n-tile n8 of the accumulator */
+                        const int n8 = jl * (H / 8) + q;
+                        const float2 wv = *(const float2 *)(ws + pp * NCP + 8 * n8 + 2 * tig);
+                        part0 = __fmaf_rn(wv.x, fmaxf(acc[4 * n8], 0.0f), part0);
+                        part0 = __fmaf_rn(wv.y, fmaxf(acc[4 * n8 + 1], 0.0f), part0);
+                        part1 = __fmaf_rn(wv.x, fmaxf(acc[4 * n8 + 2], 0.0f), part1);
+                        part1 = __fmaf_rn(wv.y, fmaxf(acc[4 * n8 + 3], 0.0f), part1);
+                    }
+                    part0 = __fadd_rn(part0, __shfl_xor_sync(0xffffffffu, part0, 1));
+                    part1 = __fadd_rn(part1, __shfl_xor_sync(0xffffffffu, part1, 1));
+                    part0 = __fadd_rn(part0, __shfl_xor_sync(0xffffffffu, part0, 2));
+                    part1 = __fadd_rn(part1, __shfl_xor_sync(0xffffffffu, part1, 2));
+                }
+                if (tig >= 2)
+                    continue;
+                const int key = 16 * warp + grp + 8 * tig; /* lane tig 0 stores key grp, 1 grp+8 */
+                const long sp = (long)pg * DSA_K_PAGE + key;
+                if (sp >= p.stride)
+                    continue;
+                const size_t o = ((size_t)b * N + j) * p.stride + sp;
+                if (sp < ctx_r[j])
+                    d_logit_store(p.out, o, p.lbf16,
+                                  __fmul_rn(tig ? kv1 : kv0, tig ? part1 : part0));
+                else if (p.clean)
+                    d_logit_mask(p.out, o, p.lbf16);
+            }
+        }
+        if (++pg == p.tiles_per_seq)
+            pg = 0, b++;
+    }
+}
+
+/* the tensor map of the cache's K rows: 128 bytes x 64 rows (128 apart) x pages (8448 apart),
+   one page per box, 128-byte swizzle; the page extent is the most an int32 page id of an
+   H200-sized cache needs (no access goes past a page the block table names) */
+static int dw_map(CUtensorMap *map, const uint8_t *cache)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 encode;
+    if (!encode) {
+        cudaDriverEntryPointQueryResult q;
+        void *fn = NULL;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
+                                             cudaEnableDefault, &q) != cudaSuccess ||
+            q != cudaDriverEntryPointSuccess || !fn) {
+            fprintf(stderr, "dsa-eval: CUDA driver has no cuTensorMapEncodeTiled\n");
+            return DSA_K_EDEVICE;
+        }
+        encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+    }
+    const cuuint64_t dims[3] = {128, DSA_K_PAGE, 1u << 25};
+    const cuuint64_t strides[2] = {128, DSA_K_PAGE_BYTES};
+    const cuuint32_t box[3] = {128, DSA_K_PAGE, 1}, estr[3] = {1, 1, 1};
+    CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, (void *)cache, dims, strides, box,
+                        estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+        fprintf(stderr, "dsa-eval: cuTensorMapEncodeTiled failed (%d)\n", (int)r);
+        return DSA_K_EDEVICE;
+    }
+    return DSA_K_OK;
+}
+
+/* DSA_CUDA_DECODE_CTAS=N forces the grid (the check runs it small, so ranges cross sequences) */
+static int dw_forced_ctas(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("DSA_CUDA_DECODE_CTAS");
+        v = e ? atoi(e) : 0;
+        if (v < 0)
+            v = 0;
+    }
+    return v;
+}
+
+/* stages: as many as let the CTAs that the registers allow share an SM (ptxas, H=64: N=1 64
+   registers, 4 CTAs of 52 KB; N=2 126, 3 of 69 KB; N=3, 4 150-168, 2 of 85-102 KB; N=4 in
+   two passes, 3 of 69 KB when its registers allow) */
+template <int N, int P> constexpr int dw_stages(void)
+{
+    return N == 1 ? 5 : N == 2 ? 6 : (N == 4 && P == 2) ? 4 : 8;
+}
+
+template <int H, int N, int P>
+static int dw_launch(const dw_params &p, const CUtensorMap &map, cudaStream_t st)
+{
+    constexpr int STG = dw_stages<N, P>();
+    using L = dw_smem_layout<N * H, STG>;
+    static int slots; /* resident CTAs on the whole device */
+    if (!slots) {
+        int dev, sms, per_sm;
+        CUDA_CHECK(cudaGetDevice(&dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        CUDA_CHECK(cudaFuncSetAttribute(decode_wgmma_kernel<H, N, P, STG>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)L::alloc));
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &per_sm, decode_wgmma_kernel<H, N, P, STG>, DW_THREADS + 32, L::alloc));
+        slots = sms * (per_sm > 0 ? per_sm : 1);
+    }
+    long grid = dw_forced_ctas() ? dw_forced_ctas() : slots;
+    if (grid > p.total)
+        grid = p.total;
+    decode_wgmma_kernel<H, N, P, STG><<<(unsigned)grid, DW_THREADS + 32, L::alloc, st>>>(map, p);
+    return DSA_K_OK;
+}
+
+/* next_n 4 in two passes of two q rows (3 CTAs per SM): 690 us against 889 in one pass at
+   B=64 L=128K on the H200 (bench/RESULTS.md); DSA_CUDA_DECODE_PASSES=1 selects one pass */
+static int dw_passes(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("DSA_CUDA_DECODE_PASSES");
+        v = e && !strcmp(e, "1") ? 1 : 2;
+    }
+    return v;
+}
+
+template <int H>
+static int dw_heads(const dw_params &p, const CUtensorMap &map, int N, cudaStream_t st)
+{
+    switch (N) {
+    case 1:
+        return dw_launch<H, 1, 1>(p, map, st);
+    case 2:
+        return dw_launch<H, 2, 1>(p, map, st);
+    case 3:
+        return dw_launch<H, 3, 1>(p, map, st);
+    default:
+        return dw_passes() == 2 ? dw_launch<H, 4, 2>(p, map, st) : dw_launch<H, 4, 1>(p, map, st);
+    }
+}
+
+int dsa_cuda_decode_wgmma_launch(const dsa_k_flags *f, const dsa_logits_decode_args *a,
+                                 cudaStream_t st)
+{
+    if (a->N < 1 || a->N > 4 || (f->heads != 64 && f->heads != 32))
+        return DSA_K_UNSUPPORTED;
+    dw_params p = {a->q8,     a->w,           f->weights == DSA_K_BF16,
+                   a->cache,  a->block_table, a->max_blocks,
+                   a->ctx,    a->logits,      f->logits == DSA_K_BF16,
+                   a->stride, a->clean,       (a->stride + DSA_K_PAGE - 1) / DSA_K_PAGE,
+                   0};
+    p.total = p.tiles_per_seq * a->B;
+    if (p.total <= 0)
+        return DSA_K_OK;
+    /* the map names the cache's address: encoded again only when the cache moves */
+    static CUtensorMap map;
+    static const uint8_t *mapped;
+    if (mapped != a->cache) {
+        int rc = dw_map(&map, a->cache);
+        if (rc != DSA_K_OK)
+            return rc;
+        mapped = a->cache;
+    }
+    return f->heads == 64 ? dw_heads<64>(p, map, a->N, st) : dw_heads<32>(p, map, a->N, st);
+}
