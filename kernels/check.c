@@ -717,7 +717,8 @@ static int selection_keys(const int32_t *idx, int k, long len, const void *l, in
 }
 
 /* rows of the lengths below, or (wide_rows > 0) wide_rows rows of wide_len: the shapes where
-   the CUDA kernel splits a row over many CTAs or overflows its per-slice candidate rows */
+   the CUDA kernel splits a row over many CTAs or overflows its per-slice candidate rows (with
+   DSA_CUDA_TOPK_CLUSTER=N, up to N rows run one 8-CTA cluster per row instead) */
 static void check_topk(struct ck *c, int k, const char *data, const struct dsa_k_flags *f,
                        int wide_rows, long wide_len)
 {
@@ -912,10 +913,17 @@ int dsa_kcheck_run(const struct dsa_kcheck_opts *o, FILE *out, struct dsa_kcheck
         check_topk(&c, 2048, "random", &f, 64, 70001);
         check_topk(&c, 2048, "constant", &f, 64, 70001);
         check_topk(&c, 512, "ascending", &f, 3, 100000);
+        /* one cluster per row at its longest rows (256K: full slices), the k-th value shared
+           across all the slices of a row, and a row length no multiple of 4 or of the slice */
+        check_topk(&c, 2048, "ties", &f, 8, 262128);
+        check_topk(&c, 2048, "constant", &f, 8, 262128);
+        check_topk(&c, 1024, "10lsbits", &f, 2, 131071);
     }
     f.logits = DSA_K_BF16;
     check_topk(&c, 2048, "random", &f, 0, 0);
     check_topk(&c, 2048, "ties", &f, 0, 0);
+    if (!o->quick)
+        check_topk(&c, 2048, "random", &f, 1, 131075);
 
     free(c.cos);
     free(c.sin);

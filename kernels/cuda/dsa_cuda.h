@@ -11,6 +11,9 @@
 
 #include "dsa_kernels.h"
 
+/* S1/S2: the kernels read their inputs (raw k/q and weights, LayerNorm weights, positions,
+   slots, RoPE tables) before the programmatic wait for the kernel before them (prep.cu), so no
+   kernel launched just before may write those inputs; in this API they are only uploaded */
 int dsa_cuda_k_prep_launch(const dsa_k_flags *f, const dsa_k_prep_args *a, cudaStream_t st);
 int dsa_cuda_q_prep_launch(const dsa_k_flags *f, const dsa_q_prep_args *a, cudaStream_t st);
 int dsa_cuda_logits_decode_launch(const dsa_k_flags *f, const dsa_logits_decode_args *a,

@@ -7,9 +7,10 @@
 #include "common.cuh"
 #include "dsa_cuda.h"
 
-/* RoPE -> [bf16] -> [Hadamard -> [bf16]] -> quant; returns the scale (all lanes) */
+/* RoPE -> [bf16] -> [Hadamard -> [bf16]] -> quant; q[j] = the fp8 byte of element
+   lane + 32 j (the caller stores them); returns the scale (all lanes) */
 __device__ static float rope_rotate_quant(const dsa_k_flags f, float v[4], const float *cs,
-                                          const float *sn, uint8_t *out)
+                                          const float *sn, uint8_t q[4])
 {
     const int lane = threadIdx.x & 31;
     if (f.rope == DSA_K_ROPE_NEOX) {
@@ -52,21 +53,31 @@ __device__ static float rope_rotate_quant(const dsa_k_flags f, float v[4], const
     amax = d_warp_max(amax);
     float s = d_quant_scale(amax, f.scale == DSA_K_SCALE_UE8M0);
     for (int j = 0; j < 4; j++)
-        out[lane + 32 * j] = d_f32_to_e4m3(__fdiv_rn(v[j], s));
+        q[j] = d_f32_to_e4m3(__fdiv_rn(v[j], s));
     return s;
 }
 
-/* Both prep kernels are launched as programmatic dependents (common.cuh) and wait for the
-   kernel before them (which may read the cache, q8 or w they write) before anything else:
-   what overlaps is the launch, so that S2 starts as soon as S1 ends. */
+__device__ __forceinline__ void store_q(uint8_t *out, const uint8_t q[4])
+{
+    const int lane = threadIdx.x & 31;
+    for (int j = 0; j < 4; j++)
+        out[lane + 32 * j] = q[j];
+}
+
+/* Both prep kernels are launched as programmatic dependents (common.cuh): they read their
+   inputs and do all the arithmetic while the kernel before them may still run, and wait for it
+   (it may read the cache, q8 or w they write) only before their first store. Their inputs
+   (raw k/q, weights, positions, slots, RoPE tables) are never written by a kernel of this API,
+   only uploaded; dsa_cuda.h states it. */
 __global__ static void k_prep_kernel(const dsa_k_flags f, dsa_k_prep_args a)
 {
-    d_pdl_wait();
     d_pdl_launch_next();
     const int lane = threadIdx.x & 31;
     const int t = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (t >= a.T || a.slot[t] < 0)
+    if (t >= a.T || a.slot[t] < 0) {
+        d_pdl_wait(); /* so that this grid ends after the one before (see topk.cu) */
         return;
+    }
     float v[4], d[4], sq[4];
     for (int j = 0; j < 4; j++)
         v[j] = d_bf16_to_f32(a.k_raw[(size_t)t * 128 + lane + 32 * j]);
@@ -85,37 +96,55 @@ __global__ static void k_prep_kernel(const dsa_k_flags f, dsa_k_prep_args a)
         v[j] = f.bf16_round ? d_round_bf16(y) : y;
     }
     int64_t page = a.slot[t] / DSA_K_PAGE, off = a.slot[t] % DSA_K_PAGE;
-    uint8_t *base = a.cache + (size_t)page * DSA_K_PAGE_BYTES;
-    float s = rope_rotate_quant(f, v, a.cos + a.pos[t] * 32, a.sin + a.pos[t] * 32,
-                                base + off * DSA_K_HEAD_DIM);
+    uint8_t *base = a.cache + (size_t)page * DSA_K_PAGE_BYTES, q[4];
+    float s = rope_rotate_quant(f, v, a.cos + a.pos[t] * 32, a.sin + a.pos[t] * 32, q);
+    d_pdl_wait();
+    store_q(base + off * DSA_K_HEAD_DIM, q);
     if (lane == 0)
         *(float *)(base + DSA_K_SCALE_OFF + off * 4) = s;
 }
 
+/* QV (token, head) vectors a warp: their loads in flight together (a decode step's few
+   thousand vectors then fit one wave of resident warps) */
+#define QV 4
+
 __global__ static void q_prep_kernel(const dsa_k_flags f, dsa_q_prep_args a)
 {
-    d_pdl_wait();
     d_pdl_launch_next();
     const int lane = threadIdx.x & 31, H = f.heads;
-    const long th = (long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (th >= (long)a.T * H)
-        return;
-    const long t = th / H;
-    float v[4];
-    for (int j = 0; j < 4; j++)
-        v[j] = d_bf16_to_f32(a.q_raw[th * 128 + lane + 32 * j]);
-    float s = rope_rotate_quant(f, v, a.cos + a.pos[t] * 32, a.sin + a.pos[t] * 32,
-                                a.q8 + th * DSA_K_HEAD_DIM);
-    if (lane == 0) {
-        a.qs[th] = s;
+    const long n = (long)a.T * H,
+               th0 = ((long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32) * QV;
+    float v[QV][4], s[QV], w[QV];
+    uint8_t q[QV][4];
+#pragma unroll
+    for (int u = 0; u < QV; u++)
+        for (int j = 0; j < 4; j++)
+            v[u][j] = th0 + u < n ? d_bf16_to_f32(a.q_raw[(th0 + u) * 128 + lane + 32 * j]) : 0.0f;
+    const float hs = H == 64 ? 0.125f : 0.1767766952966369f;
+#pragma unroll
+    for (int u = 0; u < QV; u++) {
+        const long th = th0 + u, t = th / H;
+        if (th >= n) /* the same for the whole warp */
+            break;
+        s[u] = rope_rotate_quant(f, v[u], a.cos + a.pos[t] * 32, a.sin + a.pos[t] * 32, q[u]);
         float wr = a.w_raw_dtype == DSA_K_BF16 ? d_bf16_to_f32(((const uint16_t *)a.w_raw)[th])
                                                : ((const float *)a.w_raw)[th];
-        float hs = H == 64 ? 0.125f : 0.1767766952966369f;
-        float w = __fmul_rn(__fmul_rn(__fmul_rn(wr, s), DSA_INV_SQRT_128F), hs);
-        if (f.weights == DSA_K_BF16)
-            ((uint16_t *)a.w)[th] = d_f32_to_bf16(w);
-        else
-            ((float *)a.w)[th] = w;
+        w[u] = __fmul_rn(__fmul_rn(__fmul_rn(wr, s[u]), DSA_INV_SQRT_128F), hs);
+    }
+    d_pdl_wait();
+#pragma unroll
+    for (int u = 0; u < QV; u++) {
+        const long th = th0 + u;
+        if (th >= n)
+            break;
+        store_q(a.q8 + th * DSA_K_HEAD_DIM, q[u]);
+        if (lane == 0) {
+            a.qs[th] = s[u];
+            if (f.weights == DSA_K_BF16)
+                ((uint16_t *)a.w)[th] = d_f32_to_bf16(w[u]);
+            else
+                ((float *)a.w)[th] = w[u];
+        }
     }
 }
 
@@ -140,7 +169,7 @@ int dsa_cuda_q_prep_launch(const dsa_k_flags *f, const dsa_q_prep_args *a, cudaS
 {
     if (a->T <= 0)
         return DSA_K_OK;
-    long warps = (long)a->T * f->heads;
+    long warps = ((long)a->T * f->heads + QV - 1) / QV;
     cudaLaunchAttribute pdl;
     const cudaLaunchConfig_t c =
         d_pdl_config(dim3((unsigned)((warps + 3) / 4)), dim3(128), 0, st, &pdl);

@@ -16,6 +16,9 @@
  *              slice order (= index order), selects the k largest by a radix select on their
  *              keys (11 + 11 + 10 bits), and writes those above the k-th key in index order,
  *              then its ties in index order.
+ * DSA_CUDA_TOPK_CLUSTER=N selects, up to N rows, one launch of an 8-CTA thread-block cluster
+ * per row instead (cluster_kernel below: the row in the cluster's shared memory, an exact
+ * radix select over distributed shared memory); off by default, slower as measured.
  * The gather and the final are launched as programmatic dependents (common.cuh, d_pdl_config):
  * their CTAs are scheduled while the kernel before still runs and wait (d_pdl_wait) just before
  * their first read of its output, so the launch latency of two of the three kernels overlaps
@@ -32,6 +35,7 @@
  */
 #include <stdlib.h>
 
+#include <cooperative_groups.h>
 #include <cub/block/block_scan.cuh>
 
 #include "common.cuh"
@@ -72,6 +76,17 @@ __device__ __forceinline__ int load4(const void *l, int lbf16, size_t base, long
 }
 
 /* ---- selection in shared memory ---- */
+
+/* h[d] += 1 for every lane of the warp with valid set, one shared atomic per distinct digit
+   (__match_any_sync on the digit); all 32 lanes call it. Used by cluster_kernel only: in
+   select_in_smem it made the final kernel 11.9 -> 18.3 us on the H200 (bench/RESULTS.md,
+   round 4), the match costing more than the same-address atomics it saves. */
+__device__ __forceinline__ void hist_add(int *h, uint32_t d, bool valid)
+{
+    const unsigned peers = __match_any_sync(0xffffffffu, valid ? d : 0xffffffffu);
+    if (valid && (int)(threadIdx.x & 31) == __ffs(peers) - 1)
+        atomicAdd(&h[d], __popc(peers));
+}
 
 /* The need-th largest key among keys[0..n) (shared memory) and how many of its ties are taken
    (*s_need): a radix select in 3 passes (11, 11, 10 bits) with the histogram h, by T threads.
@@ -448,6 +463,155 @@ __global__ static void __launch_bounds__(FINAL_T)
     take_candidates(ck, ci, E, s_key, k - s_need, s_need, out, t);
 }
 
+/* ---- few rows: one cluster of CTAs per row, the row in shared memory ---- */
+
+/* The top-k of one row by a cluster of CL_N CTAs (thread-block cluster, distributed shared
+   memory) in one launch: CTA c keeps the order keys of its slice [c·slice, (c+1)·slice) of the
+   row in its shared memory (read once from global memory, 16-byte loads); the radix select of
+   select_in_smem runs over the whole cluster: each pass every CTA builds its slice's histogram,
+   the cluster syncs, and every CTA sums the CL_N histograms through DSMEM in the same order, so
+   all find the same digit. The histograms are double-buffered, so one cluster barrier per pass
+   suffices (a buffer is cleared two passes after it was last read, and every CTA has passed the
+   barrier in between). The output is final_kernel's: the keys above the k-th key in index order,
+   then its first ties in index order, each CTA's writes placed by the counts of the CTAs before
+   it. Exact at any distribution (no sample, no fallback). */
+#define CL_N   8     /* CTAs per row: the largest portable cluster */
+#define CL_T   1024  /* threads per CTA */
+#define CL_CAP 32768 /* keys per CTA (128 KB): rows up to CL_N * CL_CAP = 256K */
+
+namespace cg = cooperative_groups;
+
+/* cb[j] = the count of digit top - j (0 when negative) summed over the cluster's CTAs, in rank
+   order: every CTA gets the same sums */
+template <int per>
+__device__ __forceinline__ void cluster_bins(cg::cluster_group &cl, int *hb, int top, int cb[per])
+{
+#pragma unroll
+    for (int j = 0; j < per; j++)
+        cb[j] = 0;
+#pragma unroll
+    for (int q = 0; q < CL_N; q++) {
+        const int *rh = cl.map_shared_rank(hb, q);
+#pragma unroll
+        for (int j = 0; j < per; j++)
+            cb[j] += top - j >= 0 ? rh[top - j] : 0;
+    }
+}
+
+__global__ static void __cluster_dims__(CL_N, 1, 1) __launch_bounds__(CL_T)
+    cluster_kernel(const void *logits, int lbf16, long stride, const int32_t *start,
+                   const int32_t *end, int k, int slice, int32_t *idx)
+{
+    extern __shared__ uint32_t keys[]; /* [slice] */
+    __shared__ int h[2][BINS];
+    __shared__ union final_tmp t;
+    __shared__ uint32_t s_key;
+    __shared__ int s_need;
+    __shared__ long long s_tot; /* this CTA's (gt << 32 | eq) counts, read by the others */
+    cg::cluster_group cl = cg::this_cluster();
+    const int r = blockIdx.y, rank = (int)cl.block_rank(), tid = threadIdx.x;
+    const long st = start[r], len = end[r] - st;
+    int32_t *out = idx + (size_t)r * k;
+    if (len <= k) { /* the same for every CTA of the cluster: none waits on a barrier */
+        if (rank == 0)
+            for (long i = tid; i < k; i += CL_T)
+                out[i] = i < len ? (int32_t)i : -1;
+        return;
+    }
+    const size_t base = (size_t)r * stride + st;
+    const long lo = (long)rank * slice, hi = lo + slice < len ? lo + slice : len;
+    const int n = hi > lo ? (int)(hi - lo) : 0;
+    /* the keys into shared memory, 4 loads of 16 bytes a thread in flight, and the first
+       digit's histogram (bits 31..21) on the way */
+    for (int b = tid; b < BINS; b += CL_T)
+        h[0][b] = 0;
+    __syncthreads();
+    for (int i0 = 0; i0 < n; i0 += 16 * CL_T) {
+        float v[4][4];
+        int m[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int i = i0 + (u * CL_T + tid) * 4;
+            m[u] = i < n ? load4(logits, lbf16, base, lo + i, hi, v[u]) : 0;
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int i = i0 + (u * CL_T + tid) * 4 + j;
+                const uint32_t key = j < m[u] ? d_order_key(v[u][j]) : 0;
+                if (j < m[u])
+                    keys[i] = key;
+                hist_add(h[0], key >> 21, j < m[u]);
+            }
+    }
+    uint32_t prefix = 0, mask = 0;
+    int need = k;
+#pragma unroll 1
+    for (int p = 0; p < 3; p++) {
+        const int sh = p == 0 ? 21 : (p == 1 ? 10 : 0), nb = p == 2 ? 1024 : 2048;
+        int *hb = h[p & 1];
+        if (p > 0) {
+            for (int b = tid; b < BINS; b += CL_T)
+                hb[b] = 0;
+            __syncthreads();
+            for (int i0 = 0; i0 < n; i0 += CL_T) {
+                const int i = i0 + tid;
+                const uint32_t key = i < n ? keys[i] : 0;
+                hist_add(hb, (key >> sh) & (nb - 1), i < n && (key & mask) == prefix);
+            }
+        }
+        cl.sync(); /* every slice's histogram of this pass is complete */
+        constexpr int per = BINS / CL_T;
+        const int top = nb - 1 - per * tid;
+        int cb[per], c = 0, incl;
+        cluster_bins<per>(cl, hb, top, cb);
+#pragma unroll
+        for (int j = 0; j < per; j++)
+            c += cb[j];
+        cub::BlockScan<int, CL_T>(t.i).InclusiveSum(c, incl);
+        int acc = incl - c;
+        if (acc < need && incl >= need)
+#pragma unroll
+            for (int j = 0; j < per; j++) {
+                if (acc + cb[j] >= need) {
+                    s_key = prefix | ((uint32_t)(top - j) << sh);
+                    s_need = need - acc;
+                    break;
+                }
+                acc += cb[j];
+            }
+        __syncthreads();
+        prefix = s_key;
+        need = s_need;
+        mask |= (uint32_t)(nb - 1) << sh;
+        __syncthreads();
+    }
+    /* prefix = the k-th largest key of the row, need = how many of its ties are taken; each
+       thread counts a run of the slice, one block scan places them within the slice */
+    const int per = (n + CL_T - 1) / CL_T, a = tid * per < n ? tid * per : n;
+    const int b = a + per < n ? a + per : n;
+    long long cnt = 0, pre, tot;
+    for (int i = a; i < b; i++)
+        cnt += keys[i] > prefix ? 1LL << 32 : (long long)(keys[i] == prefix);
+    cub::BlockScan<long long, CL_T>(t.ll).ExclusiveSum(cnt, pre, tot);
+    if (tid == 0)
+        s_tot = tot;
+    cl.sync(); /* every CTA's counts are published */
+    long long before = 0;
+    for (int q = 0; q < rank; q++)
+        before += *cl.map_shared_rank(&s_tot, q);
+    cl.sync(); /* no CTA leaves while another still reads its shared memory */
+    const int n_gt = k - need;
+    int pg = (int)((before + pre) >> 32), pe = (int)((before + pre) & 0xffffffff);
+    for (int i = a; i < b; i++) {
+        if (keys[i] > prefix)
+            out[pg++] = (int32_t)(lo + i);
+        else if (keys[i] == prefix && pe++ < need)
+            out[n_gt + pe - 1] = (int32_t)(lo + i);
+    }
+}
+
 /* ---- host side ---- */
 
 static void *g_stage; /* thresholds and staging rows */
@@ -491,11 +655,57 @@ static int fuse_rows(void)
     return v;
 }
 
+/*
+ * Up to DSA_CUDA_TOPK_CLUSTER rows (default 0: never) of at most 256K values, one cluster per
+ * row does the whole top-k in one launch (cluster_kernel) instead of the three-launch sample /
+ * gather / final path. Measured on the H200 (bench/RESULTS.md, round 4): 1 x 128K 44.1 us,
+ * 8 x 256K 82.5 us against 29.7 / 35.0 us for the three kernels in the same call, so it is
+ * opt-in until its histograms are faster.
+ */
+static int cluster_rows(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("DSA_CUDA_TOPK_CLUSTER");
+        v = e ? atoi(e) : 0;
+    }
+    return v;
+}
+
+/* slice = the keys per CTA of cluster_kernel for rows of at most stride values (a multiple of
+   4, so that the slices of an aligned row stay 16-byte aligned); 0 when the path is not taken:
+   more rows than cluster_rows(), rows too long, or a device that cannot run one such cluster */
+static int cluster_slice(long rows, long stride)
+{
+    static int fits = -1;
+    long slice = ((stride + CL_N - 1) / CL_N + 3) / 4 * 4;
+    if (rows > cluster_rows() || rows > 65535 || slice > CL_CAP)
+        return 0;
+    if (fits < 0) {
+        int nc = 0;
+        cudaLaunchConfig_t c = {};
+        c.gridDim = dim3(CL_N, 1);
+        c.blockDim = dim3(CL_T);
+        c.dynamicSmemBytes = CL_CAP * 4;
+        fits = cudaFuncSetAttribute(cluster_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    CL_CAP * 4) == cudaSuccess &&
+               cudaOccupancyMaxActiveClusters(&nc, cluster_kernel, &c) == cudaSuccess && nc > 0;
+        (void)cudaGetLastError(); /* a refusal here only means the other path */
+    }
+    return fits ? (int)slice : 0;
+}
+
 int dsa_cuda_topk_launch(const dsa_k_flags *f, const dsa_topk_args *a, cudaStream_t st)
 {
     static int attr_set;
     if (a->rows <= 0)
         return DSA_K_OK;
+    const int cslice = cluster_slice(a->rows, a->stride);
+    if (cslice > 0) {
+        cluster_kernel<<<dim3(CL_N, (unsigned)a->rows), CL_T, (size_t)cslice * 4, st>>>(
+            a->logits, f->logits == DSA_K_BF16, a->stride, a->start, a->end, a->k, cslice, a->idx);
+        return DSA_K_OK;
+    }
     if (!attr_set) {
         CUDA_CHECK(cudaFuncSetAttribute(final_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         CAND_CAP * 8));
