@@ -325,15 +325,62 @@ bool verbatim(dom::element e)
         [](std::string_view) { return true; });
 }
 
-bool escapes_verbatim(std::string_view text)
+/* True when no escape in text is one jansson writes otherwise (see verbatim()); *n gets the
+   number of escapes, each two bytes of the text for one decoded byte. */
+bool escapes_verbatim(std::string_view text, size_t *n)
 {
     const char *p = text.data(), *end = p + text.size();
+    *n = 0;
     while ((p = static_cast<const char *>(std::memchr(p, '\\', static_cast<size_t>(end - p))))) {
         if (p + 1 >= end || p[1] == 'u' || p[1] == '/')
             return false;
         p += 2; /* the escaped byte, a backslash included */
+        ++*n;
     }
     return true;
+}
+
+/* The length of the compact text of a value that verbatim() accepted, its strings' escapes not
+   counted (the caller adds one byte per escape): quotes and decoded bytes of every string and
+   key, brackets, commas, colons and literals. Equal to the text's own length only when the text
+   has no blank between its tokens, so that minifying it would copy it unchanged. */
+size_t compact_len(dom::element e)
+{
+    size_t n = 2, k = 0;
+    switch (e.type()) {
+    case dom::element_type::ARRAY: {
+        dom::array a;
+        if (e.get_array().get(a))
+            return 0;
+        for (dom::element v : a) {
+            n += compact_len(v);
+            k++;
+        }
+        return n + (k ? k - 1 : 0);
+    }
+    case dom::element_type::OBJECT: {
+        dom::object o;
+        if (e.get_object().get(o))
+            return 0;
+        for (dom::key_value_pair kv : o) {
+            n += kv.key.size() + 3 + compact_len(kv.value); /* "key": */
+            k++;
+        }
+        return n + (k ? k - 1 : 0);
+    }
+    case dom::element_type::STRING: {
+        std::string_view s;
+        return e.get_string().get(s) ? 0 : s.size() + 2;
+    }
+    case dom::element_type::BOOL: {
+        bool v = false;
+        return e.get_bool().get(v) ? 0 : v ? 4 : 5;
+    }
+    case dom::element_type::NULL_VALUE:
+        return 4;
+    default:
+        return 0; /* a number: not verbatim, never asked */
+    }
 }
 
 /* A non-empty array of objects, each with a string member of every name in required[]. */
@@ -459,10 +506,16 @@ json_t *dsa_jsimd_load_dumped(const char *text, size_t len, bool padded, const c
         if (!*dumped && kv.key == inner_key && !kv.value.get_string().get(s) &&
             parse_root(inner_parser, s.data(), s.size(), false, true, &inner) &&
             records_with(inner, required)) {
-            size_t start = inner_json->len, n = 0;
+            size_t start = inner_json->len, n = 0, nesc = 0;
             dsa_buf_grow(inner_json, s.size() + 2);
-            if (verbatim(inner) && escapes_verbatim(s) &&
-                !simdjson::minify(s.data(), s.size(), inner_json->data + start, n)) {
+            bool plain = verbatim(inner) && escapes_verbatim(s, &nesc);
+            if (plain && compact_len(inner) + nesc == s.size()) {
+                /* already compact: the text itself, with no pass to look for blanks */
+                dsa_buf_add(inner_json, s.data(), s.size());
+                *dumped = true;
+                v = json_string("");
+            } else if (plain &&
+                       !simdjson::minify(s.data(), s.size(), inner_json->data + start, n)) {
                 /* the text itself, blanks removed: no string decoded and escaped again */
                 inner_json->len = start + n;
                 inner_json->data[inner_json->len] = '\0';

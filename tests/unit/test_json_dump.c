@@ -220,6 +220,20 @@ static void test_dumped_from_tape(void **state)
                  "\"f\":false,\"z\":null,\"a\":[1,[],{},\"s\"]}]",
                  true);
     check_dumped("[{\"role\":\"user\",\"content\":\"\xc3\xa9\xe2\x80\xa8 raw UTF-8\"}]", true);
+    /* compact already (copied as it is) and the same texts with one blank (minified): the
+       length of the tokens with the escapes' second bytes must tell them apart */
+    check_dumped(
+        "[{\"role\":\"user\",\"content\":\"a\\\"b\\\\c\\nd\\t\",\"x\":[true,false,null,{},[]],"
+        "\"y\":{\"k\\\\\":\"\"}},{\"role\":\"\",\"content\":\"\"}]",
+        true);
+    check_dumped(
+        "[{\"role\":\"user\",\"content\":\"a\\\"b\\\\c\\nd\\t\",\"x\":[true,false,null,{},[]],"
+        "\"y\":{\"k\\\\\":\"\"}},{\"role\":\"\",\"content\":\"\"}]\n",
+        true);
+    check_dumped("[{\"role\":\"user\",\"content\":\"x\"}, {\"role\":\"user\",\"content\":\"y\"}]",
+                 true);
+    check_dumped("[{\"role\":\"user\",\"content\":\" \"},{\"role\":\"user\",\"content\":\"y\"}]",
+                 true);
     /* escapes jansson writes otherwise ("/", the character itself) and an integer it re-formats */
     check_dumped("[{\"role\":\"user\",\"content\":\"a\\/b \\\\u0041 \\\\\\/\"}]", true);
     check_dumped("[{\"role\":\"user\",\"content\":\"x\",\"n\":-0}]", true);
