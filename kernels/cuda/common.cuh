@@ -155,4 +155,33 @@ __device__ __forceinline__ float d_warp_max(float v)
     return v;
 }
 
+/* The paged decode kernels' (decode.cu, decode_wgmma.cu) view of one launch: the arguments of
+   dsa_logits_decode_args with the flags' formats resolved, passed by value to the kernel. */
+struct d_decode_params {
+    const uint8_t *q8;
+    const void *w;
+    int wbf16;
+    const uint8_t *cache;
+    const int32_t *bt;
+    int max_blocks;
+    const int32_t *ctx;
+    void *out;
+    int lbf16;
+    long stride;
+    int clean;
+    long tiles_per_seq, total; /* page tiles per sequence (ceil(stride/64)) and in all */
+};
+
+static inline d_decode_params d_decode_params_of(const dsa_k_flags *f,
+                                                 const dsa_logits_decode_args *a)
+{
+    d_decode_params p = {a->q8,     a->w,           f->weights == DSA_K_BF16,
+                         a->cache,  a->block_table, a->max_blocks,
+                         a->ctx,    a->logits,      f->logits == DSA_K_BF16,
+                         a->stride, a->clean,       (a->stride + DSA_K_PAGE - 1) / DSA_K_PAGE,
+                         0};
+    p.total = p.tiles_per_seq * a->B;
+    return p;
+}
+
 #endif

@@ -45,21 +45,6 @@
 
 #define DP_THREADS 128
 
-struct dp_params {
-    const uint8_t *q8;
-    const void *w;
-    int wbf16;
-    const uint8_t *cache;
-    const int32_t *bt;
-    int max_blocks;
-    const int32_t *ctx;
-    void *out;
-    int lbf16;
-    long stride;
-    int clean;
-    long tiles_per_seq, total; /* page tiles per sequence (ceil(stride/64)) and in all */
-};
-
 __device__ __forceinline__ void cp_async16(void *dst, const void *src)
 {
     unsigned d = (unsigned)__cvta_generic_to_shared(dst);
@@ -128,7 +113,8 @@ struct dp_cursor {
 
 /* loads what issuing tile c.t needs; kmax only when c.t starts a sequence (or fresh) */
 template <int N>
-__device__ __forceinline__ void dp_fetch(const dp_params &p, dp_cursor &c, long t_end, bool fresh)
+__device__ __forceinline__ void dp_fetch(const d_decode_params &p, dp_cursor &c, long t_end,
+                                         bool fresh)
 {
     if (c.t >= t_end)
         return;
@@ -151,8 +137,8 @@ __device__ __forceinline__ void dp_fetch(const dp_params &p, dp_cursor &c, long 
  * tid < 16, scale word tid.
  */
 template <int N, int T>
-__device__ __forceinline__ void dp_issue(const dp_params &p, dp_cursor &c, long t_end, uint8_t *dst,
-                                         int soff)
+__device__ __forceinline__ void dp_issue(const d_decode_params &p, dp_cursor &c, long t_end,
+                                         uint8_t *dst, int soff)
 {
     if (c.t < t_end && (long)c.pg * DSA_K_PAGE < c.kmax) {
         const uint8_t *src = p.cache + (size_t)c.page * DSA_K_PAGE_BYTES + threadIdx.x * 16;
@@ -189,7 +175,8 @@ __device__ __forceinline__ void pair_sync(int v)
  * stores: bitwise the SPL = 1 result. One pair barrier per 16-key chunk.
  */
 template <int NT, int N, bool CVT, int SPL, int STG>
-__global__ static void __launch_bounds__(DP_THREADS *SPL, 2) decode_pipe_kernel(const dp_params p)
+__global__ static void __launch_bounds__(DP_THREADS *SPL, 2)
+    decode_pipe_kernel(const d_decode_params p)
 {
     extern __shared__ __align__(128) unsigned char smem[];
     constexpr int H = NT * 8, NTW = NT / SPL, T = DP_THREADS * SPL;
@@ -333,7 +320,7 @@ static int forced_ctas(void)
 }
 
 template <int NT, int N, bool CVT, int SPL, int STG>
-static int launch_pipe(const dp_params &p, cudaStream_t st)
+static int launch_pipe(const d_decode_params &p, cudaStream_t st)
 {
     static int slots; /* resident CTAs on the whole device */
     const size_t smem = (size_t)STG * DSA_K_PAGE_BYTES + (SPL > 1 ? 4 * N * 32 * 8 : 0);
@@ -359,7 +346,7 @@ static int launch_pipe(const dp_params &p, cudaStream_t st)
 }
 
 template <int NT, bool CVT, int SPL, int STG = 5>
-static int launch_heads(const dp_params &p, int N, cudaStream_t st)
+static int launch_heads(const d_decode_params &p, int N, cudaStream_t st)
 {
     return N == 1   ? launch_pipe<NT, 1, CVT, SPL, STG>(p, st)
            : N == 2 ? launch_pipe<NT, 2, CVT, SPL, STG>(p, st)
@@ -378,12 +365,7 @@ int dsa_cuda_decode_pipe_launch(const dsa_k_flags *f, const dsa_logits_decode_ar
 {
     if ((a->N != 1 && a->N != 2 && a->N != 4) || (f->heads != 64 && f->heads != 32))
         return DSA_K_UNSUPPORTED;
-    dp_params p = {a->q8,     a->w,           f->weights == DSA_K_BF16,
-                   a->cache,  a->block_table, a->max_blocks,
-                   a->ctx,    a->logits,      f->logits == DSA_K_BF16,
-                   a->stride, a->clean,       (a->stride + DSA_K_PAGE - 1) / DSA_K_PAGE,
-                   0};
-    p.total = p.tiles_per_seq * a->B;
+    d_decode_params p = d_decode_params_of(f, a);
     /* default: one warp per q row (the round-2 kernel); DSA_CUDA_DECODE_SPLIT=2: the heads over
        warp pairs (DSA_CUDA_DECODE_STAGES=8 with it: 8 stages, racecheck not clean, do not use);
        DSA_CUDA_DECODE_CVT=0: fp8 -> f16 by bit moves (with one warp per row) */

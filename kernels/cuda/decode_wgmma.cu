@@ -53,21 +53,6 @@
 #define DW_THREADS 128
 #define DW_KBYTES  (DSA_K_PAGE * 128) /* the K rows of a page: 8192 bytes */
 
-struct dw_params {
-    const uint8_t *q8;
-    const void *w;
-    int wbf16;
-    const uint8_t *cache;
-    const int32_t *bt;
-    int max_blocks;
-    const int32_t *ctx;
-    void *out;
-    int lbf16;
-    long stride;
-    int clean;
-    long tiles_per_seq, total; /* page tiles per sequence (ceil(stride/64)) and in all */
-};
-
 __device__ __forceinline__ uint32_t dw_smem(const void *p)
 {
     return (uint32_t)__cvta_generic_to_shared(p);
@@ -131,7 +116,7 @@ __device__ __forceinline__ uint64_t dw_desc(uint32_t a)
     return (uint64_t)((a & 0x3ffffu) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
 }
 
-template <int N> __device__ __forceinline__ int dw_kmax(const dw_params &p, int b)
+template <int N> __device__ __forceinline__ int dw_kmax(const d_decode_params &p, int b)
 {
     int k = 0; /* the most keys any row of sequence b sees */
 #pragma unroll
@@ -158,7 +143,7 @@ __device__ __forceinline__ void dw_issue(const CUtensorMap *map, const uint8_t *
  * issues the copies, or a plain arrive for a tile with no visible key (never loaded).
  */
 template <int N, int STG>
-__device__ __forceinline__ void dw_producer(const dw_params &p, const CUtensorMap *map,
+__device__ __forceinline__ void dw_producer(const d_decode_params &p, const CUtensorMap *map,
                                             long t_begin, long t_end, uint8_t *kst, float *sc,
                                             uint64_t *full, uint64_t *empty)
 {
@@ -202,7 +187,7 @@ template <int NC, int STG> struct dw_smem_layout {
 /* q rows and w of sequence b into shared memory (q 128-byte swizzled, as TMA would place it),
    visible to the tensor cores' (async) proxy afterwards */
 template <int H, int N>
-__device__ __forceinline__ void dw_load_q(const dw_params &p, int b, uint8_t *qs, float *ws)
+__device__ __forceinline__ void dw_load_q(const d_decode_params &p, int b, uint8_t *qs, float *ws)
 {
     constexpr int NC = N * H;
     const uint4 *src = (const uint4 *)(p.q8 + (size_t)b * NC * 128);
@@ -230,7 +215,7 @@ __device__ __forceinline__ void dw_consumers_sync(void)
  */
 template <int H, int N, int P, int STG>
 __global__ static void __launch_bounds__(DW_THREADS + 32)
-    decode_wgmma_kernel(const __grid_constant__ CUtensorMap map, const dw_params p)
+    decode_wgmma_kernel(const __grid_constant__ CUtensorMap map, const d_decode_params p)
 {
     constexpr int NC = N * H, NCP = NC / P, NP = N / P;
     using L = dw_smem_layout<NC, STG>;
@@ -383,7 +368,7 @@ template <int N, int P> constexpr int dw_stages(void)
 }
 
 template <int H, int N, int P>
-static int dw_launch(const dw_params &p, const CUtensorMap &map, cudaStream_t st)
+static int dw_launch(const d_decode_params &p, const CUtensorMap &map, cudaStream_t st)
 {
     constexpr int STG = dw_stages<N, P>();
     using L = dw_smem_layout<N * H, STG>;
@@ -419,7 +404,7 @@ static int dw_passes(void)
 }
 
 template <int H>
-static int dw_heads(const dw_params &p, const CUtensorMap &map, int N, cudaStream_t st)
+static int dw_heads(const d_decode_params &p, const CUtensorMap &map, int N, cudaStream_t st)
 {
     switch (N) {
     case 1:
@@ -438,12 +423,7 @@ int dsa_cuda_decode_wgmma_launch(const dsa_k_flags *f, const dsa_logits_decode_a
 {
     if (a->N < 1 || a->N > 4 || (f->heads != 64 && f->heads != 32))
         return DSA_K_UNSUPPORTED;
-    dw_params p = {a->q8,     a->w,           f->weights == DSA_K_BF16,
-                   a->cache,  a->block_table, a->max_blocks,
-                   a->ctx,    a->logits,      f->logits == DSA_K_BF16,
-                   a->stride, a->clean,       (a->stride + DSA_K_PAGE - 1) / DSA_K_PAGE,
-                   0};
-    p.total = p.tiles_per_seq * a->B;
+    d_decode_params p = d_decode_params_of(f, a);
     if (p.total <= 0)
         return DSA_K_OK;
     /* the map names the cache's address: encoded again only when the cache moves */
