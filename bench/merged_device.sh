@@ -4,8 +4,10 @@
 # archives of CUDA builds. Runs bench/verify_h200.sh on NEW (kernels check, sanitizers, traces
 # on CUDA against the CPU, the in-process mrcr up to 1M, kernels bench), the S4 rows with
 # torch.topk in the same call, then the endpoint's window on the machine's 16 cores
-# (bench_window.sh: ≤8K rows at concurrency 1000 for 3000 and 10000 rows, OLD's client on the
-# 10000 rows too, ≤128K rows at 100 twice). Logs go to $OUT.
+# (bench_window.sh: ≤8K rows at concurrency 1000 for 3000 rows, NEW and OLD alternating, and for
+# 10000 rows unless $LONG is set, ≤128K rows at 100 twice; $LONG rows, when set, at the end: the window alone over
+# a run long enough that the ramp and the last answers' drain are a small part of it). Logs go to
+# $OUT.
 # SPDX-License-Identifier: GPL-3.0-or-later
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -22,9 +24,12 @@ export TIME=$N/bin/time
 win() { echo "== $*"; "$@" 2>&1 | tail -5; echo "t=$(( $(date +%s) - s0 )) s"; }
 {
   win bash bench/bench_window.sh $N/build 3000 1000 2000 8k
-  win bash bench/bench_window.sh $N/build 10000 1000 2000 8k
-  [ -n "$O" ] && win env DSA_EVAL=$O/build/dsa-eval bash bench/bench_window.sh $N/build 10000 1000 2000 8k
+  [ -n "$O" ] && win env DSA_EVAL=$O/build/dsa-eval bash bench/bench_window.sh $N/build 3000 1000 2000 8k
+  [ -z "${LONG:-}" ] && win bash bench/bench_window.sh $N/build 10000 1000 2000 8k
+  [ -n "$O" ] && [ -z "${LONG:-}" ] && win env DSA_EVAL=$O/build/dsa-eval bash bench/bench_window.sh $N/build 10000 1000 2000 8k
+  win bash bench/bench_window.sh $N/build 3000 1000 2000 8k
   win bash bench/bench_window.sh $N/build 150 100 2000 128k
   [ -n "$O" ] && win env DSA_EVAL=$O/build/dsa-eval bash bench/bench_window.sh $N/build 150 100 2000 128k
   win bash bench/bench_window.sh $N/build 150 100 2000 128k
+  [ -n "${LONG:-}" ] && win env NOREF=1 bash bench/bench_window.sh $N/build "$LONG" 1000 2000 8k
 } | tee $OUT/window.txt
