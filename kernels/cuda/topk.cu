@@ -41,15 +41,15 @@
 #include "common.cuh"
 #include "dsa_cuda.h"
 
-#define BINS        2048  /* radix digits of the in-shared-memory selects */
-#define SAMPLE      4096  /* sampled values per row */
-#define SAMPLE_T    512   /* threads of sample (round 4) */
-#define COUNT_T     1024  /* threads of sample_count */
-#define PASS_T      256   /* threads of gather */
-#define FINAL_T     1024  /* threads of final */
-#define CAND_CAP    12288 /* candidates final keeps in shared memory (96 KB) */
-#define MAX_SLICES  1024 /* slices a row, gather_kernel (one segment each) */
-#define MAX_SEGS    1024 /* staging segments a row: <= FINAL_T */
+#define BINS        2048          /* radix digits of the in-shared-memory selects */
+#define SAMPLE      4096          /* sampled values per row */
+#define SAMPLE_T    512           /* threads of sample (round 4) */
+#define COUNT_T     1024          /* threads of sample_count */
+#define PASS_T      256           /* threads of gather */
+#define FINAL_T     1024          /* threads of final */
+#define CAND_CAP    12288         /* candidates final keeps in shared memory (96 KB) */
+#define MAX_SLICES  1024          /* slices a row, gather_kernel (one segment each) */
+#define MAX_SEGS    1024          /* staging segments a row: <= FINAL_T */
 #define SEG_W       (PASS_T / 32) /* warps (segments) a CTA of gather_warps_kernel */
 #define SLICE_ALIGN 2048
 #define CTAS_PER_SM 4 /* gather: 4 CTAs of 256 threads (64 registers) fit an SM */
@@ -164,8 +164,8 @@ __device__ void select_in_smem(const uint32_t *keys, int n, int need, int *h,
    18-20 varying bits of the benchmark's rows. s_ao: [2][T / 32] scratch. Ends with a barrier. */
 template <int T>
 __device__ void select_adaptive(const uint32_t *keys, int n, int need, int *h,
-                                typename cub::BlockScan<int, T>::TempStorage &tmp,
-                                uint32_t *s_key, int *s_need, uint32_t (*s_ao)[T / 32])
+                                typename cub::BlockScan<int, T>::TempStorage &tmp, uint32_t *s_key,
+                                int *s_need, uint32_t (*s_ao)[T / 32])
 {
     const int tid = threadIdx.x, lane = tid & 31;
     uint32_t a = ~0u, o = 0;
@@ -207,7 +207,8 @@ __device__ uint32_t count_select(const uint32_t (&key)[K], int m, uint32_t (*s_c
         uint32_t x = 0;
 #pragma unroll
         for (int i = 0; i < K; i++)
-            x += (uint32_t)(key[i] >= p + (1u << lo)) + ((uint32_t)(key[i] >= p + (2u << lo)) << 10) +
+            x += (uint32_t)(key[i] >= p + (1u << lo)) +
+                 ((uint32_t)(key[i] >= p + (2u << lo)) << 10) +
                  ((uint32_t)(key[i] >= p + (3u << lo)) << 20);
         x = __reduce_add_sync(0xffffffffu, x);
         if (lane == 0)
@@ -622,8 +623,7 @@ __device__ void copy_candidates(const staging &sg, size_t slot0, const int *off,
         int32_t ii[4];
 #pragma unroll
         for (int u = 0; u < 4; u++) {
-            int j = j0 + u * FINAL_T + (int)threadIdx.x,
-                s = j < n ? seg_of(off, sg.segs, j) : 0;
+            int j = j0 + u * FINAL_T + (int)threadIdx.x, s = j < n ? seg_of(off, sg.segs, j) : 0;
             size_t at = (slot0 + s) * sg.cap + (j - off[s]);
             kk[u] = j < n ? sg.key[at] : 0;
             ii[u] = j < n ? sg.idx[at] : 0;
@@ -1003,8 +1003,8 @@ int dsa_cuda_topk_launch(const dsa_k_flags *f, const dsa_topk_args *a, cudaStrea
             sample_kernel<<<a->rows, SAMPLE_T, 0, st>>>(a->logits, lbf16, a->stride, a->start,
                                                         a->end, a->k, sg.thr);
         else
-            sample_count_kernel<<<a->rows, COUNT_T, 0, st>>>(a->logits, lbf16, a->stride,
-                                                             a->start, a->end, a->k, sg.thr);
+            sample_count_kernel<<<a->rows, COUNT_T, 0, st>>>(a->logits, lbf16, a->stride, a->start,
+                                                             a->end, a->k, sg.thr);
         if (old_gather)
             CUDA_CHECK(cudaLaunchKernelEx(&gc, gather_kernel<false>, a->logits, lbf16, a->stride,
                                           a->start, a->end, a->k, slice, sg));
@@ -1012,7 +1012,7 @@ int dsa_cuda_topk_launch(const dsa_k_flags *f, const dsa_topk_args *a, cudaStrea
             CUDA_CHECK(cudaLaunchKernelEx(&gc, gather_warps_kernel, a->logits, lbf16, a->stride,
                                           a->start, a->end, a->k, slice, sg));
     }
-    CUDA_CHECK(cudaLaunchKernelEx(&fc, fk, a->logits, lbf16, a->stride, a->start, a->end, a->k,
-                                  sg, a->idx));
+    CUDA_CHECK(cudaLaunchKernelEx(&fc, fk, a->logits, lbf16, a->stride, a->start, a->end, a->k, sg,
+                                  a->idx));
     return DSA_K_OK;
 }
