@@ -8,14 +8,19 @@
  *              whole row): a threshold t that about 1.5k + 16·len/4096 values of the row
  *              reach, and at least k of them with overwhelming probability for any row whose
  *              values are not arranged against the sample's stride;
- *   2. gather  (slices x rows CTAs): each CTA reads its slice once, 4096 values an
- *              iteration (four 16-byte loads a thread in flight), and writes, in index order,
- *              the (index, fp32 order key) of every value whose key is >= t into its own
- *              staging row (one block scan an iteration gives the positions);
- *   3. final   (one CTA per row): loads the candidates of all slices into shared memory in
- *              slice order (= index order), selects the k largest by a radix select on their
- *              keys (11 + 11 + 10 bits), and writes those above the k-th key in index order,
- *              then its ties in index order.
+ *   2. gather  (slices x rows CTAs of 8 warps, gather_warps_kernel): each warp reads its
+ *              eighth of the CTA's slice once, 512 values an iteration (four 16-byte loads a
+ *              lane in flight), and writes, in index order, the (index, fp32 order key) of
+ *              every value whose key is >= t into its own staging segment (a warp scan gives
+ *              the positions; no CTA barrier);
+ *   3. final   (one CTA per row): loads the candidates of all segments into shared memory in
+ *              segment order (= index order), selects the k largest by a radix select on their
+ *              keys in 11-bit digits from their highest varying bit, and writes those above
+ *              the k-th key in index order, then its ties in index order.
+ * DSA_CUDA_TOPK_LAST=N: up to N rows the last gather CTA of each row does the final's work (two
+ * launches). DSA_CUDA_TOPK_R4 puts back round 4's gather (one block scan an iteration, a
+ * segment per slice) or final (digits from bit 31); DSA_CUDA_TOPK_COUNT=1 the count-select
+ * sample (r4_parts below says what each measured).
  * DSA_CUDA_TOPK_CLUSTER=N selects, up to N rows, one launch of an 8-CTA thread-block cluster
  * per row instead (cluster_kernel below: the row in the cluster's shared memory, an exact
  * radix select over distributed shared memory); off by default, slower as measured.
@@ -336,6 +341,7 @@ struct staging {
     int *cnt;      /* [rows, segs] candidates found (may exceed cap) */
     int32_t *idx;  /* [rows, segs, cap] */
     uint32_t *key; /* [rows, segs, cap] fp32 order keys */
+    int *done; /* [rows] CTAs of the row finished (gather_warps_kernel<true>); 0 between calls */
 };
 
 /* FUSED: each CTA computes its row's threshold itself (the sample kernel's work, repeated
@@ -422,15 +428,223 @@ __global__ static void __launch_bounds__(PASS_T)
         sg.cnt[slot] = off;
 }
 
+/* ---- 3: the selection ---- */
+
+template <int T> union fin_tmp {
+    typename cub::BlockScan<int, T>::TempStorage i;
+    typename cub::BlockScan<long long, T>::TempStorage ll;
+};
+
+/* the earlier full-row select: 4 passes of 8 bits over the row, then a compaction in index
+   order; for rows whose candidates do not fit in shared memory, or too few were taken */
+template <int T>
+__device__ __noinline__ void full_row_select(const void *logits, int lbf16, size_t base, long len,
+                                             int k, int32_t *out, int *h, fin_tmp<T> &t,
+                                             uint32_t *s_key, int *s_need)
+{
+    const int tid = threadIdx.x;
+    uint32_t prefix = 0, mask = 0;
+    int need = k;
+    for (int sh = 24; sh >= 0; sh -= 8) {
+        for (int b = tid; b < 256; b += T)
+            h[b] = 0;
+        __syncthreads();
+        for (long i = 4L * tid; i < len; i += 4L * T) {
+            float v[4];
+            int n = load4(logits, lbf16, base, i, len, v);
+            for (int j = 0; j < n; j++) {
+                uint32_t key = d_order_key(v[j]);
+                if ((key & mask) == prefix)
+                    atomicAdd(&h[(key >> sh) & 255], 1);
+            }
+        }
+        __syncthreads();
+        int c = tid < 256 ? h[255 - tid] : 0, incl;
+        cub::BlockScan<int, T>(t.i).InclusiveSum(c, incl);
+        if (tid < 256 && incl >= need && incl - c < need) {
+            *s_key = prefix | ((uint32_t)(255 - tid) << sh);
+            *s_need = need - (incl - c);
+        }
+        __syncthreads();
+        prefix = *s_key;
+        need = *s_need;
+        mask |= 255u << sh;
+        __syncthreads();
+    }
+    int off_gt = 0, off_eq = 0;
+    for (long i0 = 0; i0 < len; i0 += 4L * T) {
+        const long i = i0 + 4L * tid;
+        float v[4];
+        int n = i < len ? load4(logits, lbf16, base, i, len, v) : 0, ngt = 0, neq = 0;
+        uint32_t key[4];
+        for (int j = 0; j < n; j++) {
+            key[j] = d_order_key(v[j]);
+            ngt += key[j] > prefix;
+            neq += key[j] == prefix;
+        }
+        long long pre, tot;
+        cub::BlockScan<long long, T>(t.ll).ExclusiveSum(((long long)ngt << 32) | neq, pre, tot);
+        __syncthreads();
+        int pg = off_gt + (int)(pre >> 32), pe = off_eq + (int)(pre & 0xffffffff);
+        for (int j = 0; j < n; j++) {
+            if (key[j] > prefix) {
+                out[pg++] = (int32_t)(i + j);
+            } else if (key[j] == prefix) {
+                if (pe < need)
+                    out[(k - need) + pe] = (int32_t)(i + j);
+                pe++;
+            }
+        }
+        off_gt += (int)(tot >> 32);
+        off_eq += (int)(tot & 0xffffffff);
+    }
+}
+
+/* writes the candidates taken: the n_gt keys above `thr` in index order, then `take` ties at
+   thr in index order. Thread tid takes the run [tid*per, (tid+1)*per) of the candidates, so one
+   block scan of its two counts (16 bits each: n <= CAND_CAP < 2^16) places them all. */
+template <int T>
+__device__ void take_candidates(const uint32_t *ck, const int32_t *ci, int n, uint32_t thr,
+                                int n_gt, int take, int32_t *out, fin_tmp<T> &t)
+{
+    const int per = (n + T - 1) / T, lo = (int)threadIdx.x * per;
+    const int hi = lo + per < n ? lo + per : n;
+    int c = 0, pre, tot;
+    for (int i = lo; i < hi; i++)
+        c += ck[i] > thr ? 1 << 16 : (ck[i] == thr);
+    cub::BlockScan<int, T>(t.i).ExclusiveSum(c, pre, tot);
+    int pg = pre >> 16, pe = pre & 0xffff;
+    for (int i = lo; i < hi; i++) {
+        if (ck[i] > thr)
+            out[pg++] = ci[i];
+        else if (ck[i] == thr && pe++ < take)
+            out[n_gt + pe - 1] = ci[i];
+    }
+}
+
+/* the segment holding element j of the concatenation: the last s with off[s] <= j */
+__device__ __forceinline__ int seg_of(const int *off, int segs, int j)
+{
+    int lo = 0, hi = segs; /* off[lo] <= j < off[hi] (off[segs] = the total) */
+    while (hi - lo > 1) {
+        int mid = (lo + hi) / 2;
+        if (off[mid] <= j)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* the candidates (key, index) into shared memory, in segment order (= index order); through
+   the L2 (__ldcg), as other CTAs of this grid may have written them (gather_warps_kernel<true>) */
+template <int T>
+__device__ void copy_candidates(const staging &sg, size_t slot0, const int *off, int n,
+                                uint32_t *ck, int32_t *ci)
+{
+    for (int j0 = 0; j0 < n; j0 += 4 * T) {
+        uint32_t kk[4];
+        int32_t ii[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            int j = j0 + u * T + (int)threadIdx.x, s = j < n ? seg_of(off, sg.segs, j) : 0;
+            size_t at = (slot0 + s) * sg.cap + (j - off[s]);
+            kk[u] = j < n ? __ldcg(sg.key + at) : 0;
+            ii[u] = j < n ? __ldcg(sg.idx + at) : 0;
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            int j = j0 + u * T + (int)threadIdx.x;
+            if (j < n) {
+                ck[j] = kk[u];
+                ci[j] = ii[u];
+            }
+        }
+    }
+}
+
+/* The final's work for row r once its candidates are staged, by the T threads of a CTA (all
+   of them call it): the offsets of the segments, the candidates into shared memory (dynamic:
+   keys [CAND_CAP], then indices [CAND_CAP]), the select, the output. ADAPT: the candidates'
+   select starts at their highest varying bit (select_adaptive, the default); else the fixed
+   11 + 11 + 10-bit digits of round 4 (DSA_CUDA_TOPK_R4 bit 2). */
+template <int T, bool ADAPT>
+__device__ void final_row(const void *logits, int lbf16, size_t base, long len, int k,
+                          const staging &sg, int r, int32_t *out)
+{
+    constexpr int P = MAX_SEGS / T; /* segments a thread, blocked */
+    extern __shared__ uint32_t cand[];
+    __shared__ fin_tmp<T> t;
+    __shared__ int h[BINS], s_off[MAX_SEGS + 1];
+    __shared__ uint32_t s_ao[2][T / 32];
+    __shared__ int s_need;
+    __shared__ uint32_t s_key;
+    const int tid = threadIdx.x;
+    /* offsets of each segment's candidates, in segment order */
+    const size_t slot0 = (size_t)r * sg.segs;
+    long long c[P], pre[P], tot;
+    int over = 0;
+#pragma unroll
+    for (int q = 0; q < P; q++) {
+        const int s = tid * P + q;
+        c[q] = s < sg.segs ? __ldcg(sg.cnt + slot0 + s) : 0;
+        over |= c[q] > sg.cap;
+    }
+    const int overflow = __syncthreads_or(over);
+    cub::BlockScan<long long, T>(t.ll).ExclusiveSum(c, pre, tot);
+#pragma unroll
+    for (int q = 0; q < P; q++)
+        if (tid * P + q < sg.segs)
+            s_off[tid * P + q] = (int)(pre[q] < CAND_CAP ? pre[q] : CAND_CAP);
+    if (tid == 0)
+        s_off[sg.segs] = (int)(tot < CAND_CAP ? tot : CAND_CAP);
+    __syncthreads();
+    if (overflow || tot > CAND_CAP || tot < k) {
+        full_row_select<T>(logits, lbf16, base, len, k, out, h, t, &s_key, &s_need);
+        return;
+    }
+    const int E = (int)tot;
+    uint32_t *ck = cand;
+    int32_t *ci = (int32_t *)(cand + CAND_CAP);
+    copy_candidates<T>(sg, slot0, s_off, E, ck, ci);
+    __syncthreads();
+    if constexpr (ADAPT)
+        select_adaptive<T>(ck, E, k, h, t.i, &s_key, &s_need, s_ao);
+    else
+        select_in_smem<T>(ck, E, k, h, t.i, &s_key, &s_need);
+    take_candidates<T>(ck, ci, E, s_key, k - s_need, s_need, out, t);
+}
+
+template <bool ADAPT>
+__global__ static void __launch_bounds__(FINAL_T)
+    final_kernel(const void *logits, int lbf16, long stride, const int32_t *start,
+                 const int32_t *end, int k, staging sg, int32_t *idx)
+{
+    const int r = blockIdx.x;
+    const long st = start[r], len = end[r] - st;
+    int32_t *out = idx + (size_t)r * k;
+    d_pdl_wait(); /* the gather's counts and staging rows; and so that this grid ends after it */
+    if (len <= k) {
+        for (long i = threadIdx.x; i < k; i += FINAL_T)
+            out[i] = i < len ? (int32_t)i : -1;
+        return;
+    }
+    final_row<FINAL_T, ADAPT>(logits, lbf16, (size_t)r * stride + st, len, k, sg, r, out);
+}
+
 /* The default gather: each warp of a CTA owns a contiguous eighth of the CTA's slice and its
    own staging segment, so the positions come from a warp scan (shuffles) and no barrier of the
    CTA ever stalls the loads (gather_kernel's block scan, one an iteration, held each CTA's
    next loads until all its warps had written). The first iteration's loads (4 of 16 bytes a
-   lane) are issued before d_pdl_wait: the logits were complete before sample_count_kernel
-   started, which this kernel depends on, so only the threshold waits. */
-__global__ static void __launch_bounds__(PASS_T)
+   lane) are issued before d_pdl_wait: the logits were complete before the sample kernel (an
+   ordinary launch) started, which this kernel depends on, so only the threshold waits.
+   LAST: the last CTA of a row to finish (a counter per row, sg.done, reset by that CTA) runs
+   the final's work for the row (final_row, 256 threads, CAND_CAP * 8 bytes of dynamic shared
+   memory), so no final launch waits for this grid to end; idx is only written then. */
+template <bool LAST>
+__global__ static void __launch_bounds__(PASS_T, LAST ? 2 : CTAS_PER_SM)
     gather_warps_kernel(const void *logits, int lbf16, long stride, const int32_t *start,
-                        const int32_t *end, int k, long slice, staging sg)
+                        const int32_t *end, int k, long slice, staging sg, int32_t *idx)
 {
     const int r = blockIdx.y, s = blockIdx.x, w = threadIdx.x >> 5, lane = threadIdx.x & 31;
     d_pdl_launch_next();
@@ -438,16 +652,15 @@ __global__ static void __launch_bounds__(PASS_T)
     const long lo = s * slice + w * wlen, hi = lo + wlen < len ? lo + wlen : len;
     const size_t seg = (size_t)r * sg.segs + (size_t)s * SEG_W + w;
     /* every warp passes d_pdl_wait before it ends (see gather_kernel) */
-    if (len <= k) {
+    if (len <= k) { /* the same for the whole CTA */
         d_pdl_wait();
+        if (LAST && s == 0)
+            for (long i = threadIdx.x; i < k; i += PASS_T)
+                idx[(size_t)r * k + i] = i < len ? (int32_t)i : -1;
         return;
     }
-    if (lo >= len) {
+    if (lo >= hi) /* past the row's end: no loop below, an empty segment */
         d_pdl_wait();
-        if (lane == 0)
-            sg.cnt[seg] = 0;
-        return;
-    }
     const size_t base = (size_t)r * stride + st;
     int32_t *oi = sg.idx + seg * sg.cap;
     uint32_t *ok = sg.key + seg * sg.cap;
@@ -462,7 +675,7 @@ __global__ static void __launch_bounds__(PASS_T)
             n[u] = i < hi ? load4(logits, lbf16, base, i, hi, v[u]) : 0;
         }
         if (i0 == lo) {
-            d_pdl_wait(); /* sample_count_kernel's thresholds */
+            d_pdl_wait(); /* the sample's thresholds */
             t = sg.thr[r];
         }
         /* the four sub-tiles' counts (<= 4 each) in 8-bit fields: <= 128 a warp */
@@ -505,188 +718,21 @@ __global__ static void __launch_bounds__(PASS_T)
     }
     if (lane == 0)
         sg.cnt[seg] = off;
-}
-
-/* ---- 3: the selection ---- */
-
-union final_tmp {
-    cub::BlockScan<int, FINAL_T>::TempStorage i;
-    cub::BlockScan<long long, FINAL_T>::TempStorage ll;
-};
-
-/* the earlier full-row select: 4 passes of 8 bits over the row, then a compaction in index
-   order; for rows whose candidates do not fit in shared memory, or too few were taken */
-__device__ __noinline__ void full_row_select(const void *logits, int lbf16, size_t base, long len,
-                                             int k, int32_t *out, int *h, union final_tmp &t,
-                                             uint32_t *s_key, int *s_need)
-{
-    const int tid = threadIdx.x;
-    uint32_t prefix = 0, mask = 0;
-    int need = k;
-    for (int sh = 24; sh >= 0; sh -= 8) {
-        for (int b = tid; b < 256; b += FINAL_T)
-            h[b] = 0;
+    if constexpr (LAST) {
+        __shared__ int s_last;
+        __threadfence(); /* this thread's candidates and count, before the CTA's arrival */
         __syncthreads();
-        for (long i = 4L * tid; i < len; i += 4L * FINAL_T) {
-            float v[4];
-            int n = load4(logits, lbf16, base, i, len, v);
-            for (int j = 0; j < n; j++) {
-                uint32_t key = d_order_key(v[j]);
-                if ((key & mask) == prefix)
-                    atomicAdd(&h[(key >> sh) & 255], 1);
-            }
-        }
+        if (threadIdx.x == 0)
+            s_last = atomicAdd(sg.done + r, 1) == (int)gridDim.x - 1;
         __syncthreads();
-        int c = tid < 256 ? h[255 - tid] : 0, incl;
-        cub::BlockScan<int, FINAL_T>(t.i).InclusiveSum(c, incl);
-        if (tid < 256 && incl >= need && incl - c < need) {
-            *s_key = prefix | ((uint32_t)(255 - tid) << sh);
-            *s_need = need - (incl - c);
-        }
-        __syncthreads();
-        prefix = *s_key;
-        need = *s_need;
-        mask |= 255u << sh;
-        __syncthreads();
+        if (!s_last)
+            return;
+        __threadfence(); /* every CTA of the row has arrived: their writes are visible */
+        if (threadIdx.x == 0)
+            sg.done[r] = 0; /* for the next call (the stream orders it) */
+        final_row<PASS_T, true>(logits, lbf16, (size_t)r * stride + st, len, k, sg, r,
+                                idx + (size_t)r * k);
     }
-    int off_gt = 0, off_eq = 0;
-    for (long i0 = 0; i0 < len; i0 += 4L * FINAL_T) {
-        const long i = i0 + 4L * tid;
-        float v[4];
-        int n = i < len ? load4(logits, lbf16, base, i, len, v) : 0, ngt = 0, neq = 0;
-        uint32_t key[4];
-        for (int j = 0; j < n; j++) {
-            key[j] = d_order_key(v[j]);
-            ngt += key[j] > prefix;
-            neq += key[j] == prefix;
-        }
-        long long pre, tot;
-        cub::BlockScan<long long, FINAL_T>(t.ll).ExclusiveSum(((long long)ngt << 32) | neq, pre,
-                                                              tot);
-        __syncthreads();
-        int pg = off_gt + (int)(pre >> 32), pe = off_eq + (int)(pre & 0xffffffff);
-        for (int j = 0; j < n; j++) {
-            if (key[j] > prefix) {
-                out[pg++] = (int32_t)(i + j);
-            } else if (key[j] == prefix) {
-                if (pe < need)
-                    out[(k - need) + pe] = (int32_t)(i + j);
-                pe++;
-            }
-        }
-        off_gt += (int)(tot >> 32);
-        off_eq += (int)(tot & 0xffffffff);
-    }
-}
-
-/* writes the candidates taken: the n_gt keys above `thr` in index order, then `take` ties at
-   thr in index order. Thread tid takes the run [tid*per, (tid+1)*per) of the candidates, so one
-   block scan of its two counts (16 bits each: n <= CAND_CAP < 2^16) places them all. */
-__device__ void take_candidates(const uint32_t *ck, const int32_t *ci, int n, uint32_t thr,
-                                int n_gt, int take, int32_t *out, union final_tmp &t)
-{
-    const int per = (n + FINAL_T - 1) / FINAL_T, lo = (int)threadIdx.x * per;
-    const int hi = lo + per < n ? lo + per : n;
-    int c = 0, pre, tot;
-    for (int i = lo; i < hi; i++)
-        c += ck[i] > thr ? 1 << 16 : (ck[i] == thr);
-    cub::BlockScan<int, FINAL_T>(t.i).ExclusiveSum(c, pre, tot);
-    int pg = pre >> 16, pe = pre & 0xffff;
-    for (int i = lo; i < hi; i++) {
-        if (ck[i] > thr)
-            out[pg++] = ci[i];
-        else if (ck[i] == thr && pe++ < take)
-            out[n_gt + pe - 1] = ci[i];
-    }
-}
-
-/* the segment holding element j of the concatenation: the last s with off[s] <= j */
-__device__ __forceinline__ int seg_of(const int *off, int segs, int j)
-{
-    int lo = 0, hi = segs; /* off[lo] <= j < off[hi] (off[segs] = the total) */
-    while (hi - lo > 1) {
-        int mid = (lo + hi) / 2;
-        if (off[mid] <= j)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* the candidates (key, index) into shared memory, in segment order (= index order) */
-__device__ void copy_candidates(const staging &sg, size_t slot0, const int *off, int n,
-                                uint32_t *ck, int32_t *ci)
-{
-    for (int j0 = 0; j0 < n; j0 += 4 * FINAL_T) {
-        uint32_t kk[4];
-        int32_t ii[4];
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            int j = j0 + u * FINAL_T + (int)threadIdx.x, s = j < n ? seg_of(off, sg.segs, j) : 0;
-            size_t at = (slot0 + s) * sg.cap + (j - off[s]);
-            kk[u] = j < n ? sg.key[at] : 0;
-            ii[u] = j < n ? sg.idx[at] : 0;
-        }
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            int j = j0 + u * FINAL_T + (int)threadIdx.x;
-            if (j < n) {
-                ck[j] = kk[u];
-                ci[j] = ii[u];
-            }
-        }
-    }
-}
-
-/* ADAPT: the candidates' select starts at their highest varying bit (select_adaptive, the
-   default); else the fixed 11 + 11 + 10-bit digits of round 4 (DSA_CUDA_TOPK_R4 bit 2) */
-template <bool ADAPT>
-__global__ static void __launch_bounds__(FINAL_T)
-    final_kernel(const void *logits, int lbf16, long stride, const int32_t *start,
-                 const int32_t *end, int k, staging sg, int32_t *idx)
-{
-    extern __shared__ uint32_t cand[]; /* keys [CAND_CAP], then indices [CAND_CAP] */
-    __shared__ union final_tmp t;
-    __shared__ int h[BINS], s_off[MAX_SEGS + 1];
-    __shared__ uint32_t s_ao[2][FINAL_T / 32];
-    __shared__ int s_need;
-    __shared__ uint32_t s_key;
-    const int r = blockIdx.x, tid = threadIdx.x;
-    const long st = start[r], len = end[r] - st;
-    const size_t base = (size_t)r * stride + st;
-    int32_t *out = idx + (size_t)r * k;
-    if (len <= k) {
-        d_pdl_wait(); /* so that this grid ends after the gather (see gather_kernel) */
-        for (long i = tid; i < k; i += FINAL_T)
-            out[i] = i < len ? (int32_t)i : -1;
-        return;
-    }
-    /* offsets of each segment's candidates, in segment order */
-    const size_t slot0 = (size_t)r * sg.segs;
-    d_pdl_wait(); /* gather_kernel's counts and staging rows */
-    long long c = tid < sg.segs ? sg.cnt[slot0 + tid] : 0, pre, tot;
-    const int overflow = __syncthreads_or(c > sg.cap);
-    cub::BlockScan<long long, FINAL_T>(t.ll).ExclusiveSum(c, pre, tot);
-    if (tid < sg.segs)
-        s_off[tid] = (int)(pre < CAND_CAP ? pre : CAND_CAP);
-    if (tid == 0)
-        s_off[sg.segs] = (int)(tot < CAND_CAP ? tot : CAND_CAP);
-    __syncthreads();
-    if (overflow || tot > CAND_CAP || tot < k) {
-        full_row_select(logits, lbf16, base, len, k, out, h, t, &s_key, &s_need);
-        return;
-    }
-    const int E = (int)tot;
-    uint32_t *ck = cand;
-    int32_t *ci = (int32_t *)(cand + CAND_CAP);
-    copy_candidates(sg, slot0, s_off, E, ck, ci);
-    __syncthreads();
-    if constexpr (ADAPT)
-        select_adaptive<FINAL_T>(ck, E, k, h, t.i, &s_key, &s_need, s_ao);
-    else
-        select_in_smem<FINAL_T>(ck, E, k, h, t.i, &s_key, &s_need);
-    take_candidates(ck, ci, E, s_key, k - s_need, s_need, out, t);
 }
 
 /* ---- few rows: one cluster of CTAs per row, the row in shared memory ---- */
@@ -730,7 +776,7 @@ __global__ static void __cluster_dims__(CL_N, 1, 1) __launch_bounds__(CL_T)
 {
     extern __shared__ uint32_t keys[]; /* [slice] */
     __shared__ int h[2][BINS];
-    __shared__ union final_tmp t;
+    __shared__ fin_tmp<CL_T> t;
     __shared__ uint32_t s_key;
     __shared__ int s_need;
     __shared__ long long s_tot; /* this CTA's (gt << 32 | eq) counts, read by the others */
@@ -841,6 +887,22 @@ __global__ static void __cluster_dims__(CL_N, 1, 1) __launch_bounds__(CL_T)
 /* ---- host side ---- */
 
 static void *g_stage; /* thresholds and staging rows */
+static int *g_done;   /* [g_done_rows] gather_warps_kernel<true>'s counters, 0 between calls */
+static long g_done_rows;
+
+/* g_done for rows rows, zeroed when (re)allocated, on the stream of the launches */
+static int grow_done(long rows, cudaStream_t st)
+{
+    if (rows <= g_done_rows)
+        return DSA_K_OK;
+    cudaFree(g_done);
+    g_done = NULL;
+    g_done_rows = 0;
+    CUDA_CHECK(cudaMalloc(&g_done, (size_t)rows * 4));
+    CUDA_CHECK(cudaMemsetAsync(g_done, 0, (size_t)rows * 4, st));
+    g_done_rows = rows;
+    return DSA_K_OK;
+}
 static size_t g_stage_bytes;
 
 static int grow(size_t bytes)
@@ -882,17 +944,35 @@ static int fuse_rows(void)
 }
 
 /*
- * DSA_CUDA_TOPK_R4 = a bit mask (default 0) that puts back round 4's kernels one by one, for
- * A/B timings in one call and as a fallback: bit 0 the sample with the 2-pass radix select in
- * shared memory (sample_kernel), bit 1 the gather with a block scan an iteration and one segment
- * a slice (gather_kernel), bit 2 the final's fixed 11 + 11 + 10-bit digits; 7 is round 4's path.
+ * Up to DSA_CUDA_TOPK_LAST rows (default 0: never) the gather's last CTA of each row runs the
+ * final's work (gather_warps_kernel<true>), two launches per call instead of three; its CTAs
+ * carry the final's 96 KB of candidates, so 2 of them fit an SM instead of 4.
+ */
+static int last_rows(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("DSA_CUDA_TOPK_LAST");
+        v = e ? atoi(e) : 0;
+    }
+    return v;
+}
+
+/*
+ * DSA_CUDA_TOPK_R4 = a bit mask (default 0) that puts back round 4's kernels, for A/B timings
+ * in one call and as a fallback: bit 1 the gather with a block scan an iteration and one
+ * segment a slice (gather_kernel), bit 2 the final's fixed 11 + 11 + 10-bit digits; 6 is round
+ * 4's path. DSA_CUDA_TOPK_COUNT=1 takes the threshold from sample_count_kernel instead of
+ * round 4's sample_kernel: the same value, measured 2.3-3.0 us slower on the H200 (round 5,
+ * call 1, where it was the default and R4 bit 0 put sample_kernel back). Returned: bit 0 set
+ * for sample_kernel.
  */
 static int r4_parts(void)
 {
     static int v = -1;
     if (v < 0) {
-        const char *e = getenv("DSA_CUDA_TOPK_R4");
-        v = e ? atoi(e) & 7 : 0;
+        const char *e = getenv("DSA_CUDA_TOPK_R4"), *c = getenv("DSA_CUDA_TOPK_COUNT");
+        v = (e ? atoi(e) & 6 : 0) | (c && atoi(c) ? 0 : 1);
     }
     return v;
 }
@@ -949,7 +1029,7 @@ int dsa_cuda_topk_launch(const dsa_k_flags *f, const dsa_topk_args *a, cudaStrea
         return DSA_K_OK;
     }
     const int r4 = r4_parts(), fused = a->rows <= fuse_rows();
-    const int old_gather = fused || (r4 & 2);
+    const int old_gather = fused || (r4 & 2), last = !old_gather && a->rows <= last_rows();
     void (*fk)(const void *, int, long, const int32_t *, const int32_t *, int, staging, int32_t *) =
         r4 & 4 ? final_kernel<false> : final_kernel<true>;
     if (!attr_set) {
@@ -957,13 +1037,15 @@ int dsa_cuda_topk_launch(const dsa_k_flags *f, const dsa_topk_args *a, cudaStrea
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, CAND_CAP * 8));
         CUDA_CHECK(cudaFuncSetAttribute(final_kernel<false>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, CAND_CAP * 8));
+        CUDA_CHECK(cudaFuncSetAttribute(gather_warps_kernel<true>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, CAND_CAP * 8));
         attr_set = 1;
     }
-    /* slices: at most CTAS_PER_SM gather CTAs per SM in all (one wave), at least SLICE_ALIGN
-       values each, at most MAX_SLICES (gather_kernel) or MAX_SEGS / SEG_W (gather_warps_kernel:
-       a staging segment per warp) */
+    /* slices: at most CTAS_PER_SM gather CTAs per SM in all (2 with LAST: one wave), at least
+       SLICE_ALIGN values each, at most MAX_SLICES (gather_kernel) or MAX_SEGS / SEG_W
+       (gather_warps_kernel: a staging segment per warp) */
     const long max_n = old_gather ? MAX_SLICES : MAX_SEGS / SEG_W;
-    long per_row = (long)CTAS_PER_SM * sm_count() / a->rows,
+    long per_row = (long)(last ? 2 : CTAS_PER_SM) * sm_count() / a->rows,
          max_sl = (a->stride + SLICE_ALIGN - 1) / SLICE_ALIGN;
     long n = per_row < max_sl ? per_row : max_sl;
     if (n > max_n)
@@ -976,6 +1058,13 @@ int dsa_cuda_topk_launch(const dsa_k_flags *f, const dsa_topk_args *a, cudaStrea
     sg.segs = old_gather ? slices : slices * SEG_W;
     const long seg_len = old_gather ? slice : slice / SEG_W;
     sg.cap = seg_len < CAND_CAP ? seg_len : CAND_CAP;
+    sg.done = NULL;
+    if (last) {
+        int rc = grow_done(a->rows, st);
+        if (rc != DSA_K_OK)
+            return rc;
+        sg.done = g_done;
+    }
     const size_t slots = (size_t)a->rows * sg.segs;
     int rc = grow((size_t)a->rows * 4 + slots * 4 + slots * 8 * (size_t)sg.cap);
     if (rc != DSA_K_OK)
@@ -1008,9 +1097,14 @@ int dsa_cuda_topk_launch(const dsa_k_flags *f, const dsa_topk_args *a, cudaStrea
         if (old_gather)
             CUDA_CHECK(cudaLaunchKernelEx(&gc, gather_kernel<false>, a->logits, lbf16, a->stride,
                                           a->start, a->end, a->k, slice, sg));
-        else
-            CUDA_CHECK(cudaLaunchKernelEx(&gc, gather_warps_kernel, a->logits, lbf16, a->stride,
-                                          a->start, a->end, a->k, slice, sg));
+        else if (last) {
+            const cudaLaunchConfig_t lc = d_pdl_config(grid, dim3(PASS_T), CAND_CAP * 8, st, &pdl);
+            CUDA_CHECK(cudaLaunchKernelEx(&lc, gather_warps_kernel<true>, a->logits, lbf16,
+                                          a->stride, a->start, a->end, a->k, slice, sg, a->idx));
+            return DSA_K_OK;
+        } else
+            CUDA_CHECK(cudaLaunchKernelEx(&gc, gather_warps_kernel<false>, a->logits, lbf16,
+                                          a->stride, a->start, a->end, a->k, slice, sg, a->idx));
     }
     CUDA_CHECK(cudaLaunchKernelEx(&fc, fk, a->logits, lbf16, a->stride, a->start, a->end, a->k, sg,
                                   a->idx));
