@@ -946,7 +946,10 @@ static int fuse_rows(void)
 /*
  * Up to DSA_CUDA_TOPK_LAST rows (default 0: never) the gather's last CTA of each row runs the
  * final's work (gather_warps_kernel<true>), two launches per call instead of three; its CTAs
- * carry the final's 96 KB of candidates, so 2 of them fit an SM instead of 4.
+ * carry the final's 96 KB of candidates, so 2 of them fit an SM instead of 4. Measured slower
+ * on the H200 (bench/RESULTS.md, round 5, call 3): 1 x 128K 28.0 us, 8 x 256K 33.8 against
+ * 21.6 / 26.5 for the three kernels in the same call; the final's work on 256 threads takes
+ * longer than the kernel boundary it saves. Kept opt-in, checked, for the next round.
  */
 static int last_rows(void)
 {
