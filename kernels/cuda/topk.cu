@@ -8,14 +8,19 @@
  *              whole row): a threshold t that about 1.5k + 16·len/4096 values of the row
  *              reach, and at least k of them with overwhelming probability for any row whose
  *              values are not arranged against the sample's stride;
- *   2. gather  (slices x rows CTAs): each CTA reads its slice once, 4096 values an
- *              iteration (four 16-byte loads a thread in flight), and writes, in index order,
- *              the (index, fp32 order key) of every value whose key is >= t into its own
- *              staging row (one block scan an iteration gives the positions);
- *   3. final   (one CTA per row): loads the candidates of all slices into shared memory in
- *              slice order (= index order), selects the k largest by a radix select on their
- *              keys (11 + 11 + 10 bits), and writes those above the k-th key in index order,
- *              then its ties in index order.
+ *   2. gather  (slices x rows CTAs of 8 warps, gather_warps_kernel): each warp reads its
+ *              eighth of the CTA's slice once, 512 values an iteration (four 16-byte loads a
+ *              lane in flight), and writes, in index order, the (index, fp32 order key) of
+ *              every value whose key is >= t into its own staging segment (a warp scan gives
+ *              the positions; no CTA barrier);
+ *   3. final   (one CTA per row): loads the candidates of all segments into shared memory in
+ *              segment order (= index order), selects the k largest by a radix select on their
+ *              keys in 11-bit digits from their highest varying bit, and writes those above
+ *              the k-th key in index order, then its ties in index order.
+ * DSA_CUDA_TOPK_LAST=N: up to N rows the last gather CTA of each row does the final's work (two
+ * launches). DSA_CUDA_TOPK_R4 puts back round 4's gather (one block scan an iteration, a
+ * segment per slice) or final (digits from bit 31); DSA_CUDA_TOPK_COUNT=1 the count-select
+ * sample (r4_parts below says what each measured).
  * DSA_CUDA_TOPK_CLUSTER=N selects, up to N rows, one launch of an 8-CTA thread-block cluster
  * per row instead (cluster_kernel below: the row in the cluster's shared memory, an exact
  * radix select over distributed shared memory); off by default, slower as measured.
@@ -41,13 +46,16 @@
 #include "common.cuh"
 #include "dsa_cuda.h"
 
-#define BINS        2048  /* radix digits of the in-shared-memory selects */
-#define SAMPLE      4096  /* sampled values per row */
-#define SAMPLE_T    512   /* threads of sample */
-#define PASS_T      256   /* threads of gather */
-#define FINAL_T     1024  /* threads of final */
-#define CAND_CAP    12288 /* candidates final keeps in shared memory (96 KB) */
-#define MAX_SLICES  1024
+#define BINS        2048          /* radix digits of the in-shared-memory selects */
+#define SAMPLE      4096          /* sampled values per row */
+#define SAMPLE_T    512           /* threads of sample (round 4) */
+#define COUNT_T     1024          /* threads of sample_count */
+#define PASS_T      256           /* threads of gather */
+#define FINAL_T     1024          /* threads of final */
+#define CAND_CAP    12288         /* candidates final keeps in shared memory (96 KB) */
+#define MAX_SLICES  1024          /* slices a row, gather_kernel (one segment each) */
+#define MAX_SEGS    1024          /* staging segments a row: <= FINAL_T */
+#define SEG_W       (PASS_T / 32) /* warps (segments) a CTA of gather_warps_kernel */
 #define SLICE_ALIGN 2048
 #define CTAS_PER_SM 4 /* gather: 4 CTAs of 256 threads (64 registers) fit an SM */
 
@@ -88,23 +96,27 @@ __device__ __forceinline__ void hist_add(int *h, uint32_t d, bool valid)
         atomicAdd(&h[d], __popc(peers));
 }
 
-/* The need-th largest key among keys[0..n) (shared memory) and how many of its ties are taken
-   (*s_need): a radix select in 3 passes (11, 11, 10 bits) with the histogram h, by T threads.
-   With PASSES = 2 it stops after 22 bits: *s_key is then the need-th largest key with its 10
-   low bits cleared (a lower bound of it, exact to 2^-13 relative), enough for a threshold.
-   Ends with a barrier. */
-template <int T, int PASSES = 3>
-__device__ void select_in_smem(const uint32_t *keys, int n, int need, int *h,
-                               typename cub::BlockScan<int, T>::TempStorage &tmp, uint32_t *s_key,
-                               int *s_need)
+/* One radix pass per digit, from bit hb down to bit floor_bit, over the keys in keys[0..n)
+   (shared memory) whose bits under `mask` equal `prefix`: afterwards *s_key is the need-th
+   largest of those keys with the bits under floor_bit cleared and *s_need how many of its ties
+   are taken. Digits of 11 bits from the top (the last one narrower), one histogram h of up to
+   BINS bins, by T threads. Ends with a barrier. */
+template <int T>
+__device__ void select_bits(const uint32_t *keys, int n, int need, uint32_t prefix, uint32_t mask,
+                            int hb, int floor_bit, int *h,
+                            typename cub::BlockScan<int, T>::TempStorage &tmp, uint32_t *s_key,
+                            int *s_need)
 {
     constexpr int per = BINS / T;
     const int tid = threadIdx.x;
-    uint32_t prefix = 0, mask = 0;
-#pragma unroll
-    for (int p = 0; p < PASSES; p++) {
-        const int sh = p == 0 ? 21 : (p == 1 ? 10 : 0), nb = p == 2 ? 1024 : 2048;
-        for (int b = tid; b < BINS; b += T)
+    if (tid == 0) { /* the answer when no pass runs (every key equal above floor_bit) */
+        *s_key = prefix;
+        *s_need = need;
+    }
+#pragma unroll 1
+    for (int hi = hb; hi >= floor_bit; hi -= 11) {
+        const int sh = hi - 10 > 0 ? hi - 10 : 0, nb = 1 << (hi - sh + 1);
+        for (int b = tid; b < nb; b += T)
             h[b] = 0;
         __syncthreads();
         for (int i = tid; i < n; i += T)
@@ -131,8 +143,89 @@ __device__ void select_in_smem(const uint32_t *keys, int n, int need, int *h,
         prefix = *s_key;
         need = *s_need;
         mask |= (uint32_t)(nb - 1) << sh;
-        __syncthreads();
     }
+    __syncthreads();
+}
+
+/* The need-th largest key among keys[0..n) and how many of its ties are taken (*s_need): a
+   radix select in 3 passes (11, 11, 10 bits) from bit 31. With PASSES = 2 it stops after 22
+   bits: *s_key is then the need-th largest key with its 10 low bits cleared (a lower bound of
+   it, exact to 2^-13 relative), enough for a threshold. Ends with a barrier. The round-4 select
+   (DSA_CUDA_TOPK_R4): its first digit is sign, exponent and 2 mantissa bits, so rows of
+   similar values put most keys in a few bins, whose same-address atomics serialise. */
+template <int T, int PASSES = 3>
+__device__ void select_in_smem(const uint32_t *keys, int n, int need, int *h,
+                               typename cub::BlockScan<int, T>::TempStorage &tmp, uint32_t *s_key,
+                               int *s_need)
+{
+    select_bits<T>(keys, n, need, 0, 0, 31, PASSES == 3 ? 0 : 10, h, tmp, s_key, s_need);
+}
+
+/* The same result as select_in_smem<T> for keys that agree in their high bits, in fewer and
+   better spread passes: a block AND and OR of the keys give the bits that vary, and the digits
+   start at the highest of them. The final's candidates are all >= the row threshold, so they
+   share its high bits: for rows of similar values the first fixed digit put them all in one bin
+   (one address for every atomic); here the first digit spreads them, and 2 passes cover the
+   18-20 varying bits of the benchmark's rows. s_ao: [2][T / 32] scratch. Ends with a barrier. */
+template <int T>
+__device__ void select_adaptive(const uint32_t *keys, int n, int need, int *h,
+                                typename cub::BlockScan<int, T>::TempStorage &tmp, uint32_t *s_key,
+                                int *s_need, uint32_t (*s_ao)[T / 32])
+{
+    const int tid = threadIdx.x, lane = tid & 31;
+    uint32_t a = ~0u, o = 0;
+    for (int i = tid; i < n; i += T) {
+        a &= keys[i];
+        o |= keys[i];
+    }
+    a = __reduce_and_sync(0xffffffffu, a);
+    o = __reduce_or_sync(0xffffffffu, o);
+    if (lane == 0) {
+        s_ao[0][tid >> 5] = a;
+        s_ao[1][tid >> 5] = o;
+    }
+    __syncthreads();
+    a = __reduce_and_sync(0xffffffffu, lane < T / 32 ? s_ao[0][lane] : ~0u);
+    o = __reduce_or_sync(0xffffffffu, lane < T / 32 ? s_ao[1][lane] : 0u);
+    const uint32_t diff = a ^ o; /* 0: every key is a */
+    const int hb = diff ? 31 - __clz(diff) : -1;
+    const uint32_t mask = hb >= 31 ? 0u : ~0u << (hb + 1);
+    select_bits<T>(keys, n, need, a & mask, mask, hb, 0, h, tmp, s_key, s_need);
+}
+
+/* The largest P with its 10 low bits clear such that at least m of the keys are >= P, i.e. the
+   m-th largest key with its 10 low bits cleared: select_in_smem<T, 2>'s threshold, computed
+   without a histogram. Keys stay in registers (K a thread; entries past the row are 0, never
+   counted: every probe is >= 1); P is built 2 bits a step from the top, each step counting
+   the keys >= each of the 3 probes (count(>= P) does not increase with P, so the largest probe
+   still reached by m keys is kept). One warp reduction and one barrier a step, no atomics, so
+   the cost does not depend on how the values cluster. All T threads call it. */
+template <int T, int K>
+__device__ uint32_t count_select(const uint32_t (&key)[K], int m, uint32_t (*s_cnt)[T / 32])
+{
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    uint32_t p = 0;
+#pragma unroll 1
+    for (int s = 0; s < 11; s++) {
+        const int lo = 30 - 2 * s;
+        /* three counts in 10-bit fields: at most 32 * K <= 1023 a warp */
+        uint32_t x = 0;
+#pragma unroll
+        for (int i = 0; i < K; i++)
+            x += (uint32_t)(key[i] >= p + (1u << lo)) +
+                 ((uint32_t)(key[i] >= p + (2u << lo)) << 10) +
+                 ((uint32_t)(key[i] >= p + (3u << lo)) << 20);
+        x = __reduce_add_sync(0xffffffffu, x);
+        if (lane == 0)
+            s_cnt[s & 1][w] = x; /* buffer s & 1 was last read two steps ago, before a barrier */
+        __syncthreads();
+        const uint32_t y = lane < T / 32 ? s_cnt[s & 1][lane] : 0;
+        const int c1 = (int)__reduce_add_sync(0xffffffffu, y & 1023u),
+                  c2 = (int)__reduce_add_sync(0xffffffffu, (y >> 10) & 1023u),
+                  c3 = (int)__reduce_add_sync(0xffffffffu, y >> 20);
+        p += c3 >= m ? 3u << lo : c2 >= m ? 2u << lo : c1 >= m ? 1u << lo : 0u;
+    }
+    return p;
 }
 
 /* ---- 1: the sampled threshold ---- */
@@ -146,37 +239,51 @@ template <int T> struct sample_smem {
     int s_need;
 };
 
+/* the sample size of a row of len values and the rank m of the threshold within it */
+__device__ __forceinline__ int sample_rank(long len, int k, int *n_out)
+{
+    const int n = len < SAMPLE ? (int)len : SAMPLE;
+    long m = n == len ? k : (3L * k * n + 2 * len - 1) / (2 * len) + 16;
+    *n_out = n;
+    return (int)(m > n ? n : m);
+}
+
+/* the value of sampled element i < n of the row at base: evenly spaced positions */
+__device__ __forceinline__ float sample_at(const void *logits, int lbf16, size_t base, long len,
+                                           int n, int i)
+{
+    const size_t at = base + (size_t)((long long)i * len / n);
+    return lbf16 ? d_bf16_to_f32(((const uint16_t *)logits)[at]) : ((const float *)logits)[at];
+}
+
 /* the threshold key of the row at base (len > k values), computed by the T threads of a CTA
    (all of them call it); the same value in every CTA that computes it */
 template <int T>
 __device__ uint32_t row_threshold(const void *logits, int lbf16, size_t base, long len, int k,
                                   sample_smem<T> &sm)
 {
-    const int n = len < SAMPLE ? (int)len : SAMPLE;
+    int n;
+    const int m = sample_rank(len, k, &n);
     /* SAMPLE / T loads per thread, all in flight before the first store */
     float v[SAMPLE / T];
 #pragma unroll
     for (int u = 0; u < SAMPLE / T; u++) {
         const int i = (int)threadIdx.x + u * T;
-        const size_t at = base + (size_t)((long long)i * len / n);
-        v[u] = i >= n  ? 0.0f
-               : lbf16 ? d_bf16_to_f32(((const uint16_t *)logits)[at])
-                       : ((const float *)logits)[at];
+        v[u] = i < n ? sample_at(logits, lbf16, base, len, n, i) : 0.0f;
     }
 #pragma unroll
     for (int u = 0; u < SAMPLE / T; u++)
         if ((int)threadIdx.x + u * T < n)
             sm.keys[threadIdx.x + u * T] = d_order_key(v[u]);
     __syncthreads();
-    long m = n == len ? k : (3L * k * n + 2 * len - 1) / (2 * len) + 16;
-    if (m > n)
-        m = n;
     /* the threshold need not be the m-th key itself: a lower bound of it only admits the
        few more values of its 22-bit bin (still >= m candidates), and saves the third pass */
-    select_in_smem<T, 2>(sm.keys, n, (int)m, sm.h, sm.tmp, &sm.s_key, &sm.s_need);
+    select_in_smem<T, 2>(sm.keys, n, m, sm.h, sm.tmp, &sm.s_key, &sm.s_need);
     return sm.s_key; /* select_in_smem ends with a barrier */
 }
 
+/* round 4's threshold kernel (DSA_CUDA_TOPK_R4 bit 0): the sample in shared memory, a
+   2-pass radix select */
 __global__ static void __launch_bounds__(SAMPLE_T)
     sample_kernel(const void *logits, int lbf16, long stride, const int32_t *start,
                   const int32_t *end, int k, uint32_t *thr)
@@ -192,15 +299,49 @@ __global__ static void __launch_bounds__(SAMPLE_T)
         thr[r] = t;
 }
 
+/* the same threshold (count_select returns select_in_smem<T, 2>'s value) with the sample in
+   registers, 4 keys a thread, and no histogram: the default */
+__global__ static void __launch_bounds__(COUNT_T)
+    sample_count_kernel(const void *logits, int lbf16, long stride, const int32_t *start,
+                        const int32_t *end, int k, uint32_t *thr)
+{
+    __shared__ uint32_t s_cnt[2][COUNT_T / 32];
+    constexpr int K = SAMPLE / COUNT_T;
+    const int r = blockIdx.x;
+    d_pdl_launch_next();
+    const long st = start[r], len = end[r] - st;
+    if (len <= k)
+        return;
+    const size_t base = (size_t)r * stride + st;
+    int n;
+    const int m = sample_rank(len, k, &n);
+    float v[K];
+#pragma unroll
+    for (int u = 0; u < K; u++) {
+        const int i = (int)threadIdx.x + u * COUNT_T;
+        v[u] = i < n ? sample_at(logits, lbf16, base, len, n, i) : 0.0f;
+    }
+    uint32_t key[K];
+#pragma unroll
+    for (int u = 0; u < K; u++)
+        key[u] = (int)threadIdx.x + u * COUNT_T < n ? d_order_key(v[u]) : 0u;
+    const uint32_t t = count_select<COUNT_T, K>(key, m, s_cnt);
+    if (threadIdx.x == 0)
+        thr[r] = t;
+}
+
 /* ---- 2: the candidates ---- */
 
+/* the candidates of each row in segments, the segments of a row in index order: one per slice
+   (gather_kernel) or one per warp of a slice (gather_warps_kernel) */
 struct staging {
-    int slices;
-    long cap;      /* candidates per slice */
+    int segs;      /* segments per row (<= MAX_SEGS) */
+    long cap;      /* candidates per segment */
     uint32_t *thr; /* [rows] */
-    int *cnt;      /* [rows, slices] candidates found (may exceed cap) */
-    int32_t *idx;  /* [rows, slices, cap] */
-    uint32_t *key; /* [rows, slices, cap] fp32 order keys */
+    int *cnt;      /* [rows, segs] candidates found (may exceed cap) */
+    int32_t *idx;  /* [rows, segs, cap] */
+    uint32_t *key; /* [rows, segs, cap] fp32 order keys */
+    int *done; /* [rows] CTAs of the row finished (gather_warps_kernel<true>); 0 between calls */
 };
 
 /* FUSED: each CTA computes its row's threshold itself (the sample kernel's work, repeated
@@ -216,7 +357,7 @@ __global__ static void __launch_bounds__(PASS_T)
     const int r = blockIdx.y, s = blockIdx.x, tid = threadIdx.x;
     d_pdl_launch_next();
     const long st = start[r], len = end[r] - st, lo = s * slice;
-    const size_t slot = (size_t)r * sg.slices + s;
+    const size_t slot = (size_t)r * sg.segs + s;
     /* every CTA passes d_pdl_wait before it ends, the early ones too: then this grid ends only
        after the sample has, and what follows the final in the stream sees all three done */
     if (len <= k) {
@@ -289,25 +430,26 @@ __global__ static void __launch_bounds__(PASS_T)
 
 /* ---- 3: the selection ---- */
 
-union final_tmp {
-    cub::BlockScan<int, FINAL_T>::TempStorage i;
-    cub::BlockScan<long long, FINAL_T>::TempStorage ll;
+template <int T> union fin_tmp {
+    typename cub::BlockScan<int, T>::TempStorage i;
+    typename cub::BlockScan<long long, T>::TempStorage ll;
 };
 
 /* the earlier full-row select: 4 passes of 8 bits over the row, then a compaction in index
    order; for rows whose candidates do not fit in shared memory, or too few were taken */
+template <int T>
 __device__ __noinline__ void full_row_select(const void *logits, int lbf16, size_t base, long len,
-                                             int k, int32_t *out, int *h, union final_tmp &t,
+                                             int k, int32_t *out, int *h, fin_tmp<T> &t,
                                              uint32_t *s_key, int *s_need)
 {
     const int tid = threadIdx.x;
     uint32_t prefix = 0, mask = 0;
     int need = k;
     for (int sh = 24; sh >= 0; sh -= 8) {
-        for (int b = tid; b < 256; b += FINAL_T)
+        for (int b = tid; b < 256; b += T)
             h[b] = 0;
         __syncthreads();
-        for (long i = 4L * tid; i < len; i += 4L * FINAL_T) {
+        for (long i = 4L * tid; i < len; i += 4L * T) {
             float v[4];
             int n = load4(logits, lbf16, base, i, len, v);
             for (int j = 0; j < n; j++) {
@@ -318,7 +460,7 @@ __device__ __noinline__ void full_row_select(const void *logits, int lbf16, size
         }
         __syncthreads();
         int c = tid < 256 ? h[255 - tid] : 0, incl;
-        cub::BlockScan<int, FINAL_T>(t.i).InclusiveSum(c, incl);
+        cub::BlockScan<int, T>(t.i).InclusiveSum(c, incl);
         if (tid < 256 && incl >= need && incl - c < need) {
             *s_key = prefix | ((uint32_t)(255 - tid) << sh);
             *s_need = need - (incl - c);
@@ -330,7 +472,7 @@ __device__ __noinline__ void full_row_select(const void *logits, int lbf16, size
         __syncthreads();
     }
     int off_gt = 0, off_eq = 0;
-    for (long i0 = 0; i0 < len; i0 += 4L * FINAL_T) {
+    for (long i0 = 0; i0 < len; i0 += 4L * T) {
         const long i = i0 + 4L * tid;
         float v[4];
         int n = i < len ? load4(logits, lbf16, base, i, len, v) : 0, ngt = 0, neq = 0;
@@ -341,8 +483,7 @@ __device__ __noinline__ void full_row_select(const void *logits, int lbf16, size
             neq += key[j] == prefix;
         }
         long long pre, tot;
-        cub::BlockScan<long long, FINAL_T>(t.ll).ExclusiveSum(((long long)ngt << 32) | neq, pre,
-                                                              tot);
+        cub::BlockScan<long long, T>(t.ll).ExclusiveSum(((long long)ngt << 32) | neq, pre, tot);
         __syncthreads();
         int pg = off_gt + (int)(pre >> 32), pe = off_eq + (int)(pre & 0xffffffff);
         for (int j = 0; j < n; j++) {
@@ -362,15 +503,16 @@ __device__ __noinline__ void full_row_select(const void *logits, int lbf16, size
 /* writes the candidates taken: the n_gt keys above `thr` in index order, then `take` ties at
    thr in index order. Thread tid takes the run [tid*per, (tid+1)*per) of the candidates, so one
    block scan of its two counts (16 bits each: n <= CAND_CAP < 2^16) places them all. */
+template <int T>
 __device__ void take_candidates(const uint32_t *ck, const int32_t *ci, int n, uint32_t thr,
-                                int n_gt, int take, int32_t *out, union final_tmp &t)
+                                int n_gt, int take, int32_t *out, fin_tmp<T> &t)
 {
-    const int per = (n + FINAL_T - 1) / FINAL_T, lo = (int)threadIdx.x * per;
+    const int per = (n + T - 1) / T, lo = (int)threadIdx.x * per;
     const int hi = lo + per < n ? lo + per : n;
     int c = 0, pre, tot;
     for (int i = lo; i < hi; i++)
         c += ck[i] > thr ? 1 << 16 : (ck[i] == thr);
-    cub::BlockScan<int, FINAL_T>(t.i).ExclusiveSum(c, pre, tot);
+    cub::BlockScan<int, T>(t.i).ExclusiveSum(c, pre, tot);
     int pg = pre >> 16, pe = pre & 0xffff;
     for (int i = lo; i < hi; i++) {
         if (ck[i] > thr)
@@ -380,10 +522,10 @@ __device__ void take_candidates(const uint32_t *ck, const int32_t *ci, int n, ui
     }
 }
 
-/* the slice holding element j of the concatenation: the last s with off[s] <= j */
-__device__ __forceinline__ int slice_of(const int *off, int slices, int j)
+/* the segment holding element j of the concatenation: the last s with off[s] <= j */
+__device__ __forceinline__ int seg_of(const int *off, int segs, int j)
 {
-    int lo = 0, hi = slices; /* off[lo] <= j < off[hi] (off[slices] = the total) */
+    int lo = 0, hi = segs; /* off[lo] <= j < off[hi] (off[segs] = the total) */
     while (hi - lo > 1) {
         int mid = (lo + hi) / 2;
         if (off[mid] <= j)
@@ -394,24 +536,25 @@ __device__ __forceinline__ int slice_of(const int *off, int slices, int j)
     return lo;
 }
 
-/* the candidates (key, index) into shared memory, in slice order (= index order) */
+/* the candidates (key, index) into shared memory, in segment order (= index order); through
+   the L2 (__ldcg), as other CTAs of this grid may have written them (gather_warps_kernel<true>) */
+template <int T>
 __device__ void copy_candidates(const staging &sg, size_t slot0, const int *off, int n,
                                 uint32_t *ck, int32_t *ci)
 {
-    for (int j0 = 0; j0 < n; j0 += 4 * FINAL_T) {
+    for (int j0 = 0; j0 < n; j0 += 4 * T) {
         uint32_t kk[4];
         int32_t ii[4];
 #pragma unroll
         for (int u = 0; u < 4; u++) {
-            int j = j0 + u * FINAL_T + (int)threadIdx.x,
-                s = j < n ? slice_of(off, sg.slices, j) : 0;
+            int j = j0 + u * T + (int)threadIdx.x, s = j < n ? seg_of(off, sg.segs, j) : 0;
             size_t at = (slot0 + s) * sg.cap + (j - off[s]);
-            kk[u] = j < n ? sg.key[at] : 0;
-            ii[u] = j < n ? sg.idx[at] : 0;
+            kk[u] = j < n ? __ldcg(sg.key + at) : 0;
+            ii[u] = j < n ? __ldcg(sg.idx + at) : 0;
         }
 #pragma unroll
         for (int u = 0; u < 4; u++) {
-            int j = j0 + u * FINAL_T + (int)threadIdx.x;
+            int j = j0 + u * T + (int)threadIdx.x;
             if (j < n) {
                 ck[j] = kk[u];
                 ci[j] = ii[u];
@@ -420,47 +563,176 @@ __device__ void copy_candidates(const staging &sg, size_t slot0, const int *off,
     }
 }
 
-__global__ static void __launch_bounds__(FINAL_T)
-    final_kernel(const void *logits, int lbf16, long stride, const int32_t *start,
-                 const int32_t *end, int k, staging sg, int32_t *idx)
+/* The final's work for row r once its candidates are staged, by the T threads of a CTA (all
+   of them call it): the offsets of the segments, the candidates into shared memory (dynamic:
+   keys [CAND_CAP], then indices [CAND_CAP]), the select, the output. ADAPT: the candidates'
+   select starts at their highest varying bit (select_adaptive, the default); else the fixed
+   11 + 11 + 10-bit digits of round 4 (DSA_CUDA_TOPK_R4 bit 2). */
+template <int T, bool ADAPT>
+__device__ void final_row(const void *logits, int lbf16, size_t base, long len, int k,
+                          const staging &sg, int r, int32_t *out)
 {
-    extern __shared__ uint32_t cand[]; /* keys [CAND_CAP], then indices [CAND_CAP] */
-    __shared__ union final_tmp t;
-    __shared__ int h[BINS], s_off[MAX_SLICES + 1];
+    constexpr int P = MAX_SEGS / T; /* segments a thread, blocked */
+    extern __shared__ uint32_t cand[];
+    __shared__ fin_tmp<T> t;
+    __shared__ int h[BINS], s_off[MAX_SEGS + 1];
+    __shared__ uint32_t s_ao[2][T / 32];
     __shared__ int s_need;
     __shared__ uint32_t s_key;
-    const int r = blockIdx.x, tid = threadIdx.x;
-    const long st = start[r], len = end[r] - st;
-    const size_t base = (size_t)r * stride + st;
-    int32_t *out = idx + (size_t)r * k;
-    if (len <= k) {
-        d_pdl_wait(); /* so that this grid ends after the gather (see gather_kernel) */
-        for (long i = tid; i < k; i += FINAL_T)
-            out[i] = i < len ? (int32_t)i : -1;
-        return;
+    const int tid = threadIdx.x;
+    /* offsets of each segment's candidates, in segment order */
+    const size_t slot0 = (size_t)r * sg.segs;
+    long long c[P], pre[P], tot;
+    int over = 0;
+#pragma unroll
+    for (int q = 0; q < P; q++) {
+        const int s = tid * P + q;
+        c[q] = s < sg.segs ? __ldcg(sg.cnt + slot0 + s) : 0;
+        over |= c[q] > sg.cap;
     }
-    /* offsets of each slice's candidates, in slice order */
-    const size_t slot0 = (size_t)r * sg.slices;
-    d_pdl_wait(); /* gather_kernel's counts and staging rows */
-    long long c = tid < sg.slices ? sg.cnt[slot0 + tid] : 0, pre, tot;
-    const int overflow = __syncthreads_or(c > sg.cap);
-    cub::BlockScan<long long, FINAL_T>(t.ll).ExclusiveSum(c, pre, tot);
-    if (tid < sg.slices)
-        s_off[tid] = (int)(pre < CAND_CAP ? pre : CAND_CAP);
+    const int overflow = __syncthreads_or(over);
+    cub::BlockScan<long long, T>(t.ll).ExclusiveSum(c, pre, tot);
+#pragma unroll
+    for (int q = 0; q < P; q++)
+        if (tid * P + q < sg.segs)
+            s_off[tid * P + q] = (int)(pre[q] < CAND_CAP ? pre[q] : CAND_CAP);
     if (tid == 0)
-        s_off[sg.slices] = (int)(tot < CAND_CAP ? tot : CAND_CAP);
+        s_off[sg.segs] = (int)(tot < CAND_CAP ? tot : CAND_CAP);
     __syncthreads();
     if (overflow || tot > CAND_CAP || tot < k) {
-        full_row_select(logits, lbf16, base, len, k, out, h, t, &s_key, &s_need);
+        full_row_select<T>(logits, lbf16, base, len, k, out, h, t, &s_key, &s_need);
         return;
     }
     const int E = (int)tot;
     uint32_t *ck = cand;
     int32_t *ci = (int32_t *)(cand + CAND_CAP);
-    copy_candidates(sg, slot0, s_off, E, ck, ci);
+    copy_candidates<T>(sg, slot0, s_off, E, ck, ci);
     __syncthreads();
-    select_in_smem<FINAL_T>(ck, E, k, h, t.i, &s_key, &s_need);
-    take_candidates(ck, ci, E, s_key, k - s_need, s_need, out, t);
+    if constexpr (ADAPT)
+        select_adaptive<T>(ck, E, k, h, t.i, &s_key, &s_need, s_ao);
+    else
+        select_in_smem<T>(ck, E, k, h, t.i, &s_key, &s_need);
+    take_candidates<T>(ck, ci, E, s_key, k - s_need, s_need, out, t);
+}
+
+template <bool ADAPT>
+__global__ static void __launch_bounds__(FINAL_T)
+    final_kernel(const void *logits, int lbf16, long stride, const int32_t *start,
+                 const int32_t *end, int k, staging sg, int32_t *idx)
+{
+    const int r = blockIdx.x;
+    const long st = start[r], len = end[r] - st;
+    int32_t *out = idx + (size_t)r * k;
+    d_pdl_wait(); /* the gather's counts and staging rows; and so that this grid ends after it */
+    if (len <= k) {
+        for (long i = threadIdx.x; i < k; i += FINAL_T)
+            out[i] = i < len ? (int32_t)i : -1;
+        return;
+    }
+    final_row<FINAL_T, ADAPT>(logits, lbf16, (size_t)r * stride + st, len, k, sg, r, out);
+}
+
+/* The default gather: each warp of a CTA owns a contiguous eighth of the CTA's slice and its
+   own staging segment, so the positions come from a warp scan (shuffles) and no barrier of the
+   CTA ever stalls the loads (gather_kernel's block scan, one an iteration, held each CTA's
+   next loads until all its warps had written). The first iteration's loads (4 of 16 bytes a
+   lane) are issued before d_pdl_wait: the logits were complete before the sample kernel (an
+   ordinary launch) started, which this kernel depends on, so only the threshold waits.
+   LAST: the last CTA of a row to finish (a counter per row, sg.done, reset by that CTA) runs
+   the final's work for the row (final_row, 256 threads, CAND_CAP * 8 bytes of dynamic shared
+   memory), so no final launch waits for this grid to end; idx is only written then. */
+template <bool LAST>
+__global__ static void __launch_bounds__(PASS_T, LAST ? 2 : CTAS_PER_SM)
+    gather_warps_kernel(const void *logits, int lbf16, long stride, const int32_t *start,
+                        const int32_t *end, int k, long slice, staging sg, int32_t *idx)
+{
+    const int r = blockIdx.y, s = blockIdx.x, w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    d_pdl_launch_next();
+    const long st = start[r], len = end[r] - st, wlen = slice / SEG_W;
+    const long lo = s * slice + w * wlen, hi = lo + wlen < len ? lo + wlen : len;
+    const size_t seg = (size_t)r * sg.segs + (size_t)s * SEG_W + w;
+    /* every warp passes d_pdl_wait before it ends (see gather_kernel) */
+    if (len <= k) { /* the same for the whole CTA */
+        d_pdl_wait();
+        if (LAST && s == 0)
+            for (long i = threadIdx.x; i < k; i += PASS_T)
+                idx[(size_t)r * k + i] = i < len ? (int32_t)i : -1;
+        return;
+    }
+    if (lo >= hi) /* past the row's end: no loop below, an empty segment */
+        d_pdl_wait();
+    const size_t base = (size_t)r * stride + st;
+    int32_t *oi = sg.idx + seg * sg.cap;
+    uint32_t *ok = sg.key + seg * sg.cap;
+    uint32_t t = 0;
+    int off = 0;
+    for (long i0 = lo; i0 < hi; i0 += 16 * 32) {
+        float v[4][4];
+        int n[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const long i = i0 + u * 128 + 4L * lane;
+            n[u] = i < hi ? load4(logits, lbf16, base, i, hi, v[u]) : 0;
+        }
+        if (i0 == lo) {
+            d_pdl_wait(); /* the sample's thresholds */
+            t = sg.thr[r];
+        }
+        /* the four sub-tiles' counts (<= 4 each) in 8-bit fields: <= 128 a warp */
+        uint32_t c = 0;
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            uint32_t cu = 0;
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                cu += j < n[u] && d_order_key(v[u][j]) >= t;
+            c |= cu << (8 * u);
+        }
+        uint32_t incl = c;
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const uint32_t y = __shfl_up_sync(0xffffffffu, incl, d);
+            if (lane >= d)
+                incl += y;
+        }
+        const uint32_t pre = incl - c, tot = __shfl_sync(0xffffffffu, incl, 31);
+        int p = off;
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            int q = p + (int)((pre >> (8 * u)) & 255);
+            const long i = i0 + u * 128 + 4L * lane;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const uint32_t kk = d_order_key(v[u][j]);
+                if (j < n[u] && kk >= t) {
+                    if (q < sg.cap) {
+                        oi[q] = (int32_t)(i + j);
+                        ok[q] = kk;
+                    }
+                    q++;
+                }
+            }
+            p += (int)((tot >> (8 * u)) & 255);
+        }
+        off = p;
+    }
+    if (lane == 0)
+        sg.cnt[seg] = off;
+    if constexpr (LAST) {
+        __shared__ int s_last;
+        __threadfence(); /* this thread's candidates and count, before the CTA's arrival */
+        __syncthreads();
+        if (threadIdx.x == 0)
+            s_last = atomicAdd(sg.done + r, 1) == (int)gridDim.x - 1;
+        __syncthreads();
+        if (!s_last)
+            return;
+        __threadfence(); /* every CTA of the row has arrived: their writes are visible */
+        if (threadIdx.x == 0)
+            sg.done[r] = 0; /* for the next call (the stream orders it) */
+        final_row<PASS_T, true>(logits, lbf16, (size_t)r * stride + st, len, k, sg, r,
+                                idx + (size_t)r * k);
+    }
 }
 
 /* ---- few rows: one cluster of CTAs per row, the row in shared memory ---- */
@@ -504,7 +776,7 @@ __global__ static void __cluster_dims__(CL_N, 1, 1) __launch_bounds__(CL_T)
 {
     extern __shared__ uint32_t keys[]; /* [slice] */
     __shared__ int h[2][BINS];
-    __shared__ union final_tmp t;
+    __shared__ fin_tmp<CL_T> t;
     __shared__ uint32_t s_key;
     __shared__ int s_need;
     __shared__ long long s_tot; /* this CTA's (gt << 32 | eq) counts, read by the others */
@@ -615,6 +887,22 @@ __global__ static void __cluster_dims__(CL_N, 1, 1) __launch_bounds__(CL_T)
 /* ---- host side ---- */
 
 static void *g_stage; /* thresholds and staging rows */
+static int *g_done;   /* [g_done_rows] gather_warps_kernel<true>'s counters, 0 between calls */
+static long g_done_rows;
+
+/* g_done for rows rows, zeroed when (re)allocated, on the stream of the launches */
+static int grow_done(long rows, cudaStream_t st)
+{
+    if (rows <= g_done_rows)
+        return DSA_K_OK;
+    cudaFree(g_done);
+    g_done = NULL;
+    g_done_rows = 0;
+    CUDA_CHECK(cudaMalloc(&g_done, (size_t)rows * 4));
+    CUDA_CHECK(cudaMemsetAsync(g_done, 0, (size_t)rows * 4, st));
+    g_done_rows = rows;
+    return DSA_K_OK;
+}
 static size_t g_stage_bytes;
 
 static int grow(size_t bytes)
@@ -651,6 +939,43 @@ static int fuse_rows(void)
     if (v < 0) {
         const char *e = getenv("DSA_CUDA_TOPK_FUSE");
         v = e ? atoi(e) : 0;
+    }
+    return v;
+}
+
+/*
+ * Up to DSA_CUDA_TOPK_LAST rows (default 0: never) the gather's last CTA of each row runs the
+ * final's work (gather_warps_kernel<true>), two launches per call instead of three; its CTAs
+ * carry the final's 96 KB of candidates, so 2 of them fit an SM instead of 4. Measured slower
+ * on the H200 (bench/RESULTS.md, round 5, call 3): 1 x 128K 28.0 us, 8 x 256K 33.8 against
+ * 21.6 / 26.5 for the three kernels in the same call; the final's work on 256 threads takes
+ * longer than the kernel boundary it saves. Kept opt-in, checked, for the next round.
+ */
+static int last_rows(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("DSA_CUDA_TOPK_LAST");
+        v = e ? atoi(e) : 0;
+    }
+    return v;
+}
+
+/*
+ * DSA_CUDA_TOPK_R4 = a bit mask (default 0) that puts back round 4's kernels, for A/B timings
+ * in one call and as a fallback: bit 1 the gather with a block scan an iteration and one
+ * segment a slice (gather_kernel), bit 2 the final's fixed 11 + 11 + 10-bit digits; 6 is round
+ * 4's path. DSA_CUDA_TOPK_COUNT=1 takes the threshold from sample_count_kernel instead of
+ * round 4's sample_kernel: the same value, measured 2.3-3.0 us slower on the H200 (round 5,
+ * call 1, where it was the default and R4 bit 0 put sample_kernel back). Returned: bit 0 set
+ * for sample_kernel.
+ */
+static int r4_parts(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("DSA_CUDA_TOPK_R4"), *c = getenv("DSA_CUDA_TOPK_COUNT");
+        v = (e ? atoi(e) & 6 : 0) | (c && atoi(c) ? 0 : 1);
     }
     return v;
 }
@@ -706,25 +1031,44 @@ int dsa_cuda_topk_launch(const dsa_k_flags *f, const dsa_topk_args *a, cudaStrea
             a->logits, f->logits == DSA_K_BF16, a->stride, a->start, a->end, a->k, cslice, a->idx);
         return DSA_K_OK;
     }
+    const int r4 = r4_parts(), fused = a->rows <= fuse_rows();
+    const int old_gather = fused || (r4 & 2), last = !old_gather && a->rows <= last_rows();
+    void (*fk)(const void *, int, long, const int32_t *, const int32_t *, int, staging, int32_t *) =
+        r4 & 4 ? final_kernel<false> : final_kernel<true>;
     if (!attr_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(final_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        CAND_CAP * 8));
+        CUDA_CHECK(cudaFuncSetAttribute(final_kernel<true>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, CAND_CAP * 8));
+        CUDA_CHECK(cudaFuncSetAttribute(final_kernel<false>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, CAND_CAP * 8));
+        CUDA_CHECK(cudaFuncSetAttribute(gather_warps_kernel<true>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, CAND_CAP * 8));
         attr_set = 1;
     }
-    /* slices: at most CTAS_PER_SM gather CTAs per SM in all (one wave), at least SLICE_ALIGN
-       values each */
-    long per_row = (long)CTAS_PER_SM * sm_count() / a->rows,
+    /* slices: at most CTAS_PER_SM gather CTAs per SM in all (2 with LAST: one wave), at least
+       SLICE_ALIGN values each, at most MAX_SLICES (gather_kernel) or MAX_SEGS / SEG_W
+       (gather_warps_kernel: a staging segment per warp) */
+    const long max_n = old_gather ? MAX_SLICES : MAX_SEGS / SEG_W;
+    long per_row = (long)(last ? 2 : CTAS_PER_SM) * sm_count() / a->rows,
          max_sl = (a->stride + SLICE_ALIGN - 1) / SLICE_ALIGN;
     long n = per_row < max_sl ? per_row : max_sl;
+    if (n > max_n)
+        n = max_n;
     if (n < 1)
         n = 1;
-    long slice = ((a->stride + n - 1) / n + SLICE_ALIGN - 1) / SLICE_ALIGN * SLICE_ALIGN;
-    if ((a->stride + slice - 1) / slice > MAX_SLICES)
-        slice = (a->stride + MAX_SLICES - 1) / MAX_SLICES;
+    const long slice = ((a->stride + n - 1) / n + SLICE_ALIGN - 1) / SLICE_ALIGN * SLICE_ALIGN;
+    const int slices = (int)((a->stride + slice - 1) / slice); /* <= n */
     staging sg;
-    sg.slices = (int)((a->stride + slice - 1) / slice);
-    sg.cap = slice < CAND_CAP ? slice : CAND_CAP;
-    const size_t slots = (size_t)a->rows * sg.slices;
+    sg.segs = old_gather ? slices : slices * SEG_W;
+    const long seg_len = old_gather ? slice : slice / SEG_W;
+    sg.cap = seg_len < CAND_CAP ? seg_len : CAND_CAP;
+    sg.done = NULL;
+    if (last) {
+        int rc = grow_done(a->rows, st);
+        if (rc != DSA_K_OK)
+            return rc;
+        sg.done = g_done;
+    }
+    const size_t slots = (size_t)a->rows * sg.segs;
     int rc = grow((size_t)a->rows * 4 + slots * 4 + slots * 8 * (size_t)sg.cap);
     if (rc != DSA_K_OK)
         return rc;
@@ -737,21 +1081,35 @@ int dsa_cuda_topk_launch(const dsa_k_flags *f, const dsa_topk_args *a, cudaStrea
     p += slots * 4 * (size_t)sg.cap;
     sg.key = (uint32_t *)p;
     const int lbf16 = f->logits == DSA_K_BF16;
-    dim3 grid((unsigned)sg.slices, (unsigned)a->rows);
+    dim3 grid((unsigned)slices, (unsigned)a->rows);
     cudaLaunchAttribute pdl;
     const cudaLaunchConfig_t gc = d_pdl_config(grid, dim3(PASS_T), 0, st, &pdl);
     const cudaLaunchConfig_t fc =
         d_pdl_config(dim3((unsigned)a->rows), dim3(FINAL_T), CAND_CAP * 8, st, &pdl);
-    if (a->rows <= fuse_rows()) { /* follows whatever ran before: an ordinary launch */
+    if (fused) { /* follows whatever ran before: an ordinary launch */
         gather_kernel<true><<<grid, PASS_T, 0, st>>>(a->logits, lbf16, a->stride, a->start, a->end,
                                                      a->k, slice, sg);
     } else {
-        sample_kernel<<<a->rows, SAMPLE_T, 0, st>>>(a->logits, lbf16, a->stride, a->start, a->end,
-                                                    a->k, sg.thr);
-        CUDA_CHECK(cudaLaunchKernelEx(&gc, gather_kernel<false>, a->logits, lbf16, a->stride,
-                                      a->start, a->end, a->k, slice, sg));
+        /* ordinary launch: the gather's early loads of the logits rely on it (see there) */
+        if (r4 & 1)
+            sample_kernel<<<a->rows, SAMPLE_T, 0, st>>>(a->logits, lbf16, a->stride, a->start,
+                                                        a->end, a->k, sg.thr);
+        else
+            sample_count_kernel<<<a->rows, COUNT_T, 0, st>>>(a->logits, lbf16, a->stride, a->start,
+                                                             a->end, a->k, sg.thr);
+        if (old_gather)
+            CUDA_CHECK(cudaLaunchKernelEx(&gc, gather_kernel<false>, a->logits, lbf16, a->stride,
+                                          a->start, a->end, a->k, slice, sg));
+        else if (last) {
+            const cudaLaunchConfig_t lc = d_pdl_config(grid, dim3(PASS_T), CAND_CAP * 8, st, &pdl);
+            CUDA_CHECK(cudaLaunchKernelEx(&lc, gather_warps_kernel<true>, a->logits, lbf16,
+                                          a->stride, a->start, a->end, a->k, slice, sg, a->idx));
+            return DSA_K_OK;
+        } else
+            CUDA_CHECK(cudaLaunchKernelEx(&gc, gather_warps_kernel<false>, a->logits, lbf16,
+                                          a->stride, a->start, a->end, a->k, slice, sg, a->idx));
     }
-    CUDA_CHECK(cudaLaunchKernelEx(&fc, final_kernel, a->logits, lbf16, a->stride, a->start, a->end,
-                                  a->k, sg, a->idx));
+    CUDA_CHECK(cudaLaunchKernelEx(&fc, fk, a->logits, lbf16, a->stride, a->start, a->end, a->k, sg,
+                                  a->idx));
     return DSA_K_OK;
 }
