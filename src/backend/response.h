@@ -66,4 +66,11 @@ bool dsa_resp_error_of(json_t *v, const char **message, long *code);
  */
 bool dsa_resp_context_error(const char *msg, long *prompt_tokens, long *max_len);
 
+#ifdef DSA_UNITTEST_BUILD
+/* The ']' that ends a plain integer list whose bytes start at p (digits, '-', ',' and JSON
+   blanks only before it), or NULL when there is none before end or another byte comes first:
+   the test of a /tokenize answer's "tokens" that is skipped unparsed. */
+const char *dsa_resp_list_end(const char *p, const char *end);
+#endif
+
 #endif

@@ -337,6 +337,55 @@ static void test_context_errors(void **state)
     assert_int_equal(pt, -1);
 }
 
+/* The old form of the test, two passes: the first ']' (memchr), then every byte before it
+   plain. */
+static const char *list_end_ref(const char *p, const char *end)
+{
+    const char *close = memchr(p, ']', (size_t)(end - p));
+    if (!close)
+        return NULL;
+    for (const char *q = p; q < close; q++)
+        if (!strchr("0123456789-, \n\t\r", *q) || !*q)
+            return NULL;
+    return close;
+}
+
+/* dsa_resp_list_end against list_end_ref on lists of every length up to 70 (the 16-byte
+   steps, their tails and the boundaries between), with one odd byte (']', a quote, a NUL,
+   '.', '/', ':', 0x80, 0xff, a digit's neighbours in ASCII) at every place or none */
+static void test_token_list_end(void **state)
+{
+    (void)state;
+    static const char odd[] = {']', '"', '\0', '.', '/', ':', '[', (char)0x80, (char)0xff, 'e'};
+    char buf[80];
+    uint64_t rng = 7;
+    long found = 0, refused = 0;
+    for (size_t len = 0; len <= 70; len++)
+        for (size_t at = 0; at <= len; at++)
+            for (size_t k = 0; k <= sizeof odd; k++) {
+                for (size_t i = 0; i < len; i++) {
+                    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+                    buf[i] = "0123456789,,,-  \n\t\r"[(rng >> 33) % 19];
+                }
+                if (k < sizeof odd && at < len)
+                    buf[at] = odd[k];
+                const char *got = dsa_resp_list_end(buf, buf + len);
+                assert_ptr_equal(got, list_end_ref(buf, buf + len));
+                found += got != NULL;
+                refused += got == NULL;
+            }
+    assert_true(found > 1000 && refused > 1000);
+    /* a /tokenize answer read through it: the count, the list dropped unparsed */
+    const char *body = "{\"count\":3,\"max_model_len\":163840,\"tokens\":[129279,-1,  7],"
+                       "\"token_strs\":null}";
+    struct dsa_resp r;
+    dsa_resp_init(&r);
+    assert_int_equal(dsa_resp_parse_body(&r, DSA_API_TOKENIZE, body, strlen(body)), DSA_RESP_OK);
+    assert_int_equal(r.prompt_tokens, 3);
+    assert_int_equal(r.max_model_len, 163840);
+    dsa_resp_release(&r);
+}
+
 static void test_dialect_table(void **state)
 {
     (void)state;
@@ -371,6 +420,7 @@ int main(void)
         cmocka_unit_test(test_stream_chunks),
         cmocka_unit_test(test_context_errors),
         cmocka_unit_test(test_dialect_table),
+        cmocka_unit_test(test_token_list_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
