@@ -12,6 +12,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,6 +343,20 @@ static int on_sse_event(void *ud, const char *event, const char *data, size_t le
     return rc == DSA_RESP_ERROR || rc == DSA_RESP_MALFORMED ? 1 : 0;
 }
 
+/* A body with a Content-Length gets its buffer at once, of the size the doubling would reach,
+   and so the same charge: grown by doubling, a megabyte /tokenize answer was copied about once
+   more by the reallocations and faulted in block after block. Only where the charge allows;
+   otherwise the buffer grows and is refused as it arrives, as before. */
+static void reserve_body(struct xfer *x)
+{
+    curl_off_t cl = -1;
+    if (curl_easy_getinfo(x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) != CURLE_OK ||
+        cl <= 0 || (uint64_t)cl > MAX_BODY || (size_t)cl <= x->resp_body.cap)
+        return;
+    if (charge(x, 3 * (size_t)cl))
+        dsa_buf_grow(&x->resp_body, (size_t)cl);
+}
+
 static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
 {
     struct xfer *x = ud;
@@ -355,6 +370,8 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
            server that ignores "stream") is read whole */
         bool sse = !ctype || strstr(ctype, "event-stream") || !strstr(ctype, "json");
         x->mode = x->stream && code / 100 == 2 && sse ? 2 : 1;
+        if (x->mode == 1)
+            reserve_body(x);
     }
     if (x->mode == 2) {
         int rc = dsa_sse_feed(&x->sse, ptr, n);
