@@ -79,7 +79,8 @@ struct xfer {
 
     CURL *easy;
     char errbuf[CURL_ERROR_SIZE];
-    struct dsa_buf resp_body; /* non-streaming body, or the body of a non-2xx answer */
+    struct dsa_buf resp_body;  /* non-streaming body, or the body of a non-2xx answer */
+    struct dsa_resp_list list; /* TOKENIZE: the token list, found as resp_body grows */
     struct dsa_sse sse;
     struct dsa_resp acc;
     int mode; /* 0 undecided, 1 body, 2 sse (decided at the first byte) */
@@ -395,6 +396,8 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
     }
     dsa_buf_add(&x->resp_body, ptr, n);
     charge(x, 0);
+    if (x->api == DSA_API_TOKENIZE)
+        dsa_resp_list_feed(&x->list, x->resp_body.data, x->resp_body.len);
     return n;
 }
 
@@ -494,6 +497,7 @@ static int start_xfer(struct ep *ep, struct xfer *x)
     x->t_first = 0;
     /* a retry starts from nothing: give back what the last attempt held */
     dsa_buf_release(&x->resp_body);
+    dsa_resp_list_init(&x->list);
     dsa_sse_release(&x->sse);
     dsa_sse_init(&x->sse, on_sse_event, x);
     dsa_resp_reset(&x->acc);
@@ -757,7 +761,8 @@ static void finish_xfer(struct ep *ep, struct xfer *x, CURLcode cc)
                 return; /* requeued for its second step */
             rc = DSA_RESP_MALFORMED;
         } else {
-            rc = dsa_resp_parse_body(&x->acc, x->api, x->resp_body.data, x->resp_body.len);
+            rc = dsa_resp_parse_body_list(&x->acc, x->api, x->resp_body.data, x->resp_body.len,
+                                          x->api == DSA_API_TOKENIZE ? &x->list : NULL);
         }
         if (rc == DSA_RESP_OK || rc == DSA_RESP_DONE) {
             st = DSA_RES_OK;
