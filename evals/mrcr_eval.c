@@ -423,7 +423,9 @@ static int next(void *ev, void **job, const char **id)
     return 1;
 }
 
-/* the messages' bytes in place of their stand-in, when the row came as bytes */
+/* the messages' bytes in place of their stand-in, when the row came as bytes; the job holds
+   them until its last answer has been graded (run.c frees it after that callback), so the
+   endpoint may send them from here instead of copying them into each body (raw_held) */
 static void raw_messages(const struct job *j, struct dsa_request *rq)
 {
     if (!j->msgs_json)
@@ -431,6 +433,7 @@ static void raw_messages(const struct job *j, struct dsa_request *rq)
     rq->raw_value = j->messages;
     rq->raw_bytes = j->msgs_json;
     rq->raw_len = j->msgs_len;
+    rq->raw_held = true;
 }
 
 static void chat_request(const struct state *st, struct job *j, struct dsa_request *rq)

@@ -131,11 +131,13 @@ struct dsa_request {
        given as its compact JSON: those raw_len bytes, which must be what
        dsa_json_dump_compact() (util/json_dump.h) writes of the value it stands for, are sent
        in its place, so the value itself may be a stand-in (a row's message list read as bytes
-       and never built as a tree: an empty array). NULL: none. Borrowed for the submit call;
-       the endpoint backend only. */
+       and never built as a tree: an empty array). NULL: none. Borrowed for the submit call
+       (raw_held: until done has run for this request, cancelled included, and then a large
+       value is sent from raw_bytes, not copied into the body); the endpoint backend only. */
     const json_t *raw_value;
     const char *raw_bytes;
     size_t raw_len;
+    bool raw_held;
 };
 
 struct dsa_buf;

@@ -12,6 +12,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,13 @@
    hostile server, and holding it would defeat the memory bound. */
 #define MAX_BODY          (256u << 20)
 #define MAX_RETRY_AFTER_S 300.0
+/* A value the caller holds (dsa_request.raw_held) of at least this many bytes is sent from
+   the caller's bytes instead of being copied into the body: libcurl copies a body from
+   64 KiB on (CURLOPT_POSTFIELDS or a read callback alike) chunk by chunk into its upload
+   buffer, so the read callback costs it nothing, and the body's own copy of a 128K-token
+   prompt (half a megabyte of fresh pages per request) is gone. A smaller body goes out with
+   the request's headers in one send only as POSTFIELDS, so it is copied as before. */
+#define RAW_SEND_MIN (64u << 10)
 
 struct server {
     char *base;      /* "http://host:8000", no trailing '/' */
@@ -53,6 +61,10 @@ struct xfer {
     char *path;
     char *body; /* serialized request, NULL for GET */
     size_t body_len;
+    /* raw set: what is sent is body[0, raw_at) + raw[0, raw_len) + body[raw_at, body_len),
+       raw borrowed from the request (dsa_request.raw_held) and read by on_read from `sent` */
+    const char *raw;
+    size_t raw_at, raw_len, sent;
     /* TOKENIZE: the body's "messages" (a reference) and where their bytes lie in body, for
        the chat request its callback sends with the same messages (ep_submit) */
     json_t *msgs;
@@ -67,7 +79,8 @@ struct xfer {
 
     CURL *easy;
     char errbuf[CURL_ERROR_SIZE];
-    struct dsa_buf resp_body; /* non-streaming body, or the body of a non-2xx answer */
+    struct dsa_buf resp_body;  /* non-streaming body, or the body of a non-2xx answer */
+    struct dsa_resp_list list; /* TOKENIZE: the token list, found as resp_body grows */
     struct dsa_sse sse;
     struct dsa_resp acc;
     int mode; /* 0 undecided, 1 body, 2 sse (decided at the first byte) */
@@ -331,6 +344,20 @@ static int on_sse_event(void *ud, const char *event, const char *data, size_t le
     return rc == DSA_RESP_ERROR || rc == DSA_RESP_MALFORMED ? 1 : 0;
 }
 
+/* A body with a Content-Length gets its buffer at once, of the size the doubling would reach,
+   and so the same charge: grown by doubling, a megabyte /tokenize answer was copied about once
+   more by the reallocations and faulted in block after block. Only where the charge allows;
+   otherwise the buffer grows and is refused as it arrives, as before. */
+static void reserve_body(struct xfer *x)
+{
+    curl_off_t cl = -1;
+    if (curl_easy_getinfo(x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) != CURLE_OK ||
+        cl <= 0 || (uint64_t)cl > MAX_BODY || (size_t)cl <= x->resp_body.cap)
+        return;
+    if (charge(x, 3 * (size_t)cl))
+        dsa_buf_grow(&x->resp_body, (size_t)cl);
+}
+
 static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
 {
     struct xfer *x = ud;
@@ -344,6 +371,8 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
            server that ignores "stream") is read whole */
         bool sse = !ctype || strstr(ctype, "event-stream") || !strstr(ctype, "json");
         x->mode = x->stream && code / 100 == 2 && sse ? 2 : 1;
+        if (x->mode == 1)
+            reserve_body(x);
     }
     if (x->mode == 2) {
         int rc = dsa_sse_feed(&x->sse, ptr, n);
@@ -367,7 +396,44 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *ud)
     }
     dsa_buf_add(&x->resp_body, ptr, n);
     charge(x, 0);
+    if (x->api == DSA_API_TOKENIZE)
+        dsa_resp_list_feed(&x->list, x->resp_body.data, x->resp_body.len);
     return n;
+}
+
+/* The body in its three parts (struct xfer raw), from x->sent on. */
+static size_t on_read(char *dst, size_t size, size_t nitems, void *ud)
+{
+    struct xfer *x = ud;
+    size_t room = size * nitems, n = 0;
+    const struct {
+        const char *p;
+        size_t len;
+    } part[3] = {
+        {x->body, x->raw_at}, {x->raw, x->raw_len}, {x->body + x->raw_at, x->body_len - x->raw_at}};
+    size_t at = x->sent;
+    for (int i = 0; i < 3 && n < room; i++) {
+        if (at >= part[i].len) {
+            at -= part[i].len;
+            continue;
+        }
+        size_t k = part[i].len - at < room - n ? part[i].len - at : room - n;
+        memcpy(dst + n, part[i].p + at, k);
+        n += k;
+        at = 0;
+    }
+    x->sent += n;
+    return n;
+}
+
+/* libcurl rewinds a body it must send again (a reused connection found closed) */
+static int on_seek(void *ud, curl_off_t offset, int origin)
+{
+    struct xfer *x = ud;
+    if (origin != SEEK_SET || offset < 0 || (size_t)offset > x->body_len + x->raw_len)
+        return CURL_SEEKFUNC_CANTSEEK;
+    x->sent = (size_t)offset;
+    return CURL_SEEKFUNC_OK;
 }
 
 static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -431,6 +497,7 @@ static int start_xfer(struct ep *ep, struct xfer *x)
     x->t_first = 0;
     /* a retry starts from nothing: give back what the last attempt held */
     dsa_buf_release(&x->resp_body);
+    dsa_resp_list_init(&x->list);
     dsa_sse_release(&x->sse);
     dsa_sse_init(&x->sse, on_sse_event, x);
     dsa_resp_reset(&x->acc);
@@ -459,7 +526,15 @@ static int start_xfer(struct ep *ep, struct xfer *x)
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
     }
-    if (x->body) {
+    if (x->raw) {
+        x->sent = 0;
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+        curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(e, CURLOPT_READDATA, x);
+        curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_seek);
+        curl_easy_setopt(e, CURLOPT_SEEKDATA, x);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(x->body_len + x->raw_len));
+    } else if (x->body) {
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, x->body);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->body_len);
     } else {
@@ -571,14 +646,17 @@ static bool curl_retryable(CURLcode cc)
 
 /* x->body = body's compact JSON, written once into the buffer curl sends from
    (CURLOPT_POSTFIELDS does not copy): the prompt is escaped straight into it, with no
-   intermediate string and no second copy; sp (or NULL) as in util/json_dump.h. Returns 0 or
-   -1 (not UTF-8). */
+   intermediate string and no second copy; sp (or NULL) as in util/json_dump.h, a hole left
+   by it sent from the caller's bytes (serialize_request sets x->raw). Returns 0 or -1 (not
+   UTF-8). */
 static int serialize_body(struct xfer *x, const json_t *body, struct dsa_json_splice *sp)
 {
     struct dsa_buf b = DSA_BUF_INIT;
     free(x->body);
     x->body = NULL;
     x->body_len = 0;
+    x->raw = NULL;
+    x->raw_at = x->raw_len = 0;
     json_decref(x->msgs); /* its bytes go with the old body */
     x->msgs = NULL;
     if (dsa_json_dump_compact_splice(body, &b, sp) < 0) {
@@ -683,7 +761,8 @@ static void finish_xfer(struct ep *ep, struct xfer *x, CURLcode cc)
                 return; /* requeued for its second step */
             rc = DSA_RESP_MALFORMED;
         } else {
-            rc = dsa_resp_parse_body(&x->acc, x->api, x->resp_body.data, x->resp_body.len);
+            rc = dsa_resp_parse_body_list(&x->acc, x->api, x->resp_body.data, x->resp_body.len,
+                                          x->api == DSA_API_TOKENIZE ? &x->list : NULL);
         }
         if (rc == DSA_RESP_OK || rc == DSA_RESP_DONE) {
             st = DSA_RES_OK;
@@ -905,9 +984,18 @@ static int serialize_request(struct ep *ep, struct xfer *x, const struct dsa_req
                              const json_t *body)
 {
     if (req->raw_value) { /* the caller's bytes: nothing to escape, nothing to keep */
-        struct dsa_json_splice sp = {
-            .v = req->raw_value, .bytes = req->raw_bytes, .len = req->raw_len};
-        return serialize_body(x, body, &sp);
+        struct dsa_json_splice sp = {.v = req->raw_value,
+                                     .bytes = req->raw_bytes,
+                                     .len = req->raw_len,
+                                     .hole = req->raw_held && req->raw_len >= RAW_SEND_MIN};
+        if (serialize_body(x, body, &sp) < 0)
+            return -1;
+        if (sp.hole && sp.seen) { /* sent from the caller's bytes (on_read) */
+            x->raw = req->raw_bytes;
+            x->raw_at = sp.off;
+            x->raw_len = req->raw_len;
+        }
+        return 0;
     }
     json_t *msgs = req->body ? json_object_get(req->body, "messages") : NULL;
     if (!json_is_array(msgs))

@@ -4,6 +4,9 @@
 
 #include <pcre2.h>
 #include <stdint.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -224,91 +227,187 @@ static int parse_json(struct dsa_resp *r, enum dsa_api api, json_t *v)
     return DSA_RESP_OK;
 }
 
-/* A /tokenize answer lists every token id: 256K integers would cost ~15 MB as json_t values
-   to read one "count". Copies the body without the contents of the top-level "tokens"
-   array (integers only, so its first ']' ends it); NULL when there is none to drop. */
-static bool contains(const char *s, size_t len, const char *needle)
+/* The first place of needle[0, n) in s[0, len), or NULL (memmem is a GNU extension). */
+static const char *find(const char *s, size_t len, const char *needle, size_t n)
 {
-    size_t n = strlen(needle);
-    for (size_t i = 0; i + n <= len; i++)
-        if (!memcmp(s + i, needle, n))
-            return true;
-    return false;
-}
-
-/* Only digits, '-', ',' and JSON blanks between p and end. A 128K-token list is ~900 KB: words
-   of digits and commas (nearly all of it) pass 8 bytes at a time; a word with anything else
-   is looked at byte by byte through the table. */
-static bool plain_int_list(const char *p, const char *end)
-{
-    static const bool table[256] = {
-        ['0'] = true, ['1'] = true,  ['2'] = true,  ['3'] = true,  ['4'] = true, ['5'] = true,
-        ['6'] = true, ['7'] = true,  ['8'] = true,  ['9'] = true,  ['-'] = true, [','] = true,
-        [' '] = true, ['\n'] = true, ['\t'] = true, ['\r'] = true,
-    };
-    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
-    const uint64_t lows = ~highs;
-    while (end - p >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        if (!(w & highs)) {
-            /* bytes below 0x80 add without carries: exact per byte */
-            uint64_t digit = ((w + ones * (0x80 - '0')) & ~(w + ones * (0x80 - '9' - 1))) & highs;
-            uint64_t c = w ^ (ones * ',');
-            uint64_t comma = ~(((c & lows) + lows) | c) & highs;
-            if ((digit | comma) == highs) {
-                p += 8;
-                continue;
-            }
-        }
-        for (const char *q = p + 8; p < q; p++)
-            if (!table[(unsigned char)*p])
-                return false;
-    }
-    for (; p < end; p++)
-        if (!table[(unsigned char)*p])
-            return false;
-    return true;
-}
-
-static char *drop_token_list(const char *body, size_t len, size_t *out_len)
-{
-    static const char key[] = "\"tokens\"";
-    const char *end = body + len;
-    if (!contains(body, len, "\"count\""))
-        return NULL; /* the count is the list's length then */
-    for (const char *p = body; p + sizeof key - 1 < end; p++) {
-        if (memcmp(p, key, sizeof key - 1))
-            continue;
-        const char *q = p + sizeof key - 1;
-        while (q < end && (*q == ' ' || *q == ':' || *q == '\n' || *q == '\t' || *q == '\r'))
-            q++;
-        if (q == end || *q != '[')
+    const char *end = s + len;
+    while (n && (size_t)(end - s) >= n) {
+        const char *c = memchr(s, needle[0], (size_t)(end - s) - n + 1);
+        if (!c)
             return NULL;
-        const char *close = memchr(q, ']', (size_t)(end - q));
-        if (!close)
-            return NULL;
-        if (!plain_int_list(q + 1, close))
-            return NULL; /* not a plain integer list: parse the body as it is */
-        size_t head = (size_t)(q + 1 - body);
-        size_t tail = (size_t)(end - close);
-        char *out = dsa_xmalloc(head + tail + 1);
-        memcpy(out, body, head);
-        memcpy(out + head, close, tail);
-        out[head + tail] = 0;
-        *out_len = head + tail;
-        return out;
+        if (!memcmp(c, needle, n))
+            return c;
+        s = c + 1;
     }
     return NULL;
 }
 
+static bool contains(const char *s, size_t len, const char *needle)
+{
+    return find(s, len, needle, strlen(needle)) != NULL;
+}
+
+/* The bytes a plain integer list holds: digits, '-', ',' and JSON blanks. */
+static bool plain_byte(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || c == '-' || c == ',' || c == ' ' || c == '\n' || c == '\t' ||
+           c == '\r';
+}
+
+#ifdef __SSE2__
+/* 16 bytes at once: the mask of those that are plain_byte(). Digits and commas, nearly all of
+   a list, take two compares; the blanks and '-' are looked for only in a block with another
+   byte. */
+static unsigned plain_mask16(const char *p)
+{
+    const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    const __m128i d = _mm_sub_epi8(v, _mm_set1_epi8('0'));
+    __m128i m = _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d); /* '0'..'9' */
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8(',')));
+    unsigned mask = (unsigned)_mm_movemask_epi8(m);
+    if (mask == 0xffffu)
+        return mask;
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('-')));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8(' ')));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('\n')));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('\t')));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('\r')));
+    return (unsigned)_mm_movemask_epi8(m);
+}
+#endif
+
+/* The first byte from p on that is not plain_byte(), or end. A 128K-token list is ~900 KB of
+   digits and commas: 16 bytes a step. */
+static const char *first_unplain(const char *p, const char *end)
+{
+#ifdef __SSE2__
+    while (end - p >= 16) {
+        unsigned plain = plain_mask16(p);
+        if (plain != 0xffffu)
+            return p + __builtin_ctz(~plain);
+        p += 16;
+    }
+#endif
+    while (p < end && plain_byte((unsigned char)*p))
+        p++;
+    return p;
+}
+
+DSA_UNITTEST const char *dsa_resp_list_end(const char *p, const char *end)
+{
+    /* one pass, where a memchr for ']' and a check of the bytes before it were two: the first
+       byte that is not plain ends the list if it is ']' (not plain itself), else it is no
+       plain list */
+    const char *q = first_unplain(p, end);
+    return q < end && *q == ']' ? q : NULL;
+}
+
+static const char tokens_key[] = "\"tokens\"";
+#define TOKENS_KEY_LEN (sizeof tokens_key - 1)
+
+static bool list_blank(char c)
+{
+    return c == ' ' || c == ':' || c == '\n' || c == '\t' || c == '\r';
+}
+
+void dsa_resp_list_init(struct dsa_resp_list *l)
+{
+    memset(l, 0, sizeof *l);
+}
+
+void dsa_resp_list_feed(struct dsa_resp_list *l, const char *body, size_t len)
+{
+    for (;;) {
+        switch (l->state) {
+        case DSA_RESP_LIST_KEY: {
+            /* the first "tokens" with a byte after it; starts before `at` are ruled out */
+            const char *k =
+                len > l->at ? find(body + l->at, len - l->at, tokens_key, TOKENS_KEY_LEN) : NULL;
+            if (!k) {
+                if (len >= TOKENS_KEY_LEN && len - TOKENS_KEY_LEN + 1 > l->at)
+                    l->at = len - TOKENS_KEY_LEN + 1;
+                return;
+            }
+            l->at = (size_t)(k - body) + TOKENS_KEY_LEN;
+            l->state = DSA_RESP_LIST_AFTER_KEY;
+            break;
+        }
+        case DSA_RESP_LIST_AFTER_KEY:
+            while (l->at < len && list_blank(body[l->at]))
+                l->at++;
+            if (l->at == len)
+                return;
+            l->state = body[l->at] == '[' ? DSA_RESP_LIST_IN : DSA_RESP_LIST_NONE;
+            l->open = ++l->at;
+            break;
+        case DSA_RESP_LIST_IN: {
+            const char *q = first_unplain(body + l->at, body + len);
+            l->at = (size_t)(q - body);
+            if (l->at == len)
+                return;
+            l->state = *q == ']' ? DSA_RESP_LIST_FOUND : DSA_RESP_LIST_NONE;
+            l->close = l->at;
+            return;
+        }
+        default:
+            return;
+        }
+    }
+}
+
+/* Where drop_token_list() cuts: the first "tokens" key, then blanks or ':', then '[', then a
+   plain list up to ']'. true with the offsets after '[' and of ']'. */
+static bool locate_list(const char *body, size_t len, size_t *open, size_t *close)
+{
+    struct dsa_resp_list l;
+    dsa_resp_list_init(&l);
+    dsa_resp_list_feed(&l, body, len);
+    *open = l.open;
+    *close = l.close;
+    return l.state == DSA_RESP_LIST_FOUND;
+}
+
+/* A /tokenize answer lists every token id: 256K integers would cost ~15 MB as json_t values
+   to read one "count". Copies the body without the contents of the top-level "tokens"
+   array (integers only, so its first ']' ends it), given where they lie (locate_list); NULL
+   when the body has no "count" (the list's length is the count then). */
+static char *drop_token_list(const char *body, size_t len, size_t open, size_t close,
+                             size_t *out_len)
+{
+    if (!contains(body, len, "\"count\""))
+        return NULL; /* the count is the list's length then */
+    size_t tail = len - close;
+    char *out = dsa_xmalloc(open + tail + 1);
+    memcpy(out, body, open);
+    memcpy(out + open, body + close, tail);
+    out[open + tail] = 0;
+    *out_len = open + tail;
+    return out;
+}
+
 int dsa_resp_parse_body(struct dsa_resp *r, enum dsa_api api, const char *body, size_t len)
+{
+    return dsa_resp_parse_body_list(r, api, body, len, NULL);
+}
+
+int dsa_resp_parse_body_list(struct dsa_resp *r, enum dsa_api api, const char *body, size_t len,
+                             const struct dsa_resp_list *l)
 {
     if (api == DSA_API_GET)
         return DSA_RESP_OK;
     char *slim = NULL;
-    size_t slim_len = 0;
-    if (api == DSA_API_TOKENIZE && (slim = drop_token_list(body, len, &slim_len))) {
+    size_t slim_len = 0, open = 0, close = 0;
+    bool found = false;
+    if (api == DSA_API_TOKENIZE) {
+        if (l) {
+            found = l->state == DSA_RESP_LIST_FOUND;
+            open = l->open;
+            close = l->close;
+        } else {
+            found = locate_list(body, len, &open, &close);
+        }
+    }
+    if (found && (slim = drop_token_list(body, len, open, close, &slim_len))) {
         body = slim;
         len = slim_len;
     }

@@ -47,6 +47,30 @@ void dsa_resp_release(struct dsa_resp *r);
 
 /* A whole (non-streaming) response body of `api`. */
 int dsa_resp_parse_body(struct dsa_resp *r, enum dsa_api api, const char *body, size_t len);
+
+/* A /tokenize answer lists every token id (about a megabyte for 128K tokens) to say one
+   count: the list is skipped unparsed when it is plain (digits, '-', ',' and JSON blanks up to
+   its ']'), found as the body arrives, while its bytes are fresh in the cache, so the whole
+   body is not read again for it. Feed it the body so far after each piece (the same bytes,
+   growing); start over with init when the body does. */
+enum dsa_resp_list_state {
+    DSA_RESP_LIST_KEY,       /* looking for the first "tokens" */
+    DSA_RESP_LIST_AFTER_KEY, /* blanks or ':', then '[' */
+    DSA_RESP_LIST_IN,        /* in the list: plain bytes so far */
+    DSA_RESP_LIST_FOUND,     /* a plain list from open to its ']' at close */
+    DSA_RESP_LIST_NONE       /* no plain list: the body is parsed as it is */
+};
+struct dsa_resp_list {
+    enum dsa_resp_list_state state;
+    size_t at;          /* bytes of the body looked at (for the key: starts ruled out) */
+    size_t open, close; /* FOUND: the offsets after '[' and of ']' */
+};
+void dsa_resp_list_init(struct dsa_resp_list *l);
+void dsa_resp_list_feed(struct dsa_resp_list *l, const char *body, size_t len);
+/* As dsa_resp_parse_body(), with the list of a TOKENIZE body found by l (fed that whole body;
+   NULL: found here): the same result either way. */
+int dsa_resp_parse_body_list(struct dsa_resp *r, enum dsa_api api, const char *body, size_t len,
+                             const struct dsa_resp_list *l);
 /* One SSE data payload of a streaming CHAT or COMPLETION response. */
 int dsa_resp_parse_chunk(struct dsa_resp *r, enum dsa_api api, const char *data, size_t len);
 /* Finds an error object of either shape in `v`: returns true and sets the borrowed message
@@ -65,5 +89,12 @@ bool dsa_resp_error_of(json_t *v, const char **message, long *code);
  * Returns true when it is one; *prompt_tokens / *max_len are -1 when not named.
  */
 bool dsa_resp_context_error(const char *msg, long *prompt_tokens, long *max_len);
+
+#ifdef DSA_UNITTEST_BUILD
+/* The ']' that ends a plain integer list whose bytes start at p (digits, '-', ',' and JSON
+   blanks only before it), or NULL when there is none before end or another byte comes first:
+   the test of a /tokenize answer's "tokens" that is skipped unparsed. */
+const char *dsa_resp_list_end(const char *p, const char *end);
+#endif
 
 #endif

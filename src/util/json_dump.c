@@ -147,12 +147,19 @@ static int dump(const json_t *v, struct dsa_buf *out, struct dsa_json_splice *sp
     if (!sp || v != sp->v)
         return dump_value(v, out, sp);
     size_t off = out->len;
+    if (sp->bytes && sp->hole && !sp->seen) {
+        sp->off = off; /* a hole: the bytes stay where they are */
+        sp->seen = true;
+        return 0;
+    }
     if (sp->bytes)
         dsa_buf_add(out, sp->bytes, sp->len);
     else if (dump_value(v, out, NULL) < 0)
         return -1;
-    sp->off = off;
-    sp->len = out->len - off;
+    if (!sp->seen) {
+        sp->off = off;
+        sp->len = out->len - off;
+    }
     sp->seen = true;
     return 0;
 }

@@ -27,13 +27,16 @@ int dsa_json_dump_string(const char *s, size_t len, struct dsa_buf *out);
 
 /* One value of a tree, found by pointer, whose bytes a dump records or copies: with bytes NULL
    the dump writes it as usual and sets off/len to where it lies in out; with bytes set, those
-   len bytes (the same value's dump, from an earlier body) are copied in its place. seen: the
-   dump met it. For a row's messages, counted in one request and sent in the next: escaped
-   once, copied the second time. */
+   len bytes (the same value's dump, from an earlier body) are copied in its place; with bytes
+   set and hole, the first place is left empty (off says where those bytes belong: the caller
+   sends them from where they are) and only later ones get a copy. seen: the dump met it. For a
+   row's messages, counted in one request and sent in the next: escaped once, copied the
+   second time (or, as a hole, never copied). */
 struct dsa_json_splice {
     const json_t *v;
     const char *bytes;
     size_t off, len;
+    bool hole;
     bool seen;
 };
 /* As dsa_json_dump_compact(), with sp (may be NULL) as above. */

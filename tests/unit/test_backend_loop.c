@@ -28,6 +28,7 @@
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/hash.h"
+#include "util/json_dump.h"
 
 /* defined by main.c in the binary; the eval loop polls it */
 volatile int dsa_interrupted;
@@ -350,6 +351,67 @@ static void test_retries_then_ok(void **state)
     assert_int_equal(errors, 0);
     json_decref(body);
     dsa_backend_free(&b);
+}
+
+/* A message list of about `bytes` bytes whose content needs every kind of escape. */
+static json_t *big_messages(size_t bytes)
+{
+    struct dsa_buf t = DSA_BUF_INIT;
+    while (t.len < bytes)
+        dsa_buf_adds(&t, "say \"h\xc3\xa9llo\"\n\tback\\slash \x01 \xe2\x82\xac / ");
+    json_t *m = json_pack("[{s:s,s:s%}]", "role", "user", "content", t.data, t.len);
+    dsa_buf_release(&t);
+    return m;
+}
+
+/* The body a row's messages given as bytes produce: the bytes the server got on every
+   attempt, against the same request with its messages as a tree. held: the bytes are sent
+   from the caller's buffer (>= 64 KiB) or copied (below). */
+static void check_raw_body(size_t bytes, bool held)
+{
+    reset_log(h_flaky);
+    dsa_backend *b = open_client(1, 2, 5, 10, NULL, NULL);
+    json_t *msgs = big_messages(bytes);
+    struct dsa_buf raw = DSA_BUF_INIT;
+    assert_int_equal(dsa_json_dump_compact(msgs, &raw), 0);
+    json_t *stand_in = json_array();
+    json_t *body = json_pack("{s:O,s:i}", "messages", stand_in, "max_tokens", 16);
+    struct dsa_request rq = {.api = DSA_API_CHAT,
+                             .body = body,
+                             .endpoint = -1,
+                             .raw_value = stand_in,
+                             .raw_bytes = raw.data,
+                             .raw_len = raw.len,
+                             .raw_held = held};
+    struct dsa_result r;
+    assert_int_equal(dsa_backend_call(b, &rq, &r), DSA_RES_OK);
+    assert_string_equal(r.content, "pong");
+    dsa_result_release(&r);
+    /* 500, 429, drop, cut body, ok: every attempt (and libcurl's own resend after the drop)
+       sent the body the tree gives */
+    json_t *tree = json_pack("{s:O,s:i,s:s}", "messages", msgs, "max_tokens", 16, "model", "m");
+    struct dsa_buf want = DSA_BUF_INIT;
+    assert_int_equal(dsa_json_dump_compact(tree, &want), 0);
+    assert_int_equal(n_requests(), 5);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(strlen(S.reqs[i].body), want.len);
+        assert_memory_equal(S.reqs[i].body, want.data, want.len);
+    }
+    dsa_buf_release(&want);
+    dsa_buf_release(&raw);
+    json_decref(tree);
+    json_decref(body);
+    json_decref(stand_in);
+    json_decref(msgs);
+    dsa_backend_free(&b);
+}
+
+static void test_raw_body_sent_in_place(void **state)
+{
+    (void)state;
+    check_raw_body(300 << 10, true); /* from the caller's bytes, over several upload chunks */
+    check_raw_body(300 << 10, false);
+    check_raw_body(4 << 10, true); /* under 64 KiB: copied into the body, sent with headers */
 }
 
 static void test_retries_exhausted(void **state)
@@ -952,6 +1014,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_body_and_result),
         cmocka_unit_test(test_retries_then_ok),
+        cmocka_unit_test(test_raw_body_sent_in_place),
         cmocka_unit_test(test_retries_exhausted),
         cmocka_unit_test(test_4xx_not_retried_and_over_context),
         cmocka_unit_test(test_stream),

@@ -337,6 +337,181 @@ static void test_context_errors(void **state)
     assert_int_equal(pt, -1);
 }
 
+/* The old form of the test, two passes: the first ']' (memchr), then every byte before it
+   plain. */
+static const char *list_end_ref(const char *p, const char *end)
+{
+    const char *close = memchr(p, ']', (size_t)(end - p));
+    if (!close)
+        return NULL;
+    for (const char *q = p; q < close; q++)
+        if (!strchr("0123456789-, \n\t\r", *q) || !*q)
+            return NULL;
+    return close;
+}
+
+/* dsa_resp_list_end against list_end_ref on lists of every length up to 70 (the 16-byte
+   steps, their tails and the boundaries between), with one odd byte (']', a quote, a NUL,
+   '.', '/', ':', 0x80, 0xff, a digit's neighbours in ASCII) at every place or none */
+static void test_token_list_end(void **state)
+{
+    (void)state;
+    static const char odd[] = {']', '"', '\0', '.', '/', ':', '[', (char)0x80, (char)0xff, 'e'};
+    char buf[80];
+    uint64_t rng = 7;
+    long found = 0, refused = 0;
+    for (size_t len = 0; len <= 70; len++)
+        for (size_t at = 0; at <= len; at++)
+            for (size_t k = 0; k <= sizeof odd; k++) {
+                for (size_t i = 0; i < len; i++) {
+                    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+                    buf[i] = "0123456789,,,-  \n\t\r"[(rng >> 33) % 19];
+                }
+                if (k < sizeof odd && at < len)
+                    buf[at] = odd[k];
+                const char *got = dsa_resp_list_end(buf, buf + len);
+                assert_ptr_equal(got, list_end_ref(buf, buf + len));
+                found += got != NULL;
+                refused += got == NULL;
+            }
+    assert_true(found > 1000 && refused > 1000);
+    /* a /tokenize answer read through it: the count, the list dropped unparsed */
+    const char *body = "{\"count\":3,\"max_model_len\":163840,\"tokens\":[129279,-1,  7],"
+                       "\"token_strs\":null}";
+    struct dsa_resp r;
+    dsa_resp_init(&r);
+    assert_int_equal(dsa_resp_parse_body(&r, DSA_API_TOKENIZE, body, strlen(body)), DSA_RESP_OK);
+    assert_int_equal(r.prompt_tokens, 3);
+    assert_int_equal(r.max_model_len, 163840);
+    dsa_resp_release(&r);
+}
+
+/* The old cut of a /tokenize answer, as drop_token_list() found it in the whole body: the
+   first "tokens" with a byte after it, blanks or ':', '[', a plain list to its ']'. */
+static bool locate_ref(const char *body, size_t len, size_t *open, size_t *close)
+{
+    static const char key[] = "\"tokens\"";
+    const char *end = body + len;
+    for (const char *p = body; p + sizeof key - 1 < end; p++) {
+        if (memcmp(p, key, sizeof key - 1))
+            continue;
+        const char *q = p + sizeof key - 1;
+        while (q < end && (*q == ' ' || *q == ':' || *q == '\n' || *q == '\t' || *q == '\r'))
+            q++;
+        if (q == end || *q != '[')
+            return false;
+        const char *c = list_end_ref(q + 1, end);
+        if (!c)
+            return false;
+        *open = (size_t)(q + 1 - body);
+        *close = (size_t)(c - body);
+        return true;
+    }
+    return false;
+}
+
+static uint64_t lcg(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *s >> 33;
+}
+
+/* A /tokenize-like answer: members in some order, "tokens" a plain list, a list with an odd
+   byte, nested, a string "tokens", or absent; blanks and ':' where JSON has them; sometimes
+   cut short. */
+static void random_tokenize_body(uint64_t *rng, struct dsa_buf *b)
+{
+    static const char *const blanks[] = {"", " ", "\n", "\t ", "\r\n"};
+    static const char *const lists[] = {"[1,2,3]", "[]",        "[ 129279 ,-1,\n7 ]",
+                                        "[1.5,2]", "[1,\"a\"]", "[[1],[2]]",
+                                        "[1,2",    "[1,]",      "[01]",
+                                        "[1e3]",   "[-]"};
+    dsa_buf_reset(b);
+    dsa_buf_addch(b, '{');
+    int order = (int)(lcg(rng) % 3), nmem = 0;
+    for (int i = 0; i < 3; i++) {
+        int m = (i + order) % 3;
+        if (lcg(rng) % 5 == 0)
+            continue;
+        if (nmem++)
+            dsa_buf_adds(b, ",");
+        dsa_buf_adds(b, blanks[lcg(rng) % 5]);
+        if (m == 0) {
+            dsa_buf_addf(b, "\"count\":%d", (int)(lcg(rng) % 300));
+        } else if (m == 1) {
+            dsa_buf_adds(b, lcg(rng) % 4 ? "\"tokens\"" : "\"x\":\"tokens\",\"tokens\"");
+            dsa_buf_adds(b, blanks[lcg(rng) % 5]);
+            dsa_buf_adds(b, ":");
+            dsa_buf_adds(b, blanks[lcg(rng) % 5]);
+            if (lcg(rng) % 3) { /* a long plain list, over many 16-byte steps */
+                dsa_buf_addch(b, '[');
+                for (int k = (int)(lcg(rng) % 200); k >= 0; k--)
+                    dsa_buf_addf(b, "%d%s", (int)(lcg(rng) % 200000), k ? "," : "");
+                dsa_buf_addch(b, ']');
+            } else {
+                dsa_buf_adds(b, lists[lcg(rng) % (sizeof lists / sizeof lists[0])]);
+            }
+        } else {
+            dsa_buf_addf(b, "\"max_model_len\":%d,\"token_strs\":null", (int)(lcg(rng) % 9000));
+        }
+    }
+    dsa_buf_adds(b, blanks[lcg(rng) % 5]);
+    dsa_buf_addch(b, '}');
+    if (lcg(rng) % 8 == 0)
+        b->data[b->len = lcg(rng) % b->len] = '\0'; /* cut */
+}
+
+/* The token list found while the body arrives in pieces is where the old two-pass cut found it
+   in the whole body, and the answer reads the same: status, count, context and message, on
+   random answers cut at random places into pieces */
+static void test_token_list_streamed(void **state)
+{
+    (void)state;
+    uint64_t rng = 11;
+    struct dsa_buf body = DSA_BUF_INIT, sofar = DSA_BUF_INIT;
+    int found = 0, none = 0, ok = 0, bad = 0;
+    for (int it = 0; it < 3000; it++) {
+        random_tokenize_body(&rng, &body);
+        struct dsa_resp_list l;
+        dsa_resp_list_init(&l);
+        dsa_buf_reset(&sofar);
+        for (size_t at = 0; at < body.len;) {
+            size_t piece = 1 + lcg(&rng) % (lcg(&rng) % 2 ? 3 : 64);
+            if (piece > body.len - at)
+                piece = body.len - at;
+            dsa_buf_add(&sofar, body.data + at, piece);
+            dsa_resp_list_feed(&l, sofar.data, sofar.len);
+            at += piece;
+        }
+        size_t open = 0, close = 0;
+        bool want = locate_ref(body.data, body.len, &open, &close);
+        assert_int_equal(l.state == DSA_RESP_LIST_FOUND, want);
+        if (want) {
+            assert_int_equal(l.open, open);
+            assert_int_equal(l.close, close);
+        }
+        found += l.state == DSA_RESP_LIST_FOUND;
+        none += l.state == DSA_RESP_LIST_NONE;
+        struct dsa_resp whole, streamed;
+        dsa_resp_init(&whole);
+        dsa_resp_init(&streamed);
+        int a = dsa_resp_parse_body(&whole, DSA_API_TOKENIZE, body.data, body.len);
+        int c = dsa_resp_parse_body_list(&streamed, DSA_API_TOKENIZE, sofar.data, sofar.len, &l);
+        assert_int_equal(a, c);
+        assert_int_equal(whole.prompt_tokens, streamed.prompt_tokens);
+        assert_int_equal(whole.max_model_len, streamed.max_model_len);
+        assert_string_equal(whole.error ? whole.error : "", streamed.error ? streamed.error : "");
+        ok += a == DSA_RESP_OK;
+        bad += a != DSA_RESP_OK;
+        dsa_resp_release(&whole);
+        dsa_resp_release(&streamed);
+    }
+    /* every path taken: lists skipped and not, answers read and refused */
+    assert_true(found > 300 && none > 100 && ok > 300 && bad > 100);
+    dsa_buf_release(&body);
+    dsa_buf_release(&sofar);
+}
+
 static void test_dialect_table(void **state)
 {
     (void)state;
@@ -371,6 +546,8 @@ int main(void)
         cmocka_unit_test(test_stream_chunks),
         cmocka_unit_test(test_context_errors),
         cmocka_unit_test(test_dialect_table),
+        cmocka_unit_test(test_token_list_end),
+        cmocka_unit_test(test_token_list_streamed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -104,6 +104,26 @@ static void test_splice(void **state)
     assert_int_equal(dsa_json_dump_compact(chat, &plain), 0);
     assert_int_equal(second.len, plain.len);
     assert_memory_equal(second.data, plain.data, plain.len);
+    /* a hole: the first place left empty at off, a second place of the same value copied; the
+       bytes put back at off give the whole document */
+    json_t *twice = json_pack("{s:O,s:i,s:O}", "messages", msgs, "n", 1, "again", msgs);
+    struct dsa_buf holed = DSA_BUF_INIT, full = DSA_BUF_INIT, whole = DSA_BUF_INIT;
+    struct dsa_json_splice hole = {
+        .v = msgs, .bytes = first.data + sp.off, .len = sp.len, .hole = true};
+    assert_int_equal(dsa_json_dump_compact_splice(twice, &holed, &hole), 0);
+    assert_true(hole.seen);
+    assert_int_equal(hole.off, strlen("{\"messages\":"));
+    assert_int_equal(hole.len, sp.len);
+    assert_int_equal(dsa_json_dump_compact(twice, &full), 0);
+    dsa_buf_add(&whole, holed.data, hole.off);
+    dsa_buf_add(&whole, hole.bytes, hole.len);
+    dsa_buf_add(&whole, holed.data + hole.off, holed.len - hole.off);
+    assert_int_equal(whole.len, full.len);
+    assert_memory_equal(whole.data, full.data, full.len);
+    dsa_buf_release(&holed);
+    dsa_buf_release(&full);
+    dsa_buf_release(&whole);
+    json_decref(twice);
     free(want);
     dsa_buf_release(&first);
     dsa_buf_release(&second);
