@@ -262,9 +262,9 @@ template <int N> __device__ __forceinline__ int dw_pick(const int (&ctx_r)[N], i
  * keys grp and grp + 8 (or the mask past ctx when clean). Not live: masks only.
  */
 template <int H, int N, int NP>
-__device__ __forceinline__ void dw_epilogue(const d_decode_params &p, const float (&acc)[NP * H / 2],
-                                            const float *wsp, bool live, float kv0, float kv1,
-                                            int b, int pg, int j0, const int (&ctx_r)[N])
+__device__ __forceinline__ void
+dw_epilogue(const d_decode_params &p, const float (&acc)[NP * H / 2], const float *wsp, bool live,
+            float kv0, float kv1, int b, int pg, int j0, const int (&ctx_r)[N])
 {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, grp = lane >> 2, tig = lane & 3;
 #pragma unroll
@@ -304,8 +304,8 @@ __device__ __forceinline__ void dw_epilogue(const d_decode_params &p, const floa
    longest), between two barriers of the consumer warps: every consumer is done with the last
    sequence's q before it is overwritten, and sees the new one before its next wgmma */
 template <int H, int N>
-__device__ __forceinline__ void dw_load_seq(const d_decode_params &p, int b, uint8_t *qs,
-                                            float *ws, int (&ctx_r)[N], int &kmax)
+__device__ __forceinline__ void dw_load_seq(const d_decode_params &p, int b, uint8_t *qs, float *ws,
+                                            int (&ctx_r)[N], int &kmax)
 {
     dw_consumers_sync();
     kmax = 0; /* the context lengths first: their loads then overlap q's */
@@ -460,7 +460,7 @@ __device__ __forceinline__ void dw_step(dw_cons<N, STG> &c, dw_unit &u, int k, i
     const dw_unit v = dw_next<P>(u, c.p->tiles_per_seq);
     const bool more = k + 1 < nu, same = more && v.b == u.b;
     const bool live = (long)u.pg * DSA_K_PAGE < c.kmax; /* uniform: the tile was loaded */
-    if (u.pp == 0 && live) /* before the stage is released */
+    if (u.pp == 0 && live)                              /* before the stage is released */
         dw_key_scales(c.sc + s * DSA_K_PAGE, warp, grp, c.kv0, c.kv1);
     if (u.pp == P - 1) /* this thread's reads of stage s are done */
         dw_bar_arrive(&c.empty[s]);
@@ -637,8 +637,8 @@ static int dw_launch(const d_decode_params &p, const CUtensorMap &map, cudaStrea
         int dev, sms, per_sm;
         CUDA_CHECK(cudaGetDevice(&dev));
         CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-        CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)L::alloc));
+        CUDA_CHECK(
+            cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L::alloc));
         CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, DW_THREADS + 32,
                                                                  L::alloc));
         slots = sms * (per_sm > 0 ? per_sm : 1);
