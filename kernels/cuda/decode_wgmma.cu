@@ -317,14 +317,15 @@ __device__ __forceinline__ void dw_load_seq(const d_decode_params &p, int b, uin
 }
 
 /*
- * The serial kernel (DSA_CUDA_DECODE_OVERLAP=0; the default of round 4): H heads, N = next_n
- * rows, P passes, STG stages. The N*H q rows are the B operand in P passes of N/P rows (n =
- * NCP = N*H/P columns): P = 2 halves the accumulator (N=4: 64 registers instead of 128), so
- * more CTAs share an SM, at the price of a second wgmma wait per page. Each pass waits for its
- * wgmma (wait_group 0) before its epilogue, so a CTA's tensor work and epilogue alternate.
+ * The serial kernel (the default): H heads, N = next_n rows, P passes, STG stages, built for
+ * MINB CTAs per SM (a register cap). The N*H q rows are the B operand in P passes of N/P rows
+ * (n = NCP = N*H/P columns): P = 2 halves the accumulator (N=4: 64 registers instead of 128),
+ * so more CTAs share an SM, at the price of a second wgmma wait per page. Each pass waits for
+ * its wgmma (wait_group 0) before its epilogue, so a CTA's tensor work and epilogue alternate
+ * and the CTAs beside it on the SM fill the gaps.
  */
-template <int H, int N, int P, int STG>
-__global__ static void __launch_bounds__(DW_THREADS + 32)
+template <int H, int N, int P, int STG, int MINB>
+__global__ static void __launch_bounds__(DW_THREADS + 32, MINB)
     decode_wgmma_kernel(const __grid_constant__ CUtensorMap map, const d_decode_params p)
 {
     constexpr int NC = N * H, NCP = NC / P, NP = N / P;
@@ -606,32 +607,59 @@ static int dw_forced_ctas(void)
     return v;
 }
 
-/* stages: as many as let the CTAs that the registers allow share an SM (ptxas, H=64: N=1 64
-   registers, 4 CTAs of 52 KB; N=2 126, 3 of 69 KB; N=3, 4 150-168, 2 of 85-102 KB; N=4 in
-   two passes, 3 of 69 KB when its registers allow) */
+/* round 4's stages (DSA_CUDA_DECODE_OCC=0, no register cap): as many as let the CTAs that
+   the registers allowed then share an SM (ptxas, H=64: N=1 64 registers, 4 CTAs of 52 KB;
+   N=2 126, 3 of 69 KB; N=3, 4 150-168, 2 of 85-102 KB; N=4 in two passes 127, 3 of 69 KB) */
 template <int N, int P> constexpr int dw_stages(void)
 {
     return N == 1 ? 5 : N == 2 ? 6 : (N == 4 && P == 2) ? 4 : 8;
 }
 
-/* the overlapped kernel's stages: as many as fit beside q in the shared memory of its
-   dw_ovl_ctas CTAs per SM (H=64: 4 CTAs of 52 KB with 5, 4, 3 stages at N = 1, 2, 3; N=4
-   3 CTAs of 69 KB with 4; two q rows per pass 2 CTAs with 8) */
-template <int N, int P> constexpr int dw_ovl_stages(void)
+/* The default occupancy: more consumer warpgroups per SM, fewer stages each. A CTA's
+   consumer path per page is serial and latency-bound (round 5, call 1: every variant,
+   overlapped or not, spent 1,600-2,250 cycles per pass and CTA whatever its n; ncu 6.6-7.8
+   cycles per issued instruction per warp with 3-4 CTAs per SM), so the CTAs beside it are
+   what hides it. CTAs per SM by accumulator size (a register cap: N=1 6 CTAs at 64
+   registers, n = 128 4 CTAs at 96; n = 192 and 256 2 CTAs, as before: 3 would spill) ... */
+template <int N, int P> constexpr int dw_ctas(void)
 {
-    return N / P == 2 ? 8 : N == 1 ? 5 : N == 2 ? 4 : 3 + (N == 4);
+    return N == 1 ? 6 : N / P == 2 ? 4 : 2;
 }
 
-template <int H, int N, int P, bool OVL>
+/* ... and as many stages as fit beside q, w and the barriers in 1/dw_ctas of the SM's 228 KB
+   (1 KB per CTA reserved, 1 KB of alignment slack), at most 8: H=64 N=1 3, N=2 4, N=3 8,
+   N=4 two passes 2, one pass 8 */
+template <int H, int N, int P> constexpr int dw_occ_stages(void)
+{
+    constexpr long room = 233472L / dw_ctas<N, P>() - 2048 - (long)N * H * 132;
+    constexpr long stg = room / (DW_KBYTES + DSA_K_PAGE * 4 + 16);
+    return stg > 8 ? 8 : stg < 2 ? 2 : (int)stg;
+}
+
+/* the overlapped kernel's stages: as many as fit beside q in the shared memory of its
+   dw_ovl_ctas CTAs per SM (H=64: 4 CTAs of 52 KB with 5, 4, 3 stages at N = 1, 2, 3; N=4
+   3 CTAs of 69 KB with 4) */
+template <int N> constexpr int dw_ovl_stages(void)
+{
+    return N == 1 ? 5 : N == 2 ? 4 : 3 + (N == 4);
+}
+
+enum dw_kind { DW_SERIAL, DW_SERIAL_R4, DW_OVERLAP };
+
+template <int H, int N, int P, dw_kind K>
 static int dw_launch(const d_decode_params &p, const CUtensorMap &map, cudaStream_t st)
 {
-    constexpr int STG = OVL ? dw_ovl_stages<N, P>() : dw_stages<N, P>();
+    constexpr int STG = K == DW_OVERLAP     ? dw_ovl_stages<N>()
+                        : K == DW_SERIAL_R4 ? dw_stages<N, P>()
+                                            : dw_occ_stages<H, N, P>();
     using L = dw_smem_layout<N * H, STG>;
     void (*kern)(const CUtensorMap, const d_decode_params);
-    if constexpr (OVL)
+    if constexpr (K == DW_OVERLAP)
         kern = decode_wgmma_ovl_kernel<H, N, P, STG>;
+    else if constexpr (K == DW_SERIAL_R4)
+        kern = decode_wgmma_kernel<H, N, P, STG, 1>;
     else
-        kern = decode_wgmma_kernel<H, N, P, STG>;
+        kern = decode_wgmma_kernel<H, N, P, STG, dw_ctas<N, P>()>;
     static int slots; /* resident CTAs on the whole device */
     if (!slots) {
         int dev, sms, per_sm;
@@ -657,55 +685,55 @@ static int dw_env(const char *env, int dflt)
     return e && *e >= '0' && *e <= '9' ? atoi(e) : dflt;
 }
 
-/* the serial kernel (DSA_CUDA_DECODE_OVERLAP=0): next_n 4 in two passes of two q rows (3 CTAs
-   per SM): 690 us against 889 in one pass at B=64 L=128K on the H200 (bench/RESULTS.md);
-   DSA_CUDA_DECODE_PASSES=1 selects one pass */
-template <int H>
+/* the serial kernel: next_n 4 in two passes of two q rows: 690 us against 889 in one pass at
+   B=64 L=128K on the H200 (round 4, bench/RESULTS.md); DSA_CUDA_DECODE_PASSES=1 selects one */
+template <int H, dw_kind K>
 static int dw_serial(const d_decode_params &p, const CUtensorMap &map, int N, int passes,
                      cudaStream_t st)
 {
     switch (N) {
     case 1:
-        return dw_launch<H, 1, 1, false>(p, map, st);
+        return dw_launch<H, 1, 1, K>(p, map, st);
     case 2:
-        return dw_launch<H, 2, 1, false>(p, map, st);
+        return dw_launch<H, 2, 1, K>(p, map, st);
     case 3:
-        return dw_launch<H, 3, 1, false>(p, map, st);
+        return dw_launch<H, 3, 1, K>(p, map, st);
     default:
-        return passes == 1 ? dw_launch<H, 4, 1, false>(p, map, st)
-                           : dw_launch<H, 4, 2, false>(p, map, st);
+        return passes == 1 ? dw_launch<H, 4, 1, K>(p, map, st) : dw_launch<H, 4, 2, K>(p, map, st);
     }
 }
 
-/* the overlapped kernel: one q row per pass (n = H) unless DSA_CUDA_DECODE_PASSES names
-   fewer passes (N=2: 1, N=4: 2) */
+/* the overlapped kernel (DSA_CUDA_DECODE_OVERLAP=1): one q row per pass (n = H) */
 template <int H>
-static int dw_overlap(const d_decode_params &p, const CUtensorMap &map, int N, int passes,
-                      cudaStream_t st)
+static int dw_overlap(const d_decode_params &p, const CUtensorMap &map, int N, cudaStream_t st)
 {
     switch (N) {
     case 1:
-        return dw_launch<H, 1, 1, true>(p, map, st);
+        return dw_launch<H, 1, 1, DW_OVERLAP>(p, map, st);
     case 2:
-        return passes == 1 ? dw_launch<H, 2, 1, true>(p, map, st)
-                           : dw_launch<H, 2, 2, true>(p, map, st);
+        return dw_launch<H, 2, 2, DW_OVERLAP>(p, map, st);
     case 3:
-        return dw_launch<H, 3, 3, true>(p, map, st);
+        return dw_launch<H, 3, 3, DW_OVERLAP>(p, map, st);
     default:
-        return passes == 2 ? dw_launch<H, 4, 2, true>(p, map, st)
-                           : dw_launch<H, 4, 4, true>(p, map, st);
+        return dw_launch<H, 4, 4, DW_OVERLAP>(p, map, st);
     }
 }
 
+/* DSA_CUDA_DECODE_OVERLAP=1 selects the overlapped kernel, DSA_CUDA_DECODE_OCC=0 the serial
+   kernel at round 4's occupancy (slower on the H200: bench/RESULTS.md, round 5) */
 template <int H>
 static int dw_heads(const d_decode_params &p, const CUtensorMap &map, int N, cudaStream_t st)
 {
-    static int overlap = -1, passes;
+    static int overlap = -1, occ, passes;
     if (overlap < 0) {
-        overlap = dw_env("DSA_CUDA_DECODE_OVERLAP", 1) != 0;
-        passes = dw_env("DSA_CUDA_DECODE_PASSES", 0);
+        overlap = dw_env("DSA_CUDA_DECODE_OVERLAP", 0) != 0;
+        occ = dw_env("DSA_CUDA_DECODE_OCC", 1) != 0;
+        passes = dw_env("DSA_CUDA_DECODE_PASSES", 2);
     }
-    return overlap ? dw_overlap<H>(p, map, N, passes, st) : dw_serial<H>(p, map, N, passes, st);
+    if (overlap)
+        return dw_overlap<H>(p, map, N, st);
+    return occ ? dw_serial<H, DW_SERIAL>(p, map, N, passes, st)
+               : dw_serial<H, DW_SERIAL_R4>(p, map, N, passes, st);
 }
 
 int dsa_cuda_decode_wgmma_launch(const dsa_k_flags *f, const dsa_logits_decode_args *a,
