@@ -318,8 +318,8 @@ __device__ __forceinline__ void dw_load_seq(const d_decode_params &p, int b, uin
 
 /*
  * The serial kernel (the default): H heads, N = next_n rows, P passes, STG stages, built for
- * MINB CTAs per SM (a register cap). The N*H q rows are the B operand in P passes of N/P rows
- * (n = NCP = N*H/P columns): P = 2 halves the accumulator (N=4: 64 registers instead of 128),
+ * MINB CTAs per SM (a register cap; 0: none). The N*H q rows are the B operand in P passes of N/P
+ * rows (n = NCP = N*H/P columns): P = 2 halves the accumulator (N=4: 64 registers instead of 128),
  * so more CTAs share an SM, at the price of a second wgmma wait per page. Each pass waits for
  * its wgmma (wait_group 0) before its epilogue, so a CTA's tensor work and epilogue alternate
  * and the CTAs beside it on the SM fill the gaps.
@@ -607,20 +607,19 @@ static int dw_forced_ctas(void)
     return v;
 }
 
-/* round 4's stages (DSA_CUDA_DECODE_OCC=0, no register cap): as many as let the CTAs that
-   the registers allowed then share an SM (ptxas, H=64: N=1 64 registers, 4 CTAs of 52 KB;
+/* the default stages (round 4's, no register cap): as many as let the CTAs that the
+   registers allow share an SM (ptxas, H=64: N=1 64 registers, 4 CTAs of 52 KB;
    N=2 126, 3 of 69 KB; N=3, 4 150-168, 2 of 85-102 KB; N=4 in two passes 127, 3 of 69 KB) */
 template <int N, int P> constexpr int dw_stages(void)
 {
     return N == 1 ? 5 : N == 2 ? 6 : (N == 4 && P == 2) ? 4 : 8;
 }
 
-/* The default occupancy: more consumer warpgroups per SM, fewer stages each. A CTA's
-   consumer path per page is serial and latency-bound (round 5, call 1: every variant,
-   overlapped or not, spent 1,600-2,250 cycles per pass and CTA whatever its n; ncu 6.6-7.8
-   cycles per issued instruction per warp with 3-4 CTAs per SM), so the CTAs beside it are
-   what hides it. CTAs per SM by accumulator size (a register cap: N=1 6 CTAs at 64
-   registers, n = 128 4 CTAs at 96; n = 192 and 256 2 CTAs, as before: 3 would spill) ... */
+/* DSA_CUDA_DECODE_OCC=1: more consumer warpgroups per SM, fewer stages each, on the view
+   that a CTA's serial path per page (wgmma, wait, epilogue) is hidden by the CTAs beside it.
+   CTAs per SM by accumulator size (a register cap: N=1 6 CTAs at 64 registers, n = 128 4
+   CTAs at 96; n = 192 and 256 2, as by default: 3 would spill). Measured in round 5 call 2:
+   N=1 and N=2 within 1 % of the default, N=4 7 % slower (2 stages) ... */
 template <int N, int P> constexpr int dw_ctas(void)
 {
     return N == 1 ? 6 : N / P == 2 ? 4 : 2;
@@ -644,22 +643,22 @@ template <int N> constexpr int dw_ovl_stages(void)
     return N == 1 ? 5 : N == 2 ? 4 : 3 + (N == 4);
 }
 
-enum dw_kind { DW_SERIAL, DW_SERIAL_R4, DW_OVERLAP };
+enum dw_kind { DW_SERIAL, DW_SERIAL_MANY, DW_OVERLAP };
 
 template <int H, int N, int P, dw_kind K>
 static int dw_launch(const d_decode_params &p, const CUtensorMap &map, cudaStream_t st)
 {
-    constexpr int STG = K == DW_OVERLAP     ? dw_ovl_stages<N>()
-                        : K == DW_SERIAL_R4 ? dw_stages<N, P>()
-                                            : dw_occ_stages<H, N, P>();
+    constexpr int STG = K == DW_OVERLAP       ? dw_ovl_stages<N>()
+                        : K == DW_SERIAL_MANY ? dw_occ_stages<H, N, P>()
+                                              : dw_stages<N, P>();
     using L = dw_smem_layout<N * H, STG>;
     void (*kern)(const CUtensorMap, const d_decode_params);
     if constexpr (K == DW_OVERLAP)
         kern = decode_wgmma_ovl_kernel<H, N, P, STG>;
-    else if constexpr (K == DW_SERIAL_R4)
-        kern = decode_wgmma_kernel<H, N, P, STG, 1>;
-    else
+    else if constexpr (K == DW_SERIAL_MANY)
         kern = decode_wgmma_kernel<H, N, P, STG, dw_ctas<N, P>()>;
+    else
+        kern = decode_wgmma_kernel<H, N, P, STG, 0>;
     static int slots; /* resident CTAs on the whole device */
     if (!slots) {
         int dev, sms, per_sm;
@@ -719,21 +718,21 @@ static int dw_overlap(const d_decode_params &p, const CUtensorMap &map, int N, c
     }
 }
 
-/* DSA_CUDA_DECODE_OVERLAP=1 selects the overlapped kernel, DSA_CUDA_DECODE_OCC=0 the serial
-   kernel at round 4's occupancy (slower on the H200: bench/RESULTS.md, round 5) */
+/* DSA_CUDA_DECODE_OVERLAP=1 selects the overlapped kernel, DSA_CUDA_DECODE_OCC=1 the serial
+   kernel at many CTAs per SM; both measured no faster on the H200 (bench/RESULTS.md, round 5) */
 template <int H>
 static int dw_heads(const d_decode_params &p, const CUtensorMap &map, int N, cudaStream_t st)
 {
     static int overlap = -1, occ, passes;
     if (overlap < 0) {
         overlap = dw_env("DSA_CUDA_DECODE_OVERLAP", 0) != 0;
-        occ = dw_env("DSA_CUDA_DECODE_OCC", 1) != 0;
+        occ = dw_env("DSA_CUDA_DECODE_OCC", 0) != 0;
         passes = dw_env("DSA_CUDA_DECODE_PASSES", 2);
     }
     if (overlap)
         return dw_overlap<H>(p, map, N, st);
-    return occ ? dw_serial<H, DW_SERIAL>(p, map, N, passes, st)
-               : dw_serial<H, DW_SERIAL_R4>(p, map, N, passes, st);
+    return occ ? dw_serial<H, DW_SERIAL_MANY>(p, map, N, passes, st)
+               : dw_serial<H, DW_SERIAL>(p, map, N, passes, st);
 }
 
 int dsa_cuda_decode_wgmma_launch(const dsa_k_flags *f, const dsa_logits_decode_args *a,
