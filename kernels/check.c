@@ -877,7 +877,12 @@ int dsa_kcheck_run(const struct dsa_kcheck_opts *o, FILE *out, struct dsa_kcheck
         for (int N = 1; N <= 4; N *= 2)
             check_decode(&c, 5, N, 20000, &f);
         check_decode(&c, 67, 1, 3000, &f);
+        /* the overlapped wgmma kernel at next_n 3: three passes per tile, so the two
+           accumulators alternate across tile and sequence boundaries (an odd unit count per
+           tile), with many tiles past the shorter sequences' contexts */
+        check_decode(&c, 5, 3, 20000, &f);
         f.heads = 32;
+        check_decode(&c, 4, 3, 700, &f);
         check_decode(&c, 5, 4, 20000, &f);
         dsa_k_flags_default(&f);
         f.weights = f.logits = DSA_K_BF16;
