@@ -53,11 +53,13 @@ static void make_chains(gsl_rng *rng, size_t nchains, size_t hops, size_t k, str
     for (size_t c = 0; c < nchains; c++) {
         char *v = ch->var[c * (hops + 1)];
         size_t num = 10000 + dsa_ruler_uniform(rng, 89999);
-        snprintf(ch->stmt[c * (hops + 1)], sizeof ch->stmt[0], "VAR %s = %zu", v, num);
+        /* %.7s: a name is at most 7 letters (var[][8]); the bound also lets the compiler see
+           that a statement fits stmt[][32] */
+        snprintf(ch->stmt[c * (hops + 1)], sizeof ch->stmt[0], "VAR %.7s = %zu", v, num);
         if (c == 0)
             snprintf(ch->value, sizeof ch->value, "%zu", num);
         for (size_t j = 0; j < hops; j++) /* the trailing space is RULER's */
-            snprintf(ch->stmt[c * (hops + 1) + j + 1], sizeof ch->stmt[0], "VAR %s = VAR %s ",
+            snprintf(ch->stmt[c * (hops + 1) + j + 1], sizeof ch->stmt[0], "VAR %.7s = VAR %.7s ",
                      ch->var[c * (hops + 1) + j + 1], ch->var[c * (hops + 1) + j]);
     }
 }
