@@ -507,7 +507,8 @@ json_t *dsa_jsimd_load_dumped(const char *text, size_t len, bool padded, const c
             parse_root(inner_parser, s.data(), s.size(), false, true, &inner) &&
             records_with(inner, required)) {
             size_t start = inner_json->len, n = 0, nesc = 0;
-            dsa_buf_grow(inner_json, s.size() + 2);
+            /* the row keeps these bytes: fresh memory, its pages made present at once */
+            dsa_buf_grow_prefault(inner_json, s.size() + 2);
             bool plain = verbatim(inner) && escapes_verbatim(s, &nesc);
             if (plain && compact_len(inner) + nesc == s.size()) {
                 /* already compact: the text itself, with no pass to look for blanks */
