@@ -74,7 +74,7 @@ bool no_nul(std::string_view s)
 }
 
 /* True when every object in e has unique keys, key() holds for each of their keys and leaf()
-   for each scalar: the walk that jansson_takes() and verbatim() share. */
+   for each scalar: the walk of jansson_takes(). */
 template <class Leaf, class Key> bool every(dom::element e, Leaf leaf, Key key)
 {
     switch (e.type()) {
@@ -312,20 +312,64 @@ bool dump_compact(dom::element e, struct dsa_buf *out)
    removed: no number (jansson re-formats those: "-0", "1E2"), no duplicate key, and in the
    text no "\\u" escape (jansson writes the character, or \\u00XX in upper case) nor "\\/"
    (jansson writes "/"); every other escape ("\\n", "\\"", "\\\\", "\\t" …) and every raw byte of
-   a string is what jansson writes for it. */
-bool verbatim(dom::element e)
+   a string is what jansson writes for it. On the same walk (one pass over the tape, not two),
+   *n grows by the length of that compact text, its strings' escapes not counted (the caller
+   adds one byte per escape): quotes and decoded bytes of every string and key, brackets,
+   commas, colons and literals. That length equals the text's own only when the text has no
+   blank between its tokens, so that minifying it would copy it unchanged. */
+bool verbatim_len(dom::element e, size_t *n)
 {
-    return every(
-        e,
-        [](dom::element v) {
-            dom::element_type t = v.type();
-            return t == dom::element_type::STRING || t == dom::element_type::BOOL ||
-                   t == dom::element_type::NULL_VALUE;
-        },
-        [](std::string_view) { return true; });
+    switch (e.type()) {
+    case dom::element_type::ARRAY: {
+        dom::array a;
+        if (e.get_array().get(a))
+            return false;
+        size_t k = 0;
+        for (dom::element v : a) {
+            if (!verbatim_len(v, n))
+                return false;
+            k++;
+        }
+        *n += 2 + (k ? k - 1 : 0);
+        return true;
+    }
+    case dom::element_type::OBJECT: {
+        dom::object o;
+        if (e.get_object().get(o) || !keys_unique(o))
+            return false;
+        size_t k = 0;
+        for (dom::key_value_pair kv : o) {
+            *n += kv.key.size() + 3; /* "key": */
+            if (!verbatim_len(kv.value, n))
+                return false;
+            k++;
+        }
+        *n += 2 + (k ? k - 1 : 0);
+        return true;
+    }
+    case dom::element_type::STRING: {
+        std::string_view s;
+        if (e.get_string().get(s))
+            return false;
+        *n += s.size() + 2;
+        return true;
+    }
+    case dom::element_type::BOOL: {
+        bool v = false;
+        if (e.get_bool().get(v))
+            return false;
+        *n += v ? 4 : 5;
+        return true;
+    }
+    case dom::element_type::NULL_VALUE:
+        *n += 4;
+        return true;
+    default:
+        return false; /* a number */
+    }
 }
 
-/* True when no escape in text is one jansson writes otherwise (see verbatim()); *n gets the
+/* True when no escape in text is one jansson writes otherwise (see verbatim_len()); *n gets the
    number of escapes, each two bytes of the text for one decoded byte. */
 bool escapes_verbatim(std::string_view text, size_t *n)
 {
@@ -338,49 +382,6 @@ bool escapes_verbatim(std::string_view text, size_t *n)
         ++*n;
     }
     return true;
-}
-
-/* The length of the compact text of a value that verbatim() accepted, its strings' escapes not
-   counted (the caller adds one byte per escape): quotes and decoded bytes of every string and
-   key, brackets, commas, colons and literals. Equal to the text's own length only when the text
-   has no blank between its tokens, so that minifying it would copy it unchanged. */
-size_t compact_len(dom::element e)
-{
-    size_t n = 2, k = 0;
-    switch (e.type()) {
-    case dom::element_type::ARRAY: {
-        dom::array a;
-        if (e.get_array().get(a))
-            return 0;
-        for (dom::element v : a) {
-            n += compact_len(v);
-            k++;
-        }
-        return n + (k ? k - 1 : 0);
-    }
-    case dom::element_type::OBJECT: {
-        dom::object o;
-        if (e.get_object().get(o))
-            return 0;
-        for (dom::key_value_pair kv : o) {
-            n += kv.key.size() + 3 + compact_len(kv.value); /* "key": */
-            k++;
-        }
-        return n + (k ? k - 1 : 0);
-    }
-    case dom::element_type::STRING: {
-        std::string_view s;
-        return e.get_string().get(s) ? 0 : s.size() + 2;
-    }
-    case dom::element_type::BOOL: {
-        bool v = false;
-        return e.get_bool().get(v) ? 0 : v ? 4 : 5;
-    }
-    case dom::element_type::NULL_VALUE:
-        return 4;
-    default:
-        return 0; /* a number: not verbatim, never asked */
-    }
 }
 
 /* A non-empty array of objects, each with a string member of every name in required[]. */
@@ -507,9 +508,11 @@ json_t *dsa_jsimd_load_dumped(const char *text, size_t len, bool padded, const c
             parse_root(inner_parser, s.data(), s.size(), false, true, &inner) &&
             records_with(inner, required)) {
             size_t start = inner_json->len, n = 0, nesc = 0;
-            dsa_buf_grow(inner_json, s.size() + 2);
-            bool plain = verbatim(inner) && escapes_verbatim(s, &nesc);
-            if (plain && compact_len(inner) + nesc == s.size()) {
+            /* the row keeps these bytes: fresh memory, its pages made present at once */
+            dsa_buf_grow_prefault(inner_json, s.size() + 2);
+            size_t clen = 0;
+            bool plain = verbatim_len(inner, &clen) && escapes_verbatim(s, &nesc);
+            if (plain && clen + nesc == s.size()) {
                 /* already compact: the text itself, with no pass to look for blanks */
                 dsa_buf_add(inner_json, s.data(), s.size());
                 *dumped = true;
