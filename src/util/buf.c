@@ -1,12 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 #include "util/buf.h"
 
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 static char empty_string[1];
 
@@ -95,21 +92,6 @@ void dsa_buf_grow(struct dsa_buf *b, size_t extra)
         b->data[0] = '\0';
     }
     b->cap = cap;
-}
-
-void dsa_buf_grow_prefault(struct dsa_buf *b, size_t extra)
-{
-    dsa_buf_grow(b, extra);
-#ifdef MADV_POPULATE_WRITE
-    if (extra < DSA_BUF_PREFAULT_MIN)
-        return;
-    /* whole pages only: the partial ones at either end are shared with other allocations */
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t lo = ((uintptr_t)(b->data + b->len) + page - 1) & ~(page - 1);
-    uintptr_t hi = ((uintptr_t)(b->data + b->len) + extra) & ~(page - 1);
-    if (hi > lo)
-        (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE); /* a hint: faults still work */
-#endif
 }
 
 void dsa_buf_add(struct dsa_buf *b, const void *data, size_t len)

@@ -28,14 +28,6 @@ void dsa_buf_init(struct dsa_buf *b);
 void dsa_buf_release(struct dsa_buf *b);
 void dsa_buf_reset(struct dsa_buf *b); /* len = 0, keeps the allocation */
 void dsa_buf_grow(struct dsa_buf *b, size_t extra);
-/* dsa_buf_grow(b, extra), then the pages that the next `extra` bytes will be written to made
-   present in one system call (madvise MADV_POPULATE_WRITE) instead of one page fault per 4 KiB
-   as they are written: for a buffer of DSA_BUF_PREFAULT_MIN bytes or more that is about to be
-   filled and kept (an MRCR row's message list, ~0.7 MB), where each fault of fresh memory costs
-   more than the kernel's own loop over the same pages. Contents are unchanged; where the kernel
-   lacks the call (before Linux 5.14) the pages fault in as before. */
-#define DSA_BUF_PREFAULT_MIN (256 * 1024)
-void dsa_buf_grow_prefault(struct dsa_buf *b, size_t extra);
 void dsa_buf_add(struct dsa_buf *b, const void *data, size_t len);
 void dsa_buf_adds(struct dsa_buf *b, const char *s);
 void dsa_buf_addch(struct dsa_buf *b, char c);

@@ -508,8 +508,7 @@ json_t *dsa_jsimd_load_dumped(const char *text, size_t len, bool padded, const c
             parse_root(inner_parser, s.data(), s.size(), false, true, &inner) &&
             records_with(inner, required)) {
             size_t start = inner_json->len, n = 0, nesc = 0;
-            /* the row keeps these bytes: fresh memory, its pages made present at once */
-            dsa_buf_grow_prefault(inner_json, s.size() + 2);
+            dsa_buf_grow(inner_json, s.size() + 2);
             size_t clen = 0;
             bool plain = verbatim_len(inner, &clen) && escapes_verbatim(s, &nesc);
             if (plain && clen + nesc == s.size()) {

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -133,52 +132,6 @@ static void test_buf(void **state)
     assert_int_equal(len, strlen(s));
     assert_int_equal(b.len, 0);
     free(s);
-    dsa_buf_release(&b);
-}
-
-/* resident pages among those wholly inside [p, p + n) */
-static size_t resident_pages(const char *p, size_t n)
-{
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1), hi = ((uintptr_t)p + n) & ~(page - 1);
-    size_t npages = (hi - lo) / page, count = 0;
-    unsigned char *vec = malloc(npages);
-    assert_non_null(vec);
-    assert_int_equal(mincore((void *)lo, hi - lo, vec), 0);
-    for (size_t i = 0; i < npages; i++)
-        count += vec[i] & 1;
-    free(vec);
-    return count;
-}
-
-/* dsa_buf_grow_prefault: the bytes already held stay, and the pages the next bytes go to are
-   present before they are written (a version that only grows leaves them to fault in). 40 MB
-   is above glibc's largest mmap threshold, so the growth maps fresh, absent pages. */
-static void test_buf_prefault(void **state)
-{
-    (void)state;
-    const size_t big = 40u << 20;
-    struct dsa_buf b = DSA_BUF_INIT;
-    dsa_buf_adds(&b, "head");
-    dsa_buf_grow(&b, big); /* fresh pages, none written yet */
-    size_t before = resident_pages(b.data + b.len, big);
-    assert_true(before < 16);
-    dsa_buf_grow_prefault(&b, big);
-    assert_string_equal(b.data, "head");
-    size_t after = resident_pages(b.data + b.len, big);
-    /* the call is a hint where the kernel lacks it (EINVAL before Linux 5.14) */
-    char *probe = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    assert_true(probe != MAP_FAILED);
-    bool supported = madvise(probe, 4096, 23 /* MADV_POPULATE_WRITE */) == 0;
-    munmap(probe, 4096);
-    if (supported)
-        assert_true(after >= big / (size_t)sysconf(_SC_PAGESIZE) - 2);
-    /* below the threshold it is dsa_buf_grow() and nothing else */
-    struct dsa_buf s = DSA_BUF_INIT;
-    dsa_buf_grow_prefault(&s, DSA_BUF_PREFAULT_MIN - 1);
-    assert_true(s.cap >= DSA_BUF_PREFAULT_MIN);
-    assert_int_equal(s.len, 0);
-    dsa_buf_release(&s);
     dsa_buf_release(&b);
 }
 
@@ -654,7 +607,6 @@ int main(void)
         cmocka_unit_test(test_fmt_decimals),
         cmocka_unit_test(test_parse_tokens),
         cmocka_unit_test(test_buf),
-        cmocka_unit_test(test_buf_prefault),
         cmocka_unit_test(test_lines_torn_tail),
         cmocka_unit_test(test_lines_long),
         cmocka_unit_test(test_utc_format),
