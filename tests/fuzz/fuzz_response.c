@@ -12,32 +12,7 @@
 #include "backend/response.h"
 #include "fuzz.h"
 
-/* The old cut: the first "tokens" with a byte after it, blanks or ':', '[', then the first
-   ']' with only digits, '-', ',' and blanks before it. */
-static bool old_cut(const char *body, size_t len, size_t *open, size_t *close)
-{
-    static const char key[] = "\"tokens\"";
-    const char *end = body + len;
-    for (const char *p = body; p + sizeof key - 1 < end; p++) {
-        if (memcmp(p, key, sizeof key - 1))
-            continue;
-        const char *q = p + sizeof key - 1;
-        while (q < end && (*q == ' ' || *q == ':' || *q == '\n' || *q == '\t' || *q == '\r'))
-            q++;
-        if (q == end || *q != '[')
-            return false;
-        const char *c = memchr(q + 1, ']', (size_t)(end - q - 1));
-        if (!c)
-            return false;
-        for (const char *b = q + 1; b < c; b++)
-            if (!*b || !strchr("0123456789-, \n\t\r", *b))
-                return false;
-        *open = (size_t)(q + 1 - body);
-        *close = (size_t)(c - body);
-        return true;
-    }
-    return false;
-}
+#include "../token_cut_ref.h"
 
 /* the tokenize body fed in pieces of 1 + (k * step) % 97 bytes, as libcurl hands it over */
 static void check_streamed(const char *body, size_t len, unsigned step)
@@ -50,7 +25,7 @@ static void check_streamed(const char *body, size_t len, unsigned step)
         dsa_resp_list_feed(&l, body, at);
     }
     size_t open = 0, close = 0;
-    bool want = old_cut(body, len, &open, &close);
+    bool want = ref_token_cut(body, len, &open, &close);
     if ((l.state == DSA_RESP_LIST_FOUND) != want || (want && (l.open != open || l.close != close)))
         abort();
     struct dsa_resp whole, streamed;

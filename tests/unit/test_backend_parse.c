@@ -17,6 +17,8 @@
 #include "backend/sse.h"
 #include "util/buf.h"
 
+#include "../token_cut_ref.h"
+
 struct events {
     struct dsa_buf log; /* "event|data\n" per event */
     int n;
@@ -337,20 +339,7 @@ static void test_context_errors(void **state)
     assert_int_equal(pt, -1);
 }
 
-/* The old form of the test, two passes: the first ']' (memchr), then every byte before it
-   plain. */
-static const char *list_end_ref(const char *p, const char *end)
-{
-    const char *close = memchr(p, ']', (size_t)(end - p));
-    if (!close)
-        return NULL;
-    for (const char *q = p; q < close; q++)
-        if (!strchr("0123456789-, \n\t\r", *q) || !*q)
-            return NULL;
-    return close;
-}
-
-/* dsa_resp_list_end against list_end_ref on lists of every length up to 70 (the 16-byte
+/* dsa_resp_list_end against ref_list_end on lists of every length up to 70 (the 16-byte
    steps, their tails and the boundaries between), with one odd byte (']', a quote, a NUL,
    '.', '/', ':', 0x80, 0xff, a digit's neighbours in ASCII) at every place or none */
 static void test_token_list_end(void **state)
@@ -370,7 +359,7 @@ static void test_token_list_end(void **state)
                 if (k < sizeof odd && at < len)
                     buf[at] = odd[k];
                 const char *got = dsa_resp_list_end(buf, buf + len);
-                assert_ptr_equal(got, list_end_ref(buf, buf + len));
+                assert_ptr_equal(got, ref_list_end(buf, buf + len));
                 found += got != NULL;
                 refused += got == NULL;
             }
@@ -384,30 +373,6 @@ static void test_token_list_end(void **state)
     assert_int_equal(r.prompt_tokens, 3);
     assert_int_equal(r.max_model_len, 163840);
     dsa_resp_release(&r);
-}
-
-/* The old cut of a /tokenize answer, as drop_token_list() found it in the whole body: the
-   first "tokens" with a byte after it, blanks or ':', '[', a plain list to its ']'. */
-static bool locate_ref(const char *body, size_t len, size_t *open, size_t *close)
-{
-    static const char key[] = "\"tokens\"";
-    const char *end = body + len;
-    for (const char *p = body; p + sizeof key - 1 < end; p++) {
-        if (memcmp(p, key, sizeof key - 1))
-            continue;
-        const char *q = p + sizeof key - 1;
-        while (q < end && (*q == ' ' || *q == ':' || *q == '\n' || *q == '\t' || *q == '\r'))
-            q++;
-        if (q == end || *q != '[')
-            return false;
-        const char *c = list_end_ref(q + 1, end);
-        if (!c)
-            return false;
-        *open = (size_t)(q + 1 - body);
-        *close = (size_t)(c - body);
-        return true;
-    }
-    return false;
 }
 
 static uint64_t lcg(uint64_t *s)
@@ -484,7 +449,7 @@ static void test_token_list_streamed(void **state)
             at += piece;
         }
         size_t open = 0, close = 0;
-        bool want = locate_ref(body.data, body.len, &open, &close);
+        bool want = ref_token_cut(body.data, body.len, &open, &close);
         assert_int_equal(l.state == DSA_RESP_LIST_FOUND, want);
         if (want) {
             assert_int_equal(l.open, open);
