@@ -12,18 +12,10 @@
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-NVCC=/usr/local/cuda/bin/nvcc
+. "$(dirname "$0")/kernels_build.sh"
 BASE_TREE=$1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
-build() { # tree dir
-    cmake -S "$1" -B "$2" -DDSA_KERNELS_ONLY=ON -DCMAKE_CUDA_COMPILER=$NVCC >/dev/null &&
-        cmake --build "$2" -j8 2>&1 | grep -E 'warning|error|Built target dsa-eval'
-}
-build "$BASE_TREE" /tmp/kbase >"$OUT/build-base.txt" 2>&1 &
-build . /tmp/kb || exit 1
-wait
-cat "$OUT/build-base.txt"
-[ -x /tmp/kbase/dsa-eval ] || exit 1
+kbuild_pair "$BASE_TREE" || exit 1
 echo "[${SECONDS}s] built"
 D=/tmp/kb/dsa-eval
 B=/tmp/kbase/dsa-eval

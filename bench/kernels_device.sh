@@ -8,14 +8,10 @@
 set -u
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-NVCC=/usr/local/cuda/bin/nvcc
-build() { # tree dir
-    cmake -S "$1" -B "$2" -DDSA_KERNELS_ONLY=ON -DCMAKE_CUDA_COMPILER=$NVCC >/dev/null &&
-        cmake --build "$2" -j16 2>&1 | grep -E 'warning|error|Built target dsa-eval'
-}
+. "$(dirname "$0")/kernels_build.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
-build . /tmp/kb || exit 1
-[ $# -ge 1 ] && { build "$1" /tmp/kbase || exit 1; }
+kbuild . /tmp/kb 16 || exit 1
+[ $# -ge 1 ] && { kbuild "$1" /tmp/kbase 16 || exit 1; }
 D=/tmp/kb/dsa-eval
 S="timeout 90 compute-sanitizer"
 $D kernels check >"$OUT/check.txt" 2>&1; echo "check rc=$?"; tail -1 "$OUT/check.txt"
