@@ -155,6 +155,25 @@ __device__ __forceinline__ float d_warp_max(float v)
     return v;
 }
 
+/* A count from the environment for a switch (unset, not a number or negative: 0). Callers keep
+   it in a static of their own, so it is read once per process. */
+static inline int d_env_count(const char *name)
+{
+    const char *e = getenv(name);
+    int v = e ? atoi(e) : 0;
+    return v < 0 ? 0 : v;
+}
+
+/* DSA_CUDA_DECODE_CTAS=N forces the decode kernels' grid (the check runs it small, so that
+   the CTAs' page ranges cross sequences); 0: the grid follows the work */
+static inline int d_forced_decode_ctas(void)
+{
+    static int v = -1;
+    if (v < 0)
+        v = d_env_count("DSA_CUDA_DECODE_CTAS");
+    return v;
+}
+
 /* The paged decode kernels' (decode.cu, decode_wgmma.cu) view of one launch: the arguments of
    dsa_logits_decode_args with the flags' formats resolved, passed by value to the kernel. */
 struct d_decode_params {

@@ -306,19 +306,6 @@ __global__ static void __launch_bounds__(DP_THREADS *SPL, 2)
     cp_async_wait<0>(); /* only empty groups remain; nothing in flight at exit */
 }
 
-/* DSA_CUDA_DECODE_CTAS=N forces the grid (the check runs it small, so ranges cross sequences) */
-static int forced_ctas(void)
-{
-    static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("DSA_CUDA_DECODE_CTAS");
-        v = e ? atoi(e) : 0;
-        if (v < 0)
-            v = 0;
-    }
-    return v;
-}
-
 template <int NT, int N, bool CVT, int SPL, int STG>
 static int launch_pipe(const d_decode_params &p, cudaStream_t st)
 {
@@ -338,7 +325,7 @@ static int launch_pipe(const d_decode_params &p, cudaStream_t st)
     }
     if (p.total <= 0)
         return DSA_K_OK;
-    long grid = forced_ctas() ? forced_ctas() : slots;
+    long grid = d_forced_decode_ctas() ? d_forced_decode_ctas() : slots;
     if (grid > p.total)
         grid = p.total;
     decode_pipe_kernel<NT, N, CVT, SPL, STG><<<(unsigned)grid, DP_THREADS * SPL, smem, st>>>(p);

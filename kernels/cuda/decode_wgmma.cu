@@ -594,19 +594,6 @@ static int dw_map_for(const uint8_t *cache, const CUtensorMap **out)
     return DSA_K_OK;
 }
 
-/* DSA_CUDA_DECODE_CTAS=N forces the grid (the check runs it small, so ranges cross sequences) */
-static int dw_forced_ctas(void)
-{
-    static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("DSA_CUDA_DECODE_CTAS");
-        v = e ? atoi(e) : 0;
-        if (v < 0)
-            v = 0;
-    }
-    return v;
-}
-
 /* the default stages (round 4's, no register cap): as many as let the CTAs that the
    registers allow share an SM (ptxas, H=64: N=1 64 registers, 4 CTAs of 52 KB;
    N=2 126, 3 of 69 KB; N=3, 4 150-168, 2 of 85-102 KB; N=4 in two passes 127, 3 of 69 KB) */
@@ -670,7 +657,7 @@ static int dw_launch(const d_decode_params &p, const CUtensorMap &map, cudaStrea
                                                                  L::alloc));
         slots = sms * (per_sm > 0 ? per_sm : 1);
     }
-    long grid = dw_forced_ctas() ? dw_forced_ctas() : slots;
+    long grid = d_forced_decode_ctas() ? d_forced_decode_ctas() : slots;
     if (grid > p.total)
         grid = p.total;
     kern<<<(unsigned)grid, DW_THREADS + 32, L::alloc, st>>>(map, p);

@@ -936,10 +936,8 @@ static int sm_count(void)
 static int fuse_rows(void)
 {
     static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("DSA_CUDA_TOPK_FUSE");
-        v = e ? atoi(e) : 0;
-    }
+    if (v < 0)
+        v = d_env_count("DSA_CUDA_TOPK_FUSE");
     return v;
 }
 
@@ -954,10 +952,8 @@ static int fuse_rows(void)
 static int last_rows(void)
 {
     static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("DSA_CUDA_TOPK_LAST");
-        v = e ? atoi(e) : 0;
-    }
+    if (v < 0)
+        v = d_env_count("DSA_CUDA_TOPK_LAST");
     return v;
 }
 
@@ -990,10 +986,8 @@ static int r4_parts(void)
 static int cluster_rows(void)
 {
     static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("DSA_CUDA_TOPK_CLUSTER");
-        v = e ? atoi(e) : 0;
-    }
+    if (v < 0)
+        v = d_env_count("DSA_CUDA_TOPK_CLUSTER");
     return v;
 }
 
