@@ -49,46 +49,9 @@
 #include "common.cuh"
 #include "dsa_cuda.h"
 #include "wgmma_fp8.cuh"
+#include "wgmma_pipe.cuh"
 
-#define DW_THREADS 128
-#define DW_KBYTES  (DSA_K_PAGE * 128) /* the K rows of a page: 8192 bytes */
-
-__device__ __forceinline__ uint32_t dw_smem(const void *p)
-{
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-__device__ __forceinline__ void dw_bar_init(uint64_t *bar, int count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(dw_smem(bar)), "r"(count)
-                 : "memory");
-}
-
-/* the expected bytes of the stage and the issuing thread's arrival */
-__device__ __forceinline__ void dw_bar_expect(uint64_t *bar, uint32_t bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(dw_smem(bar)),
-                 "r"(bytes)
-                 : "memory");
-}
-
-__device__ __forceinline__ void dw_bar_arrive(uint64_t *bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(dw_smem(bar)) : "memory");
-}
-
-__device__ __forceinline__ void dw_bar_wait(uint64_t *bar, uint32_t parity)
-{
-    uint32_t done;
-    do {
-        asm volatile("{\n.reg .pred p;\n"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(dw_smem(bar)), "r"(parity)
-                     : "memory");
-    } while (!done);
-}
+#define DW_KBYTES (DSA_K_PAGE * 128) /* the K rows of a page: 8192 bytes */
 
 /* the 64 K rows of cache page `page` into dst (1024-byte aligned), 128-byte swizzled */
 __device__ __forceinline__ void dw_tma_page(void *dst, const CUtensorMap *map, int page,
@@ -98,22 +61,6 @@ __device__ __forceinline__ void dw_tma_page(void *dst, const CUtensorMap *map, i
                  " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dw_smem(dst)),
                  "l"((uint64_t)map), "r"(0), "r"(0), "r"(page), "r"(dw_smem(bar))
                  : "memory");
-}
-
-__device__ __forceinline__ void dw_bulk(void *dst, const void *src, uint32_t bytes, uint64_t *bar)
-{
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
-        "[%3];\n" ::"r"(dw_smem(dst)),
-        "l"(src), "r"(bytes), "r"(dw_smem(bar))
-        : "memory");
-}
-
-/* a K-major operand of 128-byte rows, 128-byte swizzle, 8-row groups 1024 bytes apart (SBO),
-   starting at shared address a (1024-byte aligned plus the k-step's 32-byte offset) */
-__device__ __forceinline__ uint64_t dw_desc(uint32_t a)
-{
-    return (uint64_t)((a & 0x3ffffu) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
 }
 
 template <int N> __device__ __forceinline__ int dw_kmax(const d_decode_params &p, int b)
@@ -211,12 +158,6 @@ __device__ __forceinline__ void dw_load_q(const d_decode_params &p, int b, uint8
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
-/* the 4 consumer warps only (id 1; 0 is __syncthreads') */
-__device__ __forceinline__ void dw_consumers_sync(void)
-{
-    asm volatile("bar.sync 1, %0;\n" ::"n"(DW_THREADS) : "memory");
-}
-
 /* the scales of this thread's two keys (16 warp + grp, + 8) in stage scales ks */
 __device__ __forceinline__ void dw_key_scales(const float *ks, int warp, int grp, float &kv0,
                                               float &kv1)
@@ -233,16 +174,6 @@ __device__ __forceinline__ void dw_mma_page(float (&acc)[NCP / 2], uint32_t ka, 
 #pragma unroll
     for (int k = 0; k < 4; k++)
         dw_mma<NCP>::run(acc, dw_desc(ka + 32 * k), dw_desc(qa + 32 * k), k);
-}
-
-__device__ __forceinline__ void dw_commit(void)
-{
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-
-template <int G> __device__ __forceinline__ void dw_wait(void)
-{
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(G) : "memory");
 }
 
 /* ctx_r[j] for a run-time j without indexing the register array (no local memory) */
@@ -544,18 +475,9 @@ __global__ static void __launch_bounds__(DW_THREADS + 32, dw_ovl_ctas<N, P>())
    H200-sized cache needs (no access goes past a page the block table names) */
 static int dw_map(CUtensorMap *map, const uint8_t *cache)
 {
-    static PFN_cuTensorMapEncodeTiled_v12000 encode;
-    if (!encode) {
-        cudaDriverEntryPointQueryResult q;
-        void *fn = NULL;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
-                                             cudaEnableDefault, &q) != cudaSuccess ||
-            q != cudaDriverEntryPointSuccess || !fn) {
-            fprintf(stderr, "dsa-eval: CUDA driver has no cuTensorMapEncodeTiled\n");
-            return DSA_K_EDEVICE;
-        }
-        encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
-    }
+    PFN_cuTensorMapEncodeTiled_v12000 encode = dw_encoder();
+    if (!encode)
+        return DSA_K_EDEVICE;
     const cuuint64_t dims[3] = {128, DSA_K_PAGE, 1u << 25};
     const cuuint64_t strides[2] = {128, DSA_K_PAGE_BYTES};
     const cuuint32_t box[3] = {128, DSA_K_PAGE, 1}, estr[3] = {1, 1, 1};

@@ -1,0 +1,108 @@
+/*
+ * The Hopper pipeline pieces shared by the fp8 wgmma kernels (decode_wgmma.cu, S3a, and
+ * prefill_wgmma.cu, S3b): mbarrier init / expect-bytes / arrive / parity wait, the bulk copy
+ * into shared memory, the wgmma operand descriptor of a 128-byte-swizzled K-major tile, the
+ * wgmma commit / wait, the named barrier of the consumer warpgroup, and the host's lookup of
+ * the driver's tensor-map encoder. Header-only (static inline): each kernel file gets its own
+ * copy. Every shared-memory pointer passed in must point into the calling CTA's shared memory.
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+#ifndef DSA_KERNELS_CUDA_WGMMA_PIPE_CUH
+#define DSA_KERNELS_CUDA_WGMMA_PIPE_CUH
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define DW_THREADS 128 /* one consumer warpgroup */
+
+__device__ __forceinline__ uint32_t dw_smem(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void dw_bar_init(uint64_t *bar, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(dw_smem(bar)), "r"(count)
+                 : "memory");
+}
+
+/* the expected bytes of the stage and the issuing thread's arrival */
+__device__ __forceinline__ void dw_bar_expect(uint64_t *bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(dw_smem(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void dw_bar_arrive(uint64_t *bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(dw_smem(bar)) : "memory");
+}
+
+__device__ __forceinline__ void dw_bar_wait(uint64_t *bar, uint32_t parity)
+{
+    uint32_t done;
+    do {
+        asm volatile("{\n.reg .pred p;\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(dw_smem(bar)), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
+__device__ __forceinline__ void dw_bulk(void *dst, const void *src, uint32_t bytes, uint64_t *bar)
+{
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+        "[%3];\n" ::"r"(dw_smem(dst)),
+        "l"(src), "r"(bytes), "r"(dw_smem(bar))
+        : "memory");
+}
+
+/* a K-major operand of 128-byte rows, 128-byte swizzle, 8-row groups 1024 bytes apart (SBO),
+   starting at shared address a (1024-byte aligned plus the k-step's 32-byte offset) */
+__device__ __forceinline__ uint64_t dw_desc(uint32_t a)
+{
+    return (uint64_t)((a & 0x3ffffu) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+
+/* the 4 consumer warps only (id 1; 0 is __syncthreads') */
+__device__ __forceinline__ void dw_consumers_sync(void)
+{
+    asm volatile("bar.sync 1, %0;\n" ::"n"(DW_THREADS) : "memory");
+}
+
+__device__ __forceinline__ void dw_commit(void)
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+template <int G> __device__ __forceinline__ void dw_wait(void)
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(G) : "memory");
+}
+
+/* the driver's cuTensorMapEncodeTiled (looked up once; NULL, with a message, when the driver
+   has none) */
+static inline PFN_cuTensorMapEncodeTiled_v12000 dw_encoder(void)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 encode;
+    if (!encode) {
+        cudaDriverEntryPointQueryResult q;
+        void *fn = NULL;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
+                                             cudaEnableDefault, &q) != cudaSuccess ||
+            q != cudaDriverEntryPointSuccess || !fn) {
+            fprintf(stderr, "dsa-eval: CUDA driver has no cuTensorMapEncodeTiled\n");
+            return NULL;
+        }
+        encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+    }
+    return encode;
+}
+
+#endif
