@@ -900,6 +900,18 @@ int dsa_kcheck_run(const struct dsa_kcheck_opts *o, FILE *out, struct dsa_kcheck
             f.weights = f.logits = (int)((i + j) & 1);
             check_prefill(&c, Ms[i], NKs[j], &f);
         }
+    /* the wgmma prefill kernel's groups of 256 / H rows: H = 32 (8 rows a group), M not a
+       multiple of the group, NK not a multiple of the 64-key tile (the tensor copy's rows past
+       NK), and CTA ranges that cross groups */
+    for (int i = 0; i < 2 && !c.device_error; i++) {
+        dsa_k_flags_default(&f);
+        f.heads = 32;
+        f.weights = f.logits = i;
+        check_prefill(&c, i ? 13 : 37, i ? 1000 : 4096 + 77, &f);
+    }
+    dsa_k_flags_default(&f);
+    f.weights = DSA_K_BF16;
+    check_prefill(&c, 37, 8192 + 77, &f);
     if (!o->vs_golden && !o->quick) {
         dsa_k_flags_default(&f);
         check_prefill(&c, 512, 4096, &f);

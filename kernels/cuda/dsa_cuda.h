@@ -25,6 +25,11 @@ int dsa_cuda_decode_wgmma_launch(const dsa_k_flags *f, const dsa_logits_decode_a
 /* the pipelined S3a kernel (decode.cu); DSA_K_UNSUPPORTED for shapes it leaves to logits.cu */
 int dsa_cuda_decode_pipe_launch(const dsa_k_flags *f, const dsa_logits_decode_args *a,
                                 cudaStream_t st);
+/* the fp8 wgmma S3b kernel (prefill_wgmma.cu, the default; DSA_CUDA_LOGITS=mma|simt select
+   logits.cu's); DSA_K_UNSUPPORTED for shapes it does not take (heads other than 32, 64, k8 not
+   16-byte aligned, NK past int32) */
+int dsa_cuda_prefill_wgmma_launch(const dsa_k_flags *f, const dsa_logits_prefill_args *a,
+                                  cudaStream_t st);
 int dsa_cuda_logits_prefill_launch(const dsa_k_flags *f, const dsa_logits_prefill_args *a,
                                    cudaStream_t st);
 int dsa_cuda_topk_launch(const dsa_k_flags *f, const dsa_topk_args *a, cudaStream_t st);

@@ -8,9 +8,9 @@
  * thread in a fixed order (fp32 FMA dot over d, then acc += w*relu(dot) over heads, then
  * * k_scale), so reruns are bitwise identical.
  * This CUDA-core kernel is the first version, kept for A/B runs (DSA_CUDA_LOGITS=simt); the
- * default is the tensor-core kernel below, for S3b, and for S3a with DSA_CUDA_LOGITS=mma (S3a
- * runs the fp8 wgmma kernel of decode_wgmma.cu by default, the mma.sync kernel of decode.cu
- * with DSA_CUDA_LOGITS=pipe).
+ * tensor-core kernel below runs S3b with DSA_CUDA_LOGITS=mma (or pipe), and S3a with =mma (S3b
+ * runs the fp8 wgmma kernel of prefill_wgmma.cu by default, S3a that of decode_wgmma.cu, or
+ * the mma.sync kernel of decode.cu with DSA_CUDA_LOGITS=pipe).
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include <stdlib.h>
@@ -380,6 +380,14 @@ int dsa_cuda_logits_prefill_launch(const dsa_k_flags *f, const dsa_logits_prefil
                        a->logits,    f->logits == DSA_K_BF16,
                        a->stride,    a->clean,
                        MMA_TILES};
+    /* the fp8 wgmma kernel (prefill_wgmma.cu) unless DSA_CUDA_LOGITS names another: =mma the
+       mma.sync kernel above (the default before it), =simt the CUDA-core kernel */
+    const char *e = getenv("DSA_CUDA_LOGITS");
+    if (!e || !*e || !strcmp(e, "wgmma")) {
+        int rc = dsa_cuda_prefill_wgmma_launch(f, a, st);
+        if (rc != DSA_K_UNSUPPORTED)
+            return rc;
+    }
     return launch<false>(p, a->clean ? a->stride : a->NK, (a->M + PREFILL_ROWS - 1) / PREFILL_ROWS,
                          st);
 }
