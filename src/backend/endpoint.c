@@ -43,8 +43,6 @@
    prompt (half a megabyte of fresh pages per request) is gone. A smaller body goes out with
    the request's headers in one send only as POSTFIELDS, so it is copied as before. */
 #define RAW_SEND_MIN (64u << 10)
-/* libcurl's upload and download buffer for such a request (see start_xfer). */
-#define LARGE_XFER_BUF (256u << 10)
 
 struct server {
     char *base;      /* "http://host:8000", no trailing '/' */
@@ -522,10 +520,6 @@ static int start_xfer(struct ep *ep, struct xfer *x)
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ep->connect_timeout_ms);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* whatever libcurl can decode */
-    if (getenv("XRB"))
-        curl_easy_setopt(e, CURLOPT_BUFFERSIZE, atol(getenv("XRB")));
-    if (getenv("XUB"))
-        curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, atol(getenv("XUB")));
     if (ep->cacert)
         curl_easy_setopt(e, CURLOPT_CAINFO, ep->cacert);
     if (ep->insecure) {
@@ -540,13 +534,6 @@ static int start_xfer(struct ep *ep, struct xfer *x)
         curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, on_seek);
         curl_easy_setopt(e, CURLOPT_SEEKDATA, x);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(x->body_len + x->raw_len));
-        /* A body this large (a long prompt) is sent in LARGE_XFER_BUF pieces instead of
-           libcurl's 64 KiB, and its answer (for a count, the prompt's token ids, ~1 byte in
-           per byte out) read into a buffer of that size instead of 16 KiB: fewer read
-           callbacks, send, recv and poll calls per request. Small requests keep the defaults,
-           so the memory of a wide window of short requests does not grow. */
-        curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, (long)LARGE_XFER_BUF);
-        curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)LARGE_XFER_BUF);
     } else if (x->body) {
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, x->body);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->body_len);
