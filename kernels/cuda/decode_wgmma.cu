@@ -203,19 +203,7 @@ dw_epilogue(const d_decode_params &p, const float (&acc)[NP * H / 2], const floa
         const int j = j0 + jl;            /* the q row */
         float part0 = 0.0f, part1 = 0.0f; /* keys 16 warp + grp and + 8 */
         if (live) {
-#pragma unroll
-            for (int q = 0; q < H / 8; q++) { /* n-tile n8 of the accumulator */
-                const int n8 = jl * (H / 8) + q;
-                const float2 wv = *(const float2 *)(wsp + 8 * n8 + 2 * tig);
-                part0 = __fmaf_rn(wv.x, fmaxf(acc[4 * n8], 0.0f), part0);
-                part0 = __fmaf_rn(wv.y, fmaxf(acc[4 * n8 + 1], 0.0f), part0);
-                part1 = __fmaf_rn(wv.x, fmaxf(acc[4 * n8 + 2], 0.0f), part1);
-                part1 = __fmaf_rn(wv.y, fmaxf(acc[4 * n8 + 3], 0.0f), part1);
-            }
-            part0 = __fadd_rn(part0, __shfl_xor_sync(0xffffffffu, part0, 1));
-            part1 = __fadd_rn(part1, __shfl_xor_sync(0xffffffffu, part1, 1));
-            part0 = __fadd_rn(part0, __shfl_xor_sync(0xffffffffu, part0, 2));
-            part1 = __fadd_rn(part1, __shfl_xor_sync(0xffffffffu, part1, 2));
+            dw_head_sum<H>(acc, jl, wsp, tig, part0, part1);
         }
         if (tig >= 2)
             continue;

@@ -105,4 +105,31 @@ static inline PFN_cuTensorMapEncodeTiled_v12000 dw_encoder(void)
     return encode;
 }
 
+/*
+ * The epilogue's head sum shared by both wgmma kernels: for accumulator row group `row` (its H
+ * columns, H/8 n8-tiles of the m64nNk32 layout), relu(dot) * w over the thread's H/4 heads in one
+ * fma chain, then two xor-shuffles over the 4 lanes tig: part0 / part1 are the sums for the
+ * thread's keys 16 warp + grp and + 8. A fixed order, so reruns are bitwise identical.
+ */
+template <int H, int NACC>
+__device__ __forceinline__ void dw_head_sum(const float (&acc)[NACC], int row, const float *ws,
+                                            int tig, float &part0, float &part1)
+{
+    part0 = 0.0f;
+    part1 = 0.0f;
+#pragma unroll
+    for (int q = 0; q < H / 8; q++) { /* n-tile n8 of the accumulator */
+        const int n8 = row * (H / 8) + q;
+        const float2 wv = *(const float2 *)(ws + 8 * n8 + 2 * tig);
+        part0 = __fmaf_rn(wv.x, fmaxf(acc[4 * n8], 0.0f), part0);
+        part0 = __fmaf_rn(wv.y, fmaxf(acc[4 * n8 + 1], 0.0f), part0);
+        part1 = __fmaf_rn(wv.x, fmaxf(acc[4 * n8 + 2], 0.0f), part1);
+        part1 = __fmaf_rn(wv.y, fmaxf(acc[4 * n8 + 3], 0.0f), part1);
+    }
+    part0 = __fadd_rn(part0, __shfl_xor_sync(0xffffffffu, part0, 1));
+    part1 = __fadd_rn(part1, __shfl_xor_sync(0xffffffffu, part1, 1));
+    part0 = __fadd_rn(part0, __shfl_xor_sync(0xffffffffu, part0, 2));
+    part1 = __fadd_rn(part1, __shfl_xor_sync(0xffffffffu, part1, 2));
+}
+
 #endif
