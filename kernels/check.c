@@ -331,12 +331,27 @@ static void check_k_prep(struct ck *c, int T, const struct dsa_k_flags *f)
 
 /* ---- S2 ---- */
 
-static void check_q_prep(struct ck *c, int T, const struct dsa_k_flags *f)
+/* Vectors at the ends of the fp8 scale's range (extreme q rows): all zero (the scale's floor),
+   tiny (1e-35: every quotient rounds to 0 or a subnormal before the fp8 byte), huge (1e36:
+   the scale near 2^120), and tiny elements beside one huge one. */
+static void fill_extreme(uint16_t *x, size_t n)
+{
+    static const float amp[] = {0.0f, 1e-35f, 1e36f, 1e-30f};
+    for (size_t v = 0; v < 4 && (v + 1) * 128 <= n; v++)
+        for (size_t j = 0; j < 128; j++) {
+            float y = amp[v] * (float)((int)(j % 7) - 3);
+            if (v == 3 && j == 5)
+                y = 3e37f;
+            x[v * 128 + j] = dsa_f32_to_bf16(y);
+        }
+}
+
+static void check_q_prep(struct ck *c, int T, const struct dsa_k_flags *f, bool extreme)
 {
     char name[128], err[32] = "-", det[16] = "-";
-    snprintf(name, sizeof name, "T=%d H=%d rope=%s hadamard=%s w=%s", T, f->heads,
+    snprintf(name, sizeof name, "T=%d H=%d rope=%s hadamard=%s w=%s%s", T, f->heads,
              f->rope ? "interleaved" : "neox", f->hadamard ? "on" : "off",
-             f->weights ? "bf16" : "f32");
+             f->weights ? "bf16" : "f32", extreme ? " extreme" : "");
     if (!selected(c, "q_prep", name))
         return;
     if (!supported(c, f, DSA_K_STAGE_Q_PREP, 0, 0)) {
@@ -348,6 +363,8 @@ static void check_q_prep(struct ck *c, int T, const struct dsa_k_flags *f)
     uint16_t *q_raw = dsa_kutil_malloc(nq * 2 + 2), *w_raw = dsa_kutil_malloc(nw * 2 + 2);
     int64_t *pos = dsa_kutil_malloc((size_t)T * 8 + 8);
     fill_bf16(c, q_raw, nq, 128);
+    if (extreme)
+        fill_extreme(q_raw, nq);
     fill_bf16(c, w_raw, nw, nw ? nw : 1);
     for (int t = 0; t < T; t++)
         pos[t] = (int64_t)(rnd(c) % MAX_POS);
@@ -849,14 +866,16 @@ int dsa_kcheck_run(const struct dsa_kcheck_opts *o, FILE *out, struct dsa_kcheck
                 dsa_k_flags_default(&f);
                 f.rope = rope;
                 f.weights = wt;
-                check_q_prep(&c, Ts[i], &f);
+                check_q_prep(&c, Ts[i], &f, false);
             }
     dsa_k_flags_default(&f);
     f.heads = 32;
     f.hadamard = 1;
     f.bf16_round = 1;
     f.scale = DSA_K_SCALE_FP32;
-    check_q_prep(&c, 17, &f);
+    check_q_prep(&c, 17, &f, false);
+    dsa_k_flags_default(&f);
+    check_q_prep(&c, 17, &f, true);
 
     static const long Ls[] = {1, 65, 4097};
     for (int N = 1; N <= 4 && !c.device_error; N++)
