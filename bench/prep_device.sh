@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# One device call (issue #13, round 7): S1+S2 with the ue8m0 quotient as an exact product
-# (kernels/cuda/prep.cu quant_div, DSA_CUDA_PREP_MUL=1) against the division (the default) in
-# the same
-# build, alternating; the whole check; sanitizers on the prep kernels; and ncu's stall reasons
-# of the serial decode kernel at next_n=2 (the measurement round 5 left for N=2 / N=4).
+# One device call (issue #13, round 7): S1+S2 as built (the ue8m0 quotient as an exact product,
+# kernels/cuda/prep.cu quant_div; the top-k fill a kernel of its own) against the other forms
+# (DSA_CUDA_PREP_DIV=1: the divisions; DSA_CUDA_PREP_FILL=2: the fill inside q_prep_kernel),
+# alternating in one build; the whole check and the prep checks of every form; the sanitizers
+# on the prep kernels; with NCU=1, ncu's stall reasons of the decode kernel at next_n 2 and 1.
 # Logs in $OUT; prints the lines bench/RESULTS.md quotes.
 #   bench/prep_device.sh
 # SPDX-License-Identifier: GPL-3.0-or-later
@@ -17,26 +17,29 @@ D=/tmp/kb/dsa-eval
 echo "[${SECONDS}s] built"
 $D kernels check --reruns 20 >"$OUT/check.txt" 2>&1; echo "check rc=$?: $(tail -1 "$OUT/check.txt")"
 grep -E 'FAIL|SKIP' "$OUT/check.txt" | head
-DSA_CUDA_PREP_MUL=1 $D kernels check --reruns 20 -k prep >"$OUT/check-mul.txt" 2>&1
-echo "check -k prep MUL=1 rc=$?: $(tail -1 "$OUT/check-mul.txt")"
-grep -E 'q_prep.*extreme' "$OUT/check.txt" "$OUT/check-mul.txt"
+forms=("" "DSA_CUDA_PREP_DIV=1" "DSA_CUDA_PREP_FILL=2" "DSA_CUDA_PREP_DIV=1 DSA_CUDA_PREP_FILL=2")
+for e in "${forms[@]:1}"; do
+    env $e $D kernels check --reruns 20 -k prep >"$OUT/check-form.txt" 2>&1
+    echo "check -k prep $e rc=$?: $(tail -1 "$OUT/check-form.txt")"
+done
+grep -E 'q_prep.*extreme' "$OUT/check.txt"
 echo "[${SECONDS}s] checked"
-for r in 1 2 3; do
-    for mul in 1 0; do
-        DSA_CUDA_PREP_MUL=$mul $D kernels bench -k "S1+S2" >"$OUT/b-$mul-$r.txt" 2>&1
-        DSA_CUDA_PREP_MUL=$mul $D kernels bench -k layer >>"$OUT/b-$mul-$r.txt" 2>&1
-        echo "== round $r MUL=$mul"; grep -E '^(S1\+S2|layer)' "$OUT/b-$mul-$r.txt"
+for r in 1 2; do
+    for e in "${forms[@]}"; do
+        env $e $D kernels bench --iters 500 -k "S1+S2" >"$OUT/b.txt" 2>&1
+        echo "== round $r ${e:-as built}"; grep -E '^S1\+S2' "$OUT/b.txt"
     done
 done
+$D kernels bench -k layer | grep -E '^layer'
 echo "[${SECONDS}s] timed"
 S="timeout 60 compute-sanitizer"
-DSA_CUDA_PREP_MUL=1 $S --tool memcheck $D kernels check --quick --reruns 1 -k prep >"$OUT/memcheck.txt" 2>&1
-echo "memcheck prep rc=$?: $(grep -hE 'ERROR SUMMARY|passed' "$OUT/memcheck.txt" | tr '\n' ' ')"
-DSA_CUDA_PREP_MUL=1 $S --tool racecheck $D kernels check --quick --reruns 0 -k prep >"$OUT/racecheck.txt" 2>&1
-echo "racecheck prep rc=$?: $(grep -hE 'RACECHECK SUMMARY|passed' "$OUT/racecheck.txt" | tr '\n' ' ')"
+DSA_CUDA_PREP_FILL=2 $S --tool memcheck $D kernels check --quick --reruns 1 -k prep >"$OUT/memcheck.txt" 2>&1
+echo "memcheck prep FILL=2 rc=$?: $(grep -hE 'ERROR SUMMARY|passed' "$OUT/memcheck.txt" | tr '\n' ' ')"
+DSA_CUDA_PREP_FILL=2 $S --tool racecheck $D kernels check --quick --reruns 0 -k prep >"$OUT/racecheck.txt" 2>&1
+echo "racecheck prep FILL=2 rc=$?: $(grep -hE 'RACECHECK SUMMARY|passed' "$OUT/racecheck.txt" | tr '\n' ' ')"
 echo "[${SECONDS}s] sanitized"
-for k in "S3a/N=2" "S3a/N=1 B=64 L=128K"; do
-    f="$OUT/ncu-$(echo "$k" | tr -c 'A-Za-z0-9=\n' _).txt"
+[ -n "${NCU:-}" ] && for k in "S3a/N=2" "S3a/N=1 B=64 L=128K"; do
+    f="$OUT/ncu.txt"
     timeout 60 ncu --clock-control none --section SpeedOfLight --section Occupancy \
         --section WarpStateStats --section MemoryWorkloadAnalysis --page raw \
         -k regex:decode_wgmma --launch-skip 5 --launch-count 1 $D kernels bench -k "$k" >"$f" 2>&1

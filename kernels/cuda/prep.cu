@@ -11,9 +11,8 @@
    v * (1 / s) with 1 / s exact (its exponent field 254 minus s's: 2^-e is normal for the
    2^-22 .. 2^120 that the scale can take) rounds the same real number as the division and gives
    the same float, for a few instructions where __fdiv_rn takes a reciprocal, its refinement and
-   a slow-path check. kDiv keeps the division (the default until the product is measured on a
-   device: DSA_CUDA_PREP_MUL=1 selects the product). An infinite s (an infinite input) keeps the
-   division too. */
+   a slow-path check. kDiv (DSA_CUDA_PREP_DIV=1) keeps the division, to time one against the other.
+   An infinite s (an infinite input) keeps the division too. */
 template <bool kDiv> __device__ __forceinline__ float quant_div(float v, float s, bool ue8m0)
 {
     if (kDiv || !ue8m0 || !isfinite(s))
@@ -129,7 +128,12 @@ template <bool kDiv> __global__ static void k_prep_kernel(const dsa_k_flags f, d
    thousand vectors then fit one wave of resident warps) */
 #define QV 4
 
-template <bool kDiv> __global__ static void q_prep_kernel(const dsa_k_flags f, dsa_q_prep_args a)
+/* kFill: the top-k output's -1 fill (topk_fill) by this grid's threads after their stores
+   (DSA_CUDA_PREP_FILL=2) instead of a kernel of its own launched after it (=1): at a decode
+   step's T = 256, k = 2048 the fill is 2 MB, less than a microsecond of stores, where a launch
+   of its own, not overlapped with this grid, costs a few */
+template <bool kDiv, bool kFill>
+__global__ static void q_prep_kernel(const dsa_k_flags f, dsa_q_prep_args a)
 {
     d_pdl_launch_next();
     const int lane = threadIdx.x & 31, H = f.heads;
@@ -167,6 +171,11 @@ template <bool kDiv> __global__ static void q_prep_kernel(const dsa_k_flags f, d
                 ((float *)a.w)[th] = w[u];
         }
     }
+    if (kFill && a.topk_fill && a.topk_k > 0) {
+        const long nf = (long)a.T * a.topk_k, step = (long)gridDim.x * blockDim.x;
+        for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < nf; i += step)
+            a.topk_fill[i] = -1;
+    }
 }
 
 __global__ static void fill_kernel(int32_t *p, long n)
@@ -176,14 +185,24 @@ __global__ static void fill_kernel(int32_t *p, long n)
         p[i] = -1;
 }
 
-/* the divisions unless DSA_CUDA_PREP_MUL=1 selects the exact products of quant_div() and
-   div128() */
+/* DSA_CUDA_PREP_DIV=1: the divisions that quant_div() and div128() replace, for timing */
 static bool prep_div(void)
 {
     static int v = -1;
     if (v < 0)
-        v = d_env_count("DSA_CUDA_PREP_MUL");
-    return v == 0;
+        v = d_env_count("DSA_CUDA_PREP_DIV");
+    return v != 0;
+}
+
+/* The top-k fill: DSA_CUDA_PREP_FILL=1 a kernel of its own after q_prep_kernel, =2 inside it;
+   unset, the default form (PREP_FILL_DEFAULT) */
+#define PREP_FILL_DEFAULT 1
+static bool prep_fill_apart(void)
+{
+    static int v = -1;
+    if (v < 0)
+        v = d_env_count("DSA_CUDA_PREP_FILL");
+    return (v ? v : PREP_FILL_DEFAULT) == 1;
 }
 
 int dsa_cuda_k_prep_launch(const dsa_k_flags *f, const dsa_k_prep_args *a, cudaStream_t st)
@@ -205,9 +224,12 @@ int dsa_cuda_q_prep_launch(const dsa_k_flags *f, const dsa_q_prep_args *a, cudaS
     cudaLaunchAttribute pdl;
     const cudaLaunchConfig_t c =
         d_pdl_config(dim3((unsigned)((warps + 3) / 4)), dim3(128), 0, st, &pdl);
-    CUDA_CHECK(
-        cudaLaunchKernelEx(&c, prep_div() ? q_prep_kernel<true> : q_prep_kernel<false>, *f, *a));
-    if (a->topk_fill && a->topk_k > 0) {
+    const bool div = prep_div(), apart = prep_fill_apart();
+    void (*kern)(const dsa_k_flags, dsa_q_prep_args) =
+        div ? (apart ? q_prep_kernel<true, false> : q_prep_kernel<true, true>)
+            : (apart ? q_prep_kernel<false, false> : q_prep_kernel<false, true>);
+    CUDA_CHECK(cudaLaunchKernelEx(&c, kern, *f, *a));
+    if (apart && a->topk_fill && a->topk_k > 0) {
         long n = (long)a->T * a->topk_k;
         fill_kernel<<<(unsigned)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096), 256, 0, st>>>(
             a->topk_fill, n);
