@@ -7,28 +7,8 @@
 #include "common.cuh"
 #include "dsa_cuda.h"
 
-/* v / s, for a scale s that d_quant_scale() made: with ue8m0 s is a finite power of two, so
-   v * (1 / s) with 1 / s exact (its exponent field 254 minus s's: 2^-e is normal for the
-   2^-22 .. 2^120 that the scale can take) rounds the same real number as the division and gives
-   the same float, for a few instructions where __fdiv_rn takes a reciprocal, its refinement and
-   a slow-path check. kDiv (DSA_CUDA_PREP_DIV=1) keeps the division, to time one against the other.
-   An infinite s (an infinite input) keeps the division too. */
-template <bool kDiv> __device__ __forceinline__ float quant_div(float v, float s, bool ue8m0)
-{
-    if (kDiv || !ue8m0 || !isfinite(s))
-        return __fdiv_rn(v, s);
-    return __fmul_rn(v, __uint_as_float(0x7f000000u - __float_as_uint(s)));
-}
-
-/* x / 128 as x * 2^-7: the same correctly rounded real number, so the same float */
-template <bool kDiv> __device__ __forceinline__ float div128(float x)
-{
-    return kDiv ? __fdiv_rn(x, 128.0f) : __fmul_rn(x, 0.0078125f);
-}
-
 /* RoPE -> [bf16] -> [Hadamard -> [bf16]] -> quant; q[j] = the fp8 byte of element
    lane + 32 j (the caller stores them); returns the scale (all lanes) */
-template <bool kDiv>
 __device__ static float rope_rotate_quant(const dsa_k_flags f, float v[4], const float *cs,
                                           const float *sn, uint8_t q[4])
 {
@@ -73,7 +53,7 @@ __device__ static float rope_rotate_quant(const dsa_k_flags f, float v[4], const
     amax = d_warp_max(amax);
     float s = d_quant_scale(amax, f.scale == DSA_K_SCALE_UE8M0);
     for (int j = 0; j < 4; j++)
-        q[j] = d_f32_to_e4m3(quant_div<kDiv>(v[j], s, f.scale == DSA_K_SCALE_UE8M0));
+        q[j] = d_f32_to_e4m3(__fdiv_rn(v[j], s));
     return s;
 }
 
@@ -89,7 +69,7 @@ __device__ __forceinline__ void store_q(uint8_t *out, const uint8_t q[4])
    (it may read the cache, q8 or w they write) only before their first store. Their inputs
    (raw k/q, weights, positions, slots, RoPE tables) are never written by a kernel of this API,
    only uploaded; dsa_cuda.h states it. */
-template <bool kDiv> __global__ static void k_prep_kernel(const dsa_k_flags f, dsa_k_prep_args a)
+__global__ static void k_prep_kernel(const dsa_k_flags f, dsa_k_prep_args a)
 {
     d_pdl_launch_next();
     const int lane = threadIdx.x & 31;
@@ -101,12 +81,12 @@ template <bool kDiv> __global__ static void k_prep_kernel(const dsa_k_flags f, d
     float v[4], d[4], sq[4];
     for (int j = 0; j < 4; j++)
         v[j] = d_bf16_to_f32(a.k_raw[(size_t)t * 128 + lane + 32 * j]);
-    float mean = div128<kDiv>(d_tree_sum128(v));
+    float mean = __fdiv_rn(d_tree_sum128(v), 128.0f);
     for (int j = 0; j < 4; j++) {
         d[j] = __fsub_rn(v[j], mean);
         sq[j] = __fmul_rn(d[j], d[j]);
     }
-    float var = div128<kDiv>(d_tree_sum128(sq));
+    float var = __fdiv_rn(d_tree_sum128(sq), 128.0f);
     float rstd = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(var, DSA_K_LN_EPS)));
     for (int j = 0; j < 4; j++) {
         int i = lane + 32 * j;
@@ -117,7 +97,7 @@ template <bool kDiv> __global__ static void k_prep_kernel(const dsa_k_flags f, d
     }
     int64_t page = a.slot[t] / DSA_K_PAGE, off = a.slot[t] % DSA_K_PAGE;
     uint8_t *base = a.cache + (size_t)page * DSA_K_PAGE_BYTES, q[4];
-    float s = rope_rotate_quant<kDiv>(f, v, a.cos + a.pos[t] * 32, a.sin + a.pos[t] * 32, q);
+    float s = rope_rotate_quant(f, v, a.cos + a.pos[t] * 32, a.sin + a.pos[t] * 32, q);
     d_pdl_wait();
     store_q(base + off * DSA_K_HEAD_DIM, q);
     if (lane == 0)
@@ -128,11 +108,6 @@ template <bool kDiv> __global__ static void k_prep_kernel(const dsa_k_flags f, d
    thousand vectors then fit one wave of resident warps) */
 #define QV 4
 
-/* kFill: the top-k output's -1 fill (topk_fill) by this grid's threads after their stores
-   (DSA_CUDA_PREP_FILL=2) instead of a kernel of its own launched after it (=1): at a decode
-   step's T = 256, k = 2048 the fill is 2 MB, less than a microsecond of stores, where a launch
-   of its own, not overlapped with this grid, costs a few */
-template <bool kDiv, bool kFill>
 __global__ static void q_prep_kernel(const dsa_k_flags f, dsa_q_prep_args a)
 {
     d_pdl_launch_next();
@@ -151,7 +126,7 @@ __global__ static void q_prep_kernel(const dsa_k_flags f, dsa_q_prep_args a)
         const long th = th0 + u, t = th / H;
         if (th >= n) /* the same for the whole warp */
             break;
-        s[u] = rope_rotate_quant<kDiv>(f, v[u], a.cos + a.pos[t] * 32, a.sin + a.pos[t] * 32, q[u]);
+        s[u] = rope_rotate_quant(f, v[u], a.cos + a.pos[t] * 32, a.sin + a.pos[t] * 32, q[u]);
         float wr = a.w_raw_dtype == DSA_K_BF16 ? d_bf16_to_f32(((const uint16_t *)a.w_raw)[th])
                                                : ((const float *)a.w_raw)[th];
         w[u] = __fmul_rn(__fmul_rn(__fmul_rn(wr, s[u]), DSA_INV_SQRT_128F), hs);
@@ -171,11 +146,6 @@ __global__ static void q_prep_kernel(const dsa_k_flags f, dsa_q_prep_args a)
                 ((float *)a.w)[th] = w[u];
         }
     }
-    if (kFill && a.topk_fill && a.topk_k > 0) {
-        const long nf = (long)a.T * a.topk_k, step = (long)gridDim.x * blockDim.x;
-        for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < nf; i += step)
-            a.topk_fill[i] = -1;
-    }
 }
 
 __global__ static void fill_kernel(int32_t *p, long n)
@@ -185,34 +155,13 @@ __global__ static void fill_kernel(int32_t *p, long n)
         p[i] = -1;
 }
 
-/* DSA_CUDA_PREP_DIV=1: the divisions that quant_div() and div128() replace, for timing */
-static bool prep_div(void)
-{
-    static int v = -1;
-    if (v < 0)
-        v = d_env_count("DSA_CUDA_PREP_DIV");
-    return v != 0;
-}
-
-/* The top-k fill: DSA_CUDA_PREP_FILL=1 a kernel of its own after q_prep_kernel, =2 inside it;
-   unset, the default form (PREP_FILL_DEFAULT) */
-#define PREP_FILL_DEFAULT 1
-static bool prep_fill_apart(void)
-{
-    static int v = -1;
-    if (v < 0)
-        v = d_env_count("DSA_CUDA_PREP_FILL");
-    return (v ? v : PREP_FILL_DEFAULT) == 1;
-}
-
 int dsa_cuda_k_prep_launch(const dsa_k_flags *f, const dsa_k_prep_args *a, cudaStream_t st)
 {
     if (a->T <= 0)
         return DSA_K_OK;
     cudaLaunchAttribute pdl;
     const cudaLaunchConfig_t c = d_pdl_config(dim3((a->T + 3) / 4), dim3(128), 0, st, &pdl);
-    CUDA_CHECK(
-        cudaLaunchKernelEx(&c, prep_div() ? k_prep_kernel<true> : k_prep_kernel<false>, *f, *a));
+    CUDA_CHECK(cudaLaunchKernelEx(&c, k_prep_kernel, *f, *a));
     return DSA_K_OK;
 }
 
@@ -224,12 +173,8 @@ int dsa_cuda_q_prep_launch(const dsa_k_flags *f, const dsa_q_prep_args *a, cudaS
     cudaLaunchAttribute pdl;
     const cudaLaunchConfig_t c =
         d_pdl_config(dim3((unsigned)((warps + 3) / 4)), dim3(128), 0, st, &pdl);
-    const bool div = prep_div(), apart = prep_fill_apart();
-    void (*kern)(const dsa_k_flags, dsa_q_prep_args) =
-        div ? (apart ? q_prep_kernel<true, false> : q_prep_kernel<true, true>)
-            : (apart ? q_prep_kernel<false, false> : q_prep_kernel<false, true>);
-    CUDA_CHECK(cudaLaunchKernelEx(&c, kern, *f, *a));
-    if (apart && a->topk_fill && a->topk_k > 0) {
+    CUDA_CHECK(cudaLaunchKernelEx(&c, q_prep_kernel, *f, *a));
+    if (a->topk_fill && a->topk_k > 0) {
         long n = (long)a->T * a->topk_k;
         fill_kernel<<<(unsigned)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096), 256, 0, st>>>(
             a->topk_fill, n);
