@@ -31,6 +31,7 @@
 #include "util/buf.h"
 #include "util/hash.h"
 #include "util/json_simd.h"
+#include "util/lines.h"
 
 static double time_fread(const char *path, size_t *bytes)
 {
@@ -81,39 +82,39 @@ static int cmp_double(const void *a, const void *b)
 /* --parts: the reader's pieces, each timed alone over the file's lines held in memory (inner
    figures: no read(2), no line search), to tell which costs any two-pass reader keeps. */
 struct mem_lines {
-    char *data; /* the file, each '\n' replaced by '\0', DSA_JSIMD_PADDING bytes after it */
-    size_t bytes, n;
+    struct dsa_buf data; /* the lines as dsa_lines returns them, each NUL-terminated */
+    size_t n, cap;
     size_t *off, *len;
 };
 
+/* the non-empty lines of path, read with the reader's own line splitter; DSA_JSIMD_PADDING
+   readable bytes follow the last one */
 static void load_lines(const char *path, struct mem_lines *m)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f || fseek(f, 0, SEEK_END) || (m->bytes = (size_t)ftell(f), fseek(f, 0, SEEK_SET)))
+    dsa_lines *l = dsa_lines_open(path);
+    if (!l)
         exit(1);
-    m->data = dsa_xcalloc(1, m->bytes + DSA_JSIMD_PADDING + 1);
-    if (fread(m->data, 1, m->bytes, f) != m->bytes)
-        exit(1);
-    fclose(f);
-    size_t cap = 1024;
-    m->off = dsa_xmalloc(cap * sizeof *m->off);
-    m->len = dsa_xmalloc(cap * sizeof *m->len);
-    m->n = 0;
-    for (size_t at = 0; at < m->bytes;) {
-        char *nl = memchr(m->data + at, '\n', m->bytes - at);
-        size_t end = nl ? (size_t)(nl - m->data) : m->bytes;
-        if (m->n == cap) {
-            cap *= 2;
-            m->off = dsa_xrealloc(m->off, cap * sizeof *m->off);
-            m->len = dsa_xrealloc(m->len, cap * sizeof *m->len);
+    memset(m, 0, sizeof *m);
+    const char *line;
+    size_t len;
+    int got;
+    while ((got = dsa_lines_next(l, &line, &len)) > 0) {
+        if (!len)
+            continue;
+        if (m->n == m->cap) {
+            m->cap = m->cap ? 2 * m->cap : 1024;
+            m->off = dsa_xrealloc(m->off, m->cap * sizeof *m->off);
+            m->len = dsa_xrealloc(m->len, m->cap * sizeof *m->len);
         }
-        m->data[end] = '\0';
-        if (end > at) {
-            m->off[m->n] = at;
-            m->len[m->n++] = end - at;
-        }
-        at = end + 1;
+        m->off[m->n] = m->data.len;
+        m->len[m->n++] = len;
+        dsa_buf_add(&m->data, line, len + 1); /* its NUL too */
     }
+    dsa_lines_free(&l);
+    if (got < 0)
+        exit(1);
+    static const char pad[DSA_JSIMD_PADDING];
+    dsa_buf_add(&m->data, pad, sizeof pad);
 }
 
 enum part { PART_SHA, PART_PICK, PART_DUMPED, PART_COPY, NPARTS };
@@ -121,40 +122,49 @@ static const char *const part_names[NPARTS] = {
     "sha256 of every byte (check pass)", "the check pass's parse (dsa_jsimd_pick)",
     "the row pass's parse (dsa_jsimd_load_dumped)", "memcpy of every line (a copy's floor)"};
 
-static double time_part(const struct mem_lines *m, enum part p)
+/* one piece over every line; the hash takes len + 1 bytes a line, as many as the file's */
+static void run_part(const char *line, size_t len, enum part p, dsa_sha256 *h, struct dsa_buf *b)
 {
     static const char *const head[] = {"n_needles", "n_chars", "context_tokens", "bin", NULL};
     static const char *const required[] = {"role", "content", NULL};
+    json_t *o = NULL;
+    bool dumped = false;
+    dsa_buf_reset(b);
+    switch (p) {
+    case PART_SHA:
+        dsa_sha256_update(h, line, len + 1);
+        return;
+    case PART_PICK:
+        o = dsa_jsimd_pick(line, len, true, head);
+        break;
+    case PART_DUMPED:
+        o = dsa_jsimd_load_dumped(line, len, true, "prompt", required, b, &dumped);
+        break;
+    default:
+        dsa_buf_add(b, line, len);
+        return;
+    }
+    if (!o) {
+        fprintf(stderr, "bench_mrcr_read: a line was declined by simdjson\n");
+        exit(1);
+    }
+    json_decref(o);
+}
+
+static double time_part(const struct mem_lines *m, enum part p)
+{
     struct dsa_buf b = DSA_BUF_INIT;
     dsa_sha256 *h = dsa_sha256_new();
     char hex[65];
     double t0 = bench_cpu_seconds();
-    for (size_t i = 0; i < m->n; i++) {
-        const char *line = m->data + m->off[i];
-        json_t *o = NULL;
-        bool dumped = false;
-        if (p == PART_SHA)
-            dsa_sha256_update(h, line, m->len[i] + 1);
-        else if (p == PART_PICK)
-            o = dsa_jsimd_pick(line, m->len[i], true, head);
-        else if (p == PART_DUMPED && (dsa_buf_reset(&b), 1))
-            o = dsa_jsimd_load_dumped(line, m->len[i], true, "prompt", required, &b, &dumped);
-        else if (p == PART_COPY && (dsa_buf_reset(&b), 1))
-            dsa_buf_add(&b, line, m->len[i]);
-        if ((p == PART_PICK || p == PART_DUMPED) && !o) {
-            fprintf(stderr, "bench_mrcr_read: line %zu was declined by simdjson\n", i + 1);
-            exit(1);
-        }
-        json_decref(o);
-    }
+    for (size_t i = 0; i < m->n; i++)
+        run_part(m->data.data + m->off[i], m->len[i], p, h, &b);
     dsa_sha256_final_hex(h, hex);
     double t = bench_cpu_seconds() - t0;
     dsa_sha256_free(&h);
     dsa_buf_release(&b);
     return t;
 }
-
-static int cmp_double(const void *a, const void *b);
 
 static void print_parts(const char *path, int rounds)
 {
@@ -164,7 +174,7 @@ static void print_parts(const char *path, int rounds)
     for (int r = 0; r < rounds; r++)
         for (int p = 0; p < NPARTS; p++)
             t[p * rounds + r] = time_part(&m, (enum part)p);
-    double mb = (double)m.bytes / 1e6;
+    double mb = (double)(m.data.len - DSA_JSIMD_PADDING) / 1e6; /* lines and their ends */
     printf("parts, each alone over the %zu lines in memory (inner figures), CPU s min (median):\n",
            m.n);
     for (int p = 0; p < NPARTS; p++) {
@@ -174,7 +184,7 @@ static void print_parts(const char *path, int rounds)
                tp[rounds / 2]);
     }
     free(t);
-    free(m.data);
+    dsa_buf_release(&m.data);
     free(m.off);
     free(m.len);
 }

@@ -332,8 +332,8 @@ static void check_k_prep(struct ck *c, int T, const struct dsa_k_flags *f)
 /* ---- S2 ---- */
 
 /* Vectors at the ends of the fp8 scale's range (extreme q rows): all zero (the scale's floor),
-   tiny (1e-35: every quotient rounds to 0 or a subnormal before the fp8 byte), huge (1e36:
-   the scale near 2^120), and tiny elements beside one huge one. */
+   tiny (1e-35: every quotient rounds to 0 or a subnormal before the fp8 byte), huge (3e36:
+   the scale 2^113), and tiny elements beside one huge one. */
 static void fill_extreme(uint16_t *x, size_t n)
 {
     static const float amp[] = {0.0f, 1e-35f, 1e36f, 1e-30f};
