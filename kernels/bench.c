@@ -373,11 +373,9 @@ static int call(const struct dsa_kernels_api *api, const struct job *j, const st
     case B_TOPK:
         return api->topk(&j->f, &a->topk);
     case B_PREP:
-        rc = api->k_prep(&j->f, &a->kp);
-        return rc ? rc : api->q_prep(&j->f, &a->qp);
+        return dsa_kernels_prep(api, &j->f, &a->kp, &a->qp);
     case B_LAYER: /* ctx is the end of each row: the decode rows see keys [0, ctx) */
-        rc = api->k_prep(&j->f, &a->kp);
-        rc = rc ? rc : api->q_prep(&j->f, &a->qp);
+        rc = dsa_kernels_prep(api, &j->f, &a->kp, &a->qp);
         rc = rc ? rc : api->logits_decode(&j->f, &a->dec);
         return rc ? rc : api->topk(&j->f, &a->topk);
     }

@@ -199,7 +199,17 @@ static void det_str(char *buf, size_t n, int same, int runs)
  * The stages by name, so that one rerun loop serves them all (their argument structs differ,
  * their calling convention does not).
  */
-enum stage { STAGE_K_PREP, STAGE_Q_PREP, STAGE_LOGITS_DECODE, STAGE_LOGITS_PREFILL, STAGE_TOPK };
+enum stage {
+    STAGE_K_PREP,
+    STAGE_Q_PREP,
+    STAGE_LOGITS_DECODE,
+    STAGE_LOGITS_PREFILL,
+    STAGE_TOPK,
+    STAGE_PREP /* args: struct prep_pair */
+};
+
+struct prep_pair;
+static int run_prep(const struct ck *c, const struct dsa_k_flags *f, const struct prep_pair *p);
 
 static int run_stage(const struct ck *c, enum stage s, const struct dsa_k_flags *f,
                      const void *args)
@@ -215,6 +225,8 @@ static int run_stage(const struct ck *c, enum stage s, const struct dsa_k_flags 
         return c->impl->logits_prefill(f, args);
     case STAGE_TOPK:
         return c->impl->topk(f, args);
+    case STAGE_PREP:
+        return run_prep(c, f, args);
     }
     return DSA_K_EINVAL;
 }
@@ -241,6 +253,66 @@ static bool reruns_identical(const struct ck *c, struct dev *d, enum stage s,
 
 /* ---- S1 ---- */
 
+/* S1's inputs for T tokens: the cache has two pages more than T needs, its slots shuffled,
+   about one token in 20 skipped (slot -1) */
+struct kin {
+    int T;
+    size_t cbytes;
+    uint16_t *k_raw;
+    float ln_w[128], ln_b[128];
+    int64_t *pos, *slots;
+};
+
+static void kin_make(struct ck *c, int T, struct kin *k)
+{
+    long npages = T / DSA_K_PAGE + 2, nslots = npages * DSA_K_PAGE;
+    k->T = T;
+    k->cbytes = (size_t)npages * DSA_K_PAGE_BYTES;
+    k->k_raw = dsa_kutil_malloc((size_t)T * 128 * 2 + 2);
+    k->pos = dsa_kutil_malloc((size_t)T * 8 + 8);
+    k->slots = dsa_kutil_malloc((size_t)nslots * 8);
+    fill_bf16(c, k->k_raw, (size_t)T * 128, 128);
+    dsa_proxy_ln(c->rng, k->ln_w, k->ln_b);
+    for (long i = 0; i < nslots; i++)
+        k->slots[i] = i;
+    shuffle_i64(c, k->slots, nslots);
+    for (int t = 0; t < T; t++) {
+        k->pos[t] = (int64_t)(rnd(c) % MAX_POS);
+        if (rnd(c) % 20 == 0)
+            k->slots[t] = -1; /* skipped token: its slot stays untouched */
+    }
+}
+
+static void kin_free(struct kin *k)
+{
+    free(k->k_raw);
+    free(k->pos);
+    free(k->slots);
+}
+
+/* the host arguments writing into cache */
+static struct dsa_k_prep_args kin_args(const struct ck *c, const struct kin *k, uint8_t *cache)
+{
+    return (struct dsa_k_prep_args){k->T,   MAX_POS, k->k_raw, k->ln_w,  k->ln_b,
+                                    k->pos, c->cos,  c->sin,   k->slots, cache};
+}
+
+/* the same arguments with every input copied into d's memory (cache is d's already) */
+static struct dsa_k_prep_args kin_upload(struct dev *d, const struct dsa_k_prep_args *a,
+                                         uint8_t *cache)
+{
+    struct dsa_k_prep_args da = *a;
+    da.k_raw = dput(d, a->k_raw, (size_t)a->T * 256);
+    da.ln_w = dput(d, a->ln_w, 512);
+    da.ln_b = dput(d, a->ln_b, 512);
+    da.pos = dput(d, a->pos, (size_t)a->T * 8);
+    da.cos = dput(d, a->cos, (size_t)MAX_POS * 32 * 4);
+    da.sin = dput(d, a->sin, (size_t)MAX_POS * 32 * 4);
+    da.slot = dput(d, a->slot, (size_t)a->T * 8);
+    da.cache = cache;
+    return da;
+}
+
 static void check_k_prep(struct ck *c, int T, const struct dsa_k_flags *f)
 {
     char name[128], err[32] = "-", det[16] = "-";
@@ -253,38 +325,18 @@ static void check_k_prep(struct ck *c, int T, const struct dsa_k_flags *f)
         row(c, "k_prep", name, "SKIP", "-", "-", "-", "-", "not supported");
         return;
     }
-    long npages = T / DSA_K_PAGE + 2, nslots = npages * DSA_K_PAGE;
-    size_t cbytes = (size_t)npages * DSA_K_PAGE_BYTES;
-    uint16_t *k_raw = dsa_kutil_malloc((size_t)T * 128 * 2 + 2);
-    float ln_w[128], ln_b[128];
-    int64_t *pos = dsa_kutil_malloc((size_t)T * 8 + 8),
-            *slots = dsa_kutil_malloc((size_t)nslots * 8);
-    fill_bf16(c, k_raw, (size_t)T * 128, 128);
-    dsa_proxy_ln(c->rng, ln_w, ln_b);
-    for (long i = 0; i < nslots; i++)
-        slots[i] = i;
-    shuffle_i64(c, slots, nslots);
-    for (int t = 0; t < T; t++) {
-        pos[t] = (int64_t)(rnd(c) % MAX_POS);
-        if (rnd(c) % 20 == 0)
-            slots[t] = -1; /* skipped token: its slot stays untouched */
-    }
+    struct kin k;
+    kin_make(c, T, &k);
+    size_t cbytes = k.cbytes;
+    const int64_t *slots = k.slots, *pos = k.pos;
     uint8_t *ref = dsa_kutil_malloc(cbytes), *got = dsa_kutil_malloc(cbytes),
             *again = dsa_kutil_malloc(cbytes);
     memset(ref, 0x5a, cbytes);
-    struct dsa_k_prep_args a = {T, MAX_POS, k_raw, ln_w, ln_b, pos, c->cos, c->sin, slots, ref};
+    struct dsa_k_prep_args a = kin_args(c, &k, ref);
     int pass = status_ok(c, dsa_cpu_k_prep(f, &a), "k_prep");
 
     struct dev d = {.api = c->impl};
-    struct dsa_k_prep_args da = a;
-    da.k_raw = dput(&d, k_raw, (size_t)T * 256);
-    da.ln_w = dput(&d, ln_w, 512);
-    da.ln_b = dput(&d, ln_b, 512);
-    da.pos = dput(&d, pos, (size_t)T * 8);
-    da.cos = dput(&d, c->cos, (size_t)MAX_POS * 32 * 4);
-    da.sin = dput(&d, c->sin, (size_t)MAX_POS * 32 * 4);
-    da.slot = dput(&d, slots, (size_t)T * 8);
-    da.cache = dout(&d, cbytes, 0x5a);
+    struct dsa_k_prep_args da = kin_upload(&d, &a, dout(&d, cbytes, 0x5a));
     if (d.failed || !status_ok(c, c->impl->k_prep(f, &da), "k_prep") ||
         dget(&d, got, da.cache, cbytes)) {
         pass = 0;
@@ -296,7 +348,7 @@ static void check_k_prep(struct ck *c, int T, const struct dsa_k_flags *f)
             if (slots[t] < 0)
                 continue;
             double g[128];
-            dsa_golden_k_vec(k_raw + (size_t)t * 128, ln_w, ln_b, c->cos + pos[t] * 32,
+            dsa_golden_k_vec(k.k_raw + (size_t)t * 128, k.ln_w, k.ln_b, c->cos + pos[t] * 32,
                              c->sin + pos[t] * 32, f->rope, f->hadamard, g);
             const uint8_t *page = got + (size_t)(slots[t] / 64) * DSA_K_PAGE_BYTES;
             float s;
@@ -321,9 +373,7 @@ static void check_k_prep(struct ck *c, int T, const struct dsa_k_flags *f)
                                 sizeof det);
     row(c, "k_prep", name, pass ? "PASS" : "FAIL", err, "-", "-", "-", det);
     dfree(&d);
-    free(k_raw);
-    free(pos);
-    free(slots);
+    kin_free(&k);
     free(ref);
     free(got);
     free(again);
@@ -346,6 +396,77 @@ static void fill_extreme(uint16_t *x, size_t n)
         }
 }
 
+/* S2's inputs for T tokens of H heads, bf16 raw weights */
+struct qin {
+    int T;
+    size_t nq, nw;
+    uint16_t *q_raw, *w_raw;
+    int64_t *pos;
+};
+
+static void qin_make(struct ck *c, int T, int H, bool extreme, struct qin *q)
+{
+    q->T = T;
+    q->nq = (size_t)T * H * 128;
+    q->nw = (size_t)T * H;
+    q->q_raw = dsa_kutil_malloc(q->nq * 2 + 2);
+    q->w_raw = dsa_kutil_malloc(q->nw * 2 + 2);
+    q->pos = dsa_kutil_malloc((size_t)T * 8 + 8);
+    fill_bf16(c, q->q_raw, q->nq, 128);
+    if (extreme)
+        fill_extreme(q->q_raw, q->nq);
+    fill_bf16(c, q->w_raw, q->nw, q->nw ? q->nw : 1);
+    for (int t = 0; t < T; t++)
+        q->pos[t] = (int64_t)(rnd(c) % MAX_POS);
+}
+
+static void qin_free(struct qin *q)
+{
+    free(q->q_raw);
+    free(q->w_raw);
+    free(q->pos);
+}
+
+/* The outputs back to back in one buffer: q8 | qs | w | topk_fill (K per token); their size */
+static size_t qout_bytes(const struct qin *q, const struct dsa_k_flags *f, int K)
+{
+    return q->nq + q->nw * 4 + q->nw * (f->weights == DSA_K_BF16 ? 2 : 4) + (size_t)q->T * K * 4;
+}
+
+/* the arguments reading q's inputs at the given addresses, writing into out (qout_bytes) */
+static struct dsa_q_prep_args qin_args(const struct ck *c, const struct qin *q,
+                                       const struct dsa_k_flags *f, int K, uint8_t *out)
+{
+    size_t wb = f->weights == DSA_K_BF16 ? 2 : 4;
+    return (struct dsa_q_prep_args){q->T,
+                                    MAX_POS,
+                                    q->q_raw,
+                                    q->w_raw,
+                                    DSA_K_BF16,
+                                    q->pos,
+                                    c->cos,
+                                    c->sin,
+                                    out,
+                                    (float *)(out + q->nq),
+                                    out + q->nq + q->nw * 4,
+                                    (int32_t *)(out + q->nq + q->nw * 4 + q->nw * wb),
+                                    K};
+}
+
+/* qin_args with the inputs copied into d's memory and the outputs in d's buffer out */
+static struct dsa_q_prep_args qin_upload(struct dev *d, const struct ck *c, const struct qin *q,
+                                         const struct dsa_k_flags *f, int K, uint8_t *out)
+{
+    struct qin dq = *q;
+    dq.q_raw = dput(d, q->q_raw, q->nq * 2);
+    dq.w_raw = dput(d, q->w_raw, q->nw * 2);
+    dq.pos = dput(d, q->pos, (size_t)q->T * 8);
+    struct dsa_q_prep_args da = qin_args(c, &dq, f, K, out);
+    da.cos = dput(d, c->cos, (size_t)MAX_POS * 32 * 4);
+    da.sin = dput(d, c->sin, (size_t)MAX_POS * 32 * 4);
+    return da;
+}
+
 static void check_q_prep(struct ck *c, int T, const struct dsa_k_flags *f, bool extreme)
 {
     char name[128], err[32] = "-", det[16] = "-";
@@ -359,42 +480,21 @@ static void check_q_prep(struct ck *c, int T, const struct dsa_k_flags *f, bool 
         return;
     }
     int H = f->heads, K = 2048;
-    size_t nq = (size_t)T * H * 128, nw = (size_t)T * H, wb = f->weights == DSA_K_BF16 ? 2 : 4;
-    uint16_t *q_raw = dsa_kutil_malloc(nq * 2 + 2), *w_raw = dsa_kutil_malloc(nw * 2 + 2);
-    int64_t *pos = dsa_kutil_malloc((size_t)T * 8 + 8);
-    fill_bf16(c, q_raw, nq, 128);
-    if (extreme)
-        fill_extreme(q_raw, nq);
-    fill_bf16(c, w_raw, nw, nw ? nw : 1);
-    for (int t = 0; t < T; t++)
-        pos[t] = (int64_t)(rnd(c) % MAX_POS);
-    size_t out_bytes = nq + nw * 4 + nw * wb + (size_t)T * K * 4;
+    struct qin q;
+    qin_make(c, T, H, extreme, &q);
+    size_t nq = q.nq, nw = q.nw, wb = f->weights == DSA_K_BF16 ? 2 : 4;
+    const uint16_t *w_raw = q.w_raw;
+    const int64_t *pos = q.pos;
+    size_t out_bytes = qout_bytes(&q, f, K);
     uint8_t *ref = dsa_kutil_malloc(out_bytes + 1), *got = dsa_kutil_malloc(out_bytes + 1),
             *again = dsa_kutil_malloc(out_bytes + 1);
-    /* outputs laid out back to back in one host buffer: q8 | qs | w | topk_fill */
-    uint8_t *rq8 = ref;
-    float *rqs = (float *)(ref + nq);
-    void *rw = ref + nq + nw * 4;
-    int32_t *rfill = (int32_t *)(ref + nq + nw * 4 + nw * wb);
     memset(ref, 0x5a, out_bytes);
-    struct dsa_q_prep_args a = {T,      MAX_POS, q_raw, w_raw, DSA_K_BF16, pos, c->cos,
-                                c->sin, rq8,     rqs,   rw,    rfill,      K};
+    struct dsa_q_prep_args a = qin_args(c, &q, f, K, ref);
     int pass = status_ok(c, dsa_cpu_q_prep(f, &a), "q_prep");
 
     struct dev d = {.api = c->impl};
-    struct dsa_q_prep_args da = a;
-    da.q_raw = dput(&d, q_raw, nq * 2);
-    da.w_raw = dput(&d, w_raw, nw * 2);
-    da.pos = dput(&d, pos, (size_t)T * 8);
-    da.cos = dput(&d, c->cos, (size_t)MAX_POS * 32 * 4);
-    da.sin = dput(&d, c->sin, (size_t)MAX_POS * 32 * 4);
     uint8_t *dall = dout(&d, out_bytes, 0x5a);
-    if (dall) {
-        da.q8 = dall;
-        da.qs = (float *)(dall + nq);
-        da.w = dall + nq + nw * 4;
-        da.topk_fill = (int32_t *)(dall + nq + nw * 4 + nw * wb);
-    }
+    struct dsa_q_prep_args da = qin_upload(&d, c, &q, f, K, dall);
     if (d.failed || !status_ok(c, c->impl->q_prep(f, &da), "q_prep") ||
         dget(&d, got, dall, out_bytes)) {
         pass = 0;
@@ -409,7 +509,7 @@ static void check_q_prep(struct ck *c, int T, const struct dsa_k_flags *f, bool 
             for (int h = 0; h < H; h++) {
                 size_t th = (size_t)t * H + h;
                 double g[128];
-                dsa_golden_q_vec(q_raw + th * 128, c->cos + pos[t] * 32, c->sin + pos[t] * 32,
+                dsa_golden_q_vec(q.q_raw + th * 128, c->cos + pos[t] * 32, c->sin + pos[t] * 32,
                                  f->rope, f->hadamard, g);
                 float s = ((float *)(got + nq))[th];
                 for (int i = 0; i < 128; i++) {
@@ -447,10 +547,86 @@ static void check_q_prep(struct ck *c, int T, const struct dsa_k_flags *f, bool 
                                 sizeof det);
     row(c, "q_prep", name, pass ? "PASS" : "FAIL", err, "-", "-", "-", det);
     dfree(&d);
-    free(q_raw);
-    free(w_raw);
-    free(pos);
+    qin_free(&q);
     free(ref);
+    free(got);
+    free(again);
+}
+
+/* ---- S1 + S2 in one call ---- */
+
+struct prep_pair {
+    struct dsa_k_prep_args k;
+    struct dsa_q_prep_args q;
+};
+
+static int run_prep(const struct ck *c, const struct dsa_k_flags *f, const struct prep_pair *p)
+{
+    return c->impl->prep(f, &p->k, &p->q);
+}
+
+/*
+ * The prep slot: its bytes (q8 | qs | w | top-k fill | the K cache, one buffer) equal those of
+ * the same implementation's k_prep then q_prep on the same inputs, and the C reference's where
+ * the stages are checked bitwise (not with --golden). Tk and Tq differ to cover one side empty
+ * and a grid whose q blocks start at any k block count.
+ */
+static void check_prep(struct ck *c, int Tk, int Tq, const struct dsa_k_flags *f)
+{
+    char name[128], err[32] = "-", det[16] = "-";
+    snprintf(name, sizeof name, "Tk=%d Tq=%d H=%d w=%s (S1+S2 in one call)", Tk, Tq, f->heads,
+             f->weights ? "bf16" : "f32");
+    if (!selected(c, "prep", name))
+        return;
+    if (!supported(c, f, DSA_K_STAGE_Q_PREP, 0, 0) || !supported(c, f, DSA_K_STAGE_K_PREP, 0, 0)) {
+        row(c, "prep", name, "SKIP", "-", "-", "-", "-", "not supported");
+        return;
+    }
+    if (c->impl->struct_size <= DSA_KERNELS_API_SIZE_V1 || !c->impl->prep) {
+        row(c, "prep", name, "SKIP", "-", "-", "-", "-", "no prep slot");
+        return;
+    }
+    const int K = 512;
+    struct kin k;
+    struct qin q;
+    kin_make(c, Tk, &k);
+    qin_make(c, Tq, f->heads, false, &q);
+    size_t qb = qout_bytes(&q, f, K), all = qb + k.cbytes;
+    uint8_t *ref = dsa_kutil_malloc(all), *want = dsa_kutil_malloc(all),
+            *got = dsa_kutil_malloc(all), *again = dsa_kutil_malloc(all);
+    memset(ref, 0x5a, all);
+    struct prep_pair h = {kin_args(c, &k, ref + qb), qin_args(c, &q, f, K, ref)};
+    int pass = status_ok(c, dsa_cpu_prep(f, &h.k, &h.q), "prep");
+
+    /* out1: the two calls; out2: the one call */
+    struct dev d = {.api = c->impl};
+    uint8_t *out1 = dout(&d, all, 0x5a), *out2 = dout(&d, all, 0x5a);
+    struct prep_pair p1 = {kin_upload(&d, &h.k, out1 + qb), qin_upload(&d, c, &q, f, K, out1)};
+    struct prep_pair p2 = {p1.k, qin_args(c, &q, f, K, out2)};
+    p2.k.cache = out2 + qb;
+    p2.q.q_raw = p1.q.q_raw, p2.q.w_raw = p1.q.w_raw, p2.q.pos = p1.q.pos;
+    p2.q.cos = p1.q.cos, p2.q.sin = p1.q.sin;
+    if (d.failed || !status_ok(c, c->impl->k_prep(f, &p1.k), "k_prep") ||
+        !status_ok(c, c->impl->q_prep(f, &p1.q), "q_prep") || dget(&d, want, out1, all) ||
+        !status_ok(c, c->impl->prep(f, &p2.k, &p2.q), "prep") || dget(&d, got, out2, all)) {
+        pass = 0;
+        c->device_error |= d.failed;
+    }
+    if (pass) {
+        size_t ndiff = 0;
+        for (size_t i = 0; i < all; i++)
+            ndiff += want[i] != got[i] || (!c->o->vs_golden && ref[i] != got[i]);
+        snprintf(err, sizeof err, "%zu B", ndiff);
+        pass = ndiff == 0;
+    }
+    if (pass)
+        pass = reruns_identical(c, &d, STAGE_PREP, f, &p2, out2, all, got, again, det, sizeof det);
+    row(c, "prep", name, pass ? "PASS" : "FAIL", err, "-", "-", "-", det);
+    dfree(&d);
+    kin_free(&k);
+    qin_free(&q);
+    free(ref);
+    free(want);
     free(got);
     free(again);
 }
@@ -962,6 +1138,14 @@ int dsa_kcheck_run(const struct dsa_kcheck_opts *o, FILE *out, struct dsa_kcheck
        keeps the inputs of earlier runs (a result can be compared with an earlier one) */
     dsa_k_flags_default(&f);
     check_q_prep(&c, 17, &f, true);
+    /* S1 + S2 in one call: a decode step's T = 256 (64 k blocks then 1,024 q blocks), odd
+       counts on both sides, one side empty, 32 heads with bf16 weights */
+    static const int Tk[] = {256, 1, 17, 0, 9}, Tq[] = {256, 1, 5, 3, 0};
+    for (size_t i = 0; i < 5 && !c.device_error; i++)
+        check_prep(&c, Tk[i], Tq[i], &f);
+    f.heads = 32;
+    f.weights = DSA_K_BF16;
+    check_prep(&c, 63, 63, &f);
 
     free(c.cos);
     free(c.sin);

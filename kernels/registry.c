@@ -90,7 +90,7 @@ const struct dsa_kernels_api *dsa_kernels_load(const char *path)
         why = DSA_KERNELS_SYMBOL "() returned NULL";
     else if (api->abi_version != DSA_KERNELS_ABI_VERSION)
         why = "ABI version differs from this dsa-eval's";
-    else if (api->struct_size < sizeof(struct dsa_kernels_api))
+    else if (api->struct_size < DSA_KERNELS_API_SIZE_V1)
         why = "its API struct is older than this dsa-eval's";
     else if (!api->name || !api->device || !api->alloc || !api->free || !api->upload ||
              !api->download || !api->memset_ || !api->sync || !api->supported || !api->k_prep ||

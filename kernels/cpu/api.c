@@ -59,6 +59,7 @@ static const struct dsa_kernels_api cpu_api = {
     /* .logits_decode  = */ dsa_cpu_logits_decode,
     /* .logits_prefill = */ dsa_cpu_logits_prefill,
     /* .topk           = */ dsa_cpu_topk,
+    /* .prep           = */ dsa_cpu_prep,
 };
 
 const struct dsa_kernels_api *dsa_kernels_cpu(void)

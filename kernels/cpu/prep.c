@@ -191,3 +191,10 @@ int dsa_cpu_q_prep(const struct dsa_k_flags *f, const struct dsa_q_prep_args *a)
             a->topk_fill[i] = -1;
     return DSA_K_OK;
 }
+
+int dsa_cpu_prep(const struct dsa_k_flags *f, const struct dsa_k_prep_args *k,
+                 const struct dsa_q_prep_args *q)
+{
+    int rc = dsa_cpu_k_prep(f, k);
+    return rc ? rc : dsa_cpu_q_prep(f, q);
+}

@@ -60,6 +60,13 @@ static int cuda_topk(const dsa_k_flags *f, const dsa_topk_args *a)
                                         : DSA_K_UNSUPPORTED;
 }
 
+static int cuda_prep(const dsa_k_flags *f, const dsa_k_prep_args *k, const dsa_q_prep_args *q)
+{
+    dsa_k_shape s = {DSA_K_STAGE_Q_PREP, 0, 0};
+    return dsa_k_shape_supported(f, &s) ? launched("prep", dsa_cuda_prep_launch(f, k, q, 0))
+                                        : DSA_K_UNSUPPORTED;
+}
+
 /* ---- the vtable ---- */
 
 static char device_name[320] = "cuda";
@@ -128,6 +135,7 @@ static const dsa_kernels_api cuda_vtable = {
     /* .logits_decode  = */ cuda_logits_decode,
     /* .logits_prefill = */ cuda_logits_prefill,
     /* .topk           = */ cuda_topk,
+    /* .prep           = */ cuda_prep,
 };
 
 /* the vtable when a GPU is usable, else NULL; the first call probes the device */

@@ -16,6 +16,9 @@
    kernel launched just before may write those inputs; in this API they are only uploaded */
 int dsa_cuda_k_prep_launch(const dsa_k_flags *f, const dsa_k_prep_args *a, cudaStream_t st);
 int dsa_cuda_q_prep_launch(const dsa_k_flags *f, const dsa_q_prep_args *a, cudaStream_t st);
+/* both in one grid: k's blocks first, then q's (the fill after it, as q_prep's) */
+int dsa_cuda_prep_launch(const dsa_k_flags *f, const dsa_k_prep_args *k, const dsa_q_prep_args *q,
+                         cudaStream_t st);
 int dsa_cuda_logits_decode_launch(const dsa_k_flags *f, const dsa_logits_decode_args *a,
                                   cudaStream_t st);
 /* the fp8 wgmma S3a kernel (decode_wgmma.cu, DSA_CUDA_LOGITS=wgmma); DSA_K_UNSUPPORTED for

@@ -4,6 +4,9 @@
  * bytes, scales and weights are bit-identical to it.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "common.cuh"
 #include "dsa_cuda.h"
 
@@ -69,11 +72,11 @@ __device__ __forceinline__ void store_q(uint8_t *out, const uint8_t q[4])
    (it may read the cache, q8 or w they write) only before their first store. Their inputs
    (raw k/q, weights, positions, slots, RoPE tables) are never written by a kernel of this API,
    only uploaded; dsa_cuda.h states it. */
-__global__ static void k_prep_kernel(const dsa_k_flags f, dsa_k_prep_args a)
+__device__ __forceinline__ void k_prep_block(const dsa_k_flags &f, const dsa_k_prep_args &a,
+                                             unsigned blk)
 {
-    d_pdl_launch_next();
     const int lane = threadIdx.x & 31;
-    const int t = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const int t = blk * (blockDim.x / 32) + threadIdx.x / 32;
     if (t >= a.T || a.slot[t] < 0) {
         d_pdl_wait(); /* so that this grid ends after the one before (see topk.cu) */
         return;
@@ -104,16 +107,21 @@ __global__ static void k_prep_kernel(const dsa_k_flags f, dsa_k_prep_args a)
         *(float *)(base + DSA_K_SCALE_OFF + off * 4) = s;
 }
 
+__global__ static void k_prep_kernel(const dsa_k_flags f, dsa_k_prep_args a)
+{
+    d_pdl_launch_next();
+    k_prep_block(f, a, blockIdx.x);
+}
+
 /* QV (token, head) vectors a warp: their loads in flight together (a decode step's few
    thousand vectors then fit one wave of resident warps) */
 #define QV 4
 
-__global__ static void q_prep_kernel(const dsa_k_flags f, dsa_q_prep_args a)
+__device__ __forceinline__ void q_prep_block(const dsa_k_flags &f, const dsa_q_prep_args &a,
+                                             unsigned blk)
 {
-    d_pdl_launch_next();
     const int lane = threadIdx.x & 31, H = f.heads;
-    const long n = (long)a.T * H,
-               th0 = ((long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32) * QV;
+    const long n = (long)a.T * H, th0 = ((long)blk * (blockDim.x / 32) + threadIdx.x / 32) * QV;
     float v[QV][4], s[QV], w[QV];
     uint8_t q[QV][4];
 #pragma unroll
@@ -148,6 +156,25 @@ __global__ static void q_prep_kernel(const dsa_k_flags f, dsa_q_prep_args a)
     }
 }
 
+__global__ static void q_prep_kernel(const dsa_k_flags f, dsa_q_prep_args a)
+{
+    d_pdl_launch_next();
+    q_prep_block(f, a, blockIdx.x);
+}
+
+/* S1 and S2 of a step in one grid: blocks [0, kb) are k_prep's, the rest q_prep's. The two
+   write disjoint buffers (the API's contract), so their blocks need no order; in one launch
+   the short k chains run beside the q chains instead of after a second launch's latency */
+__global__ static void prep_kernel(const dsa_k_flags f, dsa_k_prep_args k, dsa_q_prep_args q,
+                                   unsigned kb)
+{
+    d_pdl_launch_next();
+    if (blockIdx.x < kb)
+        k_prep_block(f, k, blockIdx.x);
+    else
+        q_prep_block(f, q, blockIdx.x - kb);
+}
+
 __global__ static void fill_kernel(int32_t *p, long n)
 {
     for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
@@ -155,12 +182,34 @@ __global__ static void fill_kernel(int32_t *p, long n)
         p[i] = -1;
 }
 
+/* blocks of 128 threads (4 warps) for each side: k one token a warp, q QV vectors a warp */
+static unsigned k_blocks(const dsa_k_prep_args *a)
+{
+    return a->T > 0 ? (unsigned)((a->T + 3) / 4) : 0;
+}
+
+static unsigned q_blocks(const dsa_k_flags *f, const dsa_q_prep_args *a)
+{
+    long warps = a->T > 0 ? ((long)a->T * f->heads + QV - 1) / QV : 0;
+    return (unsigned)((warps + 3) / 4);
+}
+
+/* q_prep's -1 fill of the top-k buffer, after its kernel */
+static void fill_topk(const dsa_q_prep_args *a, cudaStream_t st)
+{
+    if (a->T <= 0 || !a->topk_fill || a->topk_k <= 0)
+        return;
+    long n = (long)a->T * a->topk_k;
+    fill_kernel<<<(unsigned)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096), 256, 0, st>>>(
+        a->topk_fill, n);
+}
+
 int dsa_cuda_k_prep_launch(const dsa_k_flags *f, const dsa_k_prep_args *a, cudaStream_t st)
 {
     if (a->T <= 0)
         return DSA_K_OK;
     cudaLaunchAttribute pdl;
-    const cudaLaunchConfig_t c = d_pdl_config(dim3((a->T + 3) / 4), dim3(128), 0, st, &pdl);
+    const cudaLaunchConfig_t c = d_pdl_config(dim3(k_blocks(a)), dim3(128), 0, st, &pdl);
     CUDA_CHECK(cudaLaunchKernelEx(&c, k_prep_kernel, *f, *a));
     return DSA_K_OK;
 }
@@ -169,15 +218,32 @@ int dsa_cuda_q_prep_launch(const dsa_k_flags *f, const dsa_q_prep_args *a, cudaS
 {
     if (a->T <= 0)
         return DSA_K_OK;
-    long warps = ((long)a->T * f->heads + QV - 1) / QV;
     cudaLaunchAttribute pdl;
-    const cudaLaunchConfig_t c =
-        d_pdl_config(dim3((unsigned)((warps + 3) / 4)), dim3(128), 0, st, &pdl);
+    const cudaLaunchConfig_t c = d_pdl_config(dim3(q_blocks(f, a)), dim3(128), 0, st, &pdl);
     CUDA_CHECK(cudaLaunchKernelEx(&c, q_prep_kernel, *f, *a));
-    if (a->topk_fill && a->topk_k > 0) {
-        long n = (long)a->T * a->topk_k;
-        fill_kernel<<<(unsigned)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096), 256, 0, st>>>(
-            a->topk_fill, n);
+    fill_topk(a, st);
+    return DSA_K_OK;
+}
+
+int dsa_cuda_prep_launch(const dsa_k_flags *f, const dsa_k_prep_args *k, const dsa_q_prep_args *q,
+                         cudaStream_t st)
+{
+    /* DSA_CUDA_PREP=split: the two launches, to time one form against the other */
+    static int split = -1;
+    if (split < 0) {
+        const char *e = getenv("DSA_CUDA_PREP");
+        split = e && !strcmp(e, "split");
     }
+    const unsigned kb = k_blocks(k), qb = q_blocks(f, q);
+    if (split) {
+        int rc = dsa_cuda_k_prep_launch(f, k, st);
+        return rc ? rc : dsa_cuda_q_prep_launch(f, q, st);
+    }
+    if (!kb || !qb) /* one side only: its own kernel */
+        return kb ? dsa_cuda_k_prep_launch(f, k, st) : dsa_cuda_q_prep_launch(f, q, st);
+    cudaLaunchAttribute pdl;
+    const cudaLaunchConfig_t c = d_pdl_config(dim3(kb + qb), dim3(128), 0, st, &pdl);
+    CUDA_CHECK(cudaLaunchKernelEx(&c, prep_kernel, *f, *k, *q, kb));
+    fill_topk(q, st);
     return DSA_K_OK;
 }

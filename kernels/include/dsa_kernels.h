@@ -132,6 +132,16 @@ struct dsa_q_prep_args {
 };
 
 /*
+ * S1 and S2 of one step in one call (prep): the same bytes as k_prep(k) then q_prep(q), each
+ * side's T may be 0. For a decode step, where either kernel alone is a few microseconds of
+ * dependent loads and reductions over too few blocks to fill the GPU, one launch runs both
+ * (kernels/cuda/prep.cu). Contract: no buffer q_prep writes is an input or output of k_prep,
+ * nor the reverse.
+ */
+int dsa_cpu_prep(const struct dsa_k_flags *f, const struct dsa_k_prep_args *k,
+                 const struct dsa_q_prep_args *q);
+
+/*
  * S3a decode logits over the paged cache, next_n rows per sequence (MTP verify).
  *   q8 [B,N,H,128] e4m3, w [B*N,H] f32|bf16 (flags.weights), N in {1,2,3,4}
  *   cache pages, block_table [B,max_blocks] i32 (page ids), ctx [B,N] i32 (= L_b - N + j + 1)
@@ -268,7 +278,24 @@ struct dsa_kernels_api {
     int (*logits_decode)(const struct dsa_k_flags *f, const struct dsa_logits_decode_args *a);
     int (*logits_prefill)(const struct dsa_k_flags *f, const struct dsa_logits_prefill_args *a);
     int (*topk)(const struct dsa_k_flags *f, const struct dsa_topk_args *a);
+    /* optional, added after the first ABI: S1 and S2 in one call (dsa_cpu_prep). A plugin
+       built before it has a struct_size of DSA_KERNELS_API_SIZE_V1 and no such slot:
+       dsa_kernels_prep() below then makes the two calls. */
+    int (*prep)(const struct dsa_k_flags *f, const struct dsa_k_prep_args *k,
+                const struct dsa_q_prep_args *q);
 };
+/* the size of the struct before `prep`: the smallest a plugin may hand over */
+#define DSA_KERNELS_API_SIZE_V1 offsetof(struct dsa_kernels_api, prep)
+
+/* S1 then S2 through api: its prep slot where it has one, else k_prep and q_prep */
+static inline int dsa_kernels_prep(const struct dsa_kernels_api *api, const struct dsa_k_flags *f,
+                                   const struct dsa_k_prep_args *k, const struct dsa_q_prep_args *q)
+{
+    if (api->struct_size > DSA_KERNELS_API_SIZE_V1 && api->prep)
+        return api->prep(f, k, q);
+    int rc = api->k_prep(f, k);
+    return rc ? rc : api->q_prep(f, q);
+}
 
 typedef const struct dsa_kernels_api *(*dsa_kernels_get_api_fn)(void);
 

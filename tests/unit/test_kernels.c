@@ -452,8 +452,65 @@ static void test_plugin_abi(void **state)
     fclose(out);
     assert_int_equal(res.failed, 0);
     assert_true(res.passed >= 20);
+    /* S1 + S2 in one call: the plugin's prep slot against its own two calls */
+    o.filter = "prep/Tk=";
+    out = fopen("/dev/null", "w");
+    assert_int_equal(dsa_kcheck_run(&o, out, &res), 0);
+    fclose(out);
+    assert_int_equal(res.failed, 0);
+    assert_int_equal(res.skipped, 0);
+    assert_int_equal(res.passed, 6);
     assert_null(dsa_kernels_load(bad)); /* wrong ABI version */
     assert_null(dsa_kernels_load("/nonexistent/libx.so"));
+    dsa_kernels_unload();
+}
+
+/* A plugin built before the prep slot loads; its slot past struct_size (here a function that
+   aborts) is never called: dsa_kernels_prep() makes the two calls, the check skips its rows */
+static void test_plugin_v1(void **state)
+{
+    (void)state;
+    const char *so = getenv("DSA_TEST_PLUGIN_V1");
+    if (!so)
+        fail_msg("DSA_TEST_PLUGIN_V1 not set (run the tests through ctest)");
+    const struct dsa_kernels_api *p = dsa_kernels_load(so);
+    assert_non_null(p);
+    assert_int_equal(p->struct_size, DSA_KERNELS_API_SIZE_V1);
+    struct dsa_kcheck_opts o = {p, 0, "prep/Tk=", 1, 5, 1};
+    struct dsa_kcheck_result res;
+    FILE *out = fopen("/dev/null", "w");
+    assert_int_equal(dsa_kcheck_run(&o, out, &res), 0);
+    fclose(out);
+    assert_int_equal(res.failed, 0);
+    assert_int_equal(res.passed, 0);
+    assert_int_equal(res.skipped, 6);
+    /* one token through dsa_kernels_prep(): the same bytes as the reference's two calls */
+    struct dsa_k_flags f;
+    dsa_k_flags_default(&f);
+    uint16_t k_raw[128], q_raw[64 * 128], w_raw[64];
+    float ln_w[128], ln_b[128], cs[32], sn[32], qs[2][64], w[2][64];
+    int64_t pos = 0, slot = 3;
+    for (int i = 0; i < 128; i++) {
+        k_raw[i] = dsa_f32_to_bf16((float)(i % 11) - 5.0f);
+        ln_w[i] = 1.0f, ln_b[i] = 0.01f * (float)i;
+    }
+    for (int i = 0; i < 64 * 128; i++)
+        q_raw[i] = dsa_f32_to_bf16((float)(i % 13) - 6.0f);
+    for (int i = 0; i < 64; i++)
+        w_raw[i] = dsa_f32_to_bf16(0.01f * (float)(i + 1));
+    for (int i = 0; i < 32; i++)
+        cs[i] = 1.0f, sn[i] = 0.0f;
+    static uint8_t cache[2][DSA_K_PAGE_BYTES], q8[2][64 * 128];
+    for (int r = 0; r < 2; r++) {
+        struct dsa_k_prep_args k = {1, 1, k_raw, ln_w, ln_b, &pos, cs, sn, &slot, cache[r]};
+        struct dsa_q_prep_args q = {1,  1,     q_raw, w_raw, DSA_K_BF16, &pos, cs,
+                                    sn, q8[r], qs[r], w[r],  NULL,       0};
+        assert_int_equal(r ? dsa_kernels_prep(p, &f, &k, &q) : dsa_cpu_prep(&f, &k, &q), 0);
+    }
+    assert_memory_equal(cache[0], cache[1], sizeof cache[0]);
+    assert_memory_equal(q8[0], q8[1], sizeof q8[0]);
+    assert_memory_equal(qs[0], qs[1], sizeof qs[0]);
+    assert_memory_equal(w[0], w[1], sizeof w[0]);
     dsa_kernels_unload();
 }
 
@@ -490,12 +547,19 @@ static void test_kutil(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_e4m3_exhaustive),  cmocka_unit_test(test_e4m3_table_python),
-        cmocka_unit_test(test_bf16_weights_5m),  cmocka_unit_test(test_k_prep_hand),
-        cmocka_unit_test(test_q_prep_hand),      cmocka_unit_test(test_logits_hand),
-        cmocka_unit_test(test_topk_adversarial), cmocka_unit_test(test_reference_vs_golden),
-        cmocka_unit_test(test_threads_bitwise),  cmocka_unit_test(test_flags),
-        cmocka_unit_test(test_plugin_abi),       cmocka_unit_test(test_kutil),
+        cmocka_unit_test(test_e4m3_exhaustive),
+        cmocka_unit_test(test_e4m3_table_python),
+        cmocka_unit_test(test_bf16_weights_5m),
+        cmocka_unit_test(test_k_prep_hand),
+        cmocka_unit_test(test_q_prep_hand),
+        cmocka_unit_test(test_logits_hand),
+        cmocka_unit_test(test_topk_adversarial),
+        cmocka_unit_test(test_reference_vs_golden),
+        cmocka_unit_test(test_threads_bitwise),
+        cmocka_unit_test(test_flags),
+        cmocka_unit_test(test_plugin_abi),
+        cmocka_unit_test(test_plugin_v1),
+        cmocka_unit_test(test_kutil),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
