@@ -433,6 +433,19 @@ static void test_flags(void **state)
                              "weights=bf16,logits=f32,heads=32");
 }
 
+/* `kernels check` of implementation p on the cases matching f (one rerun, seed 5, the quick
+   shapes), its report discarded; asserts that the run itself completed */
+static struct dsa_kcheck_result kcheck_quiet(const struct dsa_kernels_api *p, const char *f)
+{
+    struct dsa_kcheck_opts o = {p, 0, f, 1, 5, 1};
+    struct dsa_kcheck_result res;
+    FILE *out = fopen("/dev/null", "w");
+    assert_non_null(out);
+    assert_int_equal(dsa_kcheck_run(&o, out, &res), 0);
+    fclose(out);
+    return res;
+}
+
 /* a second build of the reference, loaded as a plugin, gives the same bytes */
 static void test_plugin_abi(void **state)
 {
@@ -445,18 +458,11 @@ static void test_plugin_abi(void **state)
     assert_true(p != dsa_kernels_cpu());
     assert_string_equal(p->name, "test-plugin (cpu reference copy)");
     assert_true(p->k_prep != dsa_kernels_cpu()->k_prep); /* its own copy of the code */
-    struct dsa_kcheck_opts o = {p, 0, "logits_decode", 1, 5, 1};
-    struct dsa_kcheck_result res;
-    FILE *out = fopen("/dev/null", "w");
-    assert_int_equal(dsa_kcheck_run(&o, out, &res), 0);
-    fclose(out);
+    struct dsa_kcheck_result res = kcheck_quiet(p, "logits_decode");
     assert_int_equal(res.failed, 0);
     assert_true(res.passed >= 20);
     /* S1 + S2 in one call: the plugin's prep slot against its own two calls */
-    o.filter = "prep/Tk=";
-    out = fopen("/dev/null", "w");
-    assert_int_equal(dsa_kcheck_run(&o, out, &res), 0);
-    fclose(out);
+    res = kcheck_quiet(p, "prep/Tk=");
     assert_int_equal(res.failed, 0);
     assert_int_equal(res.skipped, 0);
     assert_int_equal(res.passed, 6);
@@ -476,11 +482,7 @@ static void test_plugin_v1(void **state)
     const struct dsa_kernels_api *p = dsa_kernels_load(so);
     assert_non_null(p);
     assert_int_equal(p->struct_size, DSA_KERNELS_API_SIZE_V1);
-    struct dsa_kcheck_opts o = {p, 0, "prep/Tk=", 1, 5, 1};
-    struct dsa_kcheck_result res;
-    FILE *out = fopen("/dev/null", "w");
-    assert_int_equal(dsa_kcheck_run(&o, out, &res), 0);
-    fclose(out);
+    struct dsa_kcheck_result res = kcheck_quiet(p, "prep/Tk=");
     assert_int_equal(res.failed, 0);
     assert_int_equal(res.passed, 0);
     assert_int_equal(res.skipped, 6);
