@@ -250,7 +250,7 @@ __global__ static void __launch_bounds__(DW_THREADS + 32, MINB)
     constexpr int NC = N * H, NCP = NC / P, NP = N / P;
     using L = dw_smem_layout<NC, STG>;
     extern __shared__ unsigned char smem_raw[];
-    uint8_t *sm = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    uint8_t *sm = dw_align1024(smem_raw);
     uint8_t *kst = sm + L::k, *qs = sm + L::q;
     float *sc = (float *)(sm + L::s), *ws = (float *)(sm + L::w);
     uint64_t *full = (uint64_t *)(sm + L::bar), *empty = full + STG;
@@ -331,16 +331,6 @@ template <int N, int STG> struct dw_cons {
     float kv0, kv1;
 };
 
-/* an empty asm that claims to rewrite every register of acc: the compiler may not move the
-   accumulator's reads above the wgmma wait before it, nor keep copies of it across the next
-   wgmma (ptxas would then serialise the wgmma) */
-template <int R> __device__ __forceinline__ void dw_fence_acc(float (&acc)[R])
-{
-#pragma unroll
-    for (int r = 0; r < R; r++)
-        asm volatile("" : "+f"(acc[r])::"memory");
-}
-
 /* unit u's wgmma into acc, after waiting for its stage's K when it is the tile's first pass;
    nothing for a tile with no visible key (not loaded) */
 template <int H, int N, int P, int STG>
@@ -419,7 +409,7 @@ __global__ static void __launch_bounds__(DW_THREADS + 32, dw_ovl_ctas<N, P>())
     constexpr int NC = N * H, NCP = NC / P;
     using L = dw_smem_layout<NC, STG>;
     extern __shared__ unsigned char smem_raw[];
-    uint8_t *sm = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    uint8_t *sm = dw_align1024(smem_raw);
     dw_cons<N, STG> c;
     c.p = &p;
     c.kst = sm + L::k, c.qs = sm + L::q;

@@ -31,12 +31,16 @@
  * - K tiles in STG stages, full / empty mbarrier pairs; each consumer thread arrives on the
  *   stage's empty barrier once its wgmma has completed (racecheck follows per-thread
  *   arrivals, decode_wgmma.cu says why).
- * Epilogue: thread (warp w, g, c) holds keys 16w + g and 16w + g + 8 and, of each row r of
- * the group, heads 8i + 2c + {0, 1}; relu(dot) * w over its H/4 heads in that order (one fma
- * chain), two xor-shuffles over the 4 lanes c, times the key's scale, rounded once to f32
- * (then bf16 when asked). A fixed order, so reruns are bitwise identical. The fp8 tensor
- * core's partial sums are not the reference's exact dots, so the check holds the logits to
- * calc_diff <= 5e-6 and identical masks (as for the decode kernel), not bit equality.
+ * - The 256 q columns are two halves of 128 (two accumulators of 64 registers, two wgmma
+ *   commit groups per tile), software-pipelined: a half's epilogue runs while the other
+ *   half's wgmmas do, so the tensor cores are not idle through the epilogue.
+ * Epilogue of a half: thread (warp w, g, c) holds keys 16w + g and 16w + g + 8 and, of each
+ * row r, heads 8i + 2c + {0, 1}; relu(dot) * w over its H/4 heads in that order (one fma
+ * chain), a reduce-scatter over the 4 lanes c (two xor-shuffle rounds), after which every lane
+ * holds whole sums for its own (row, key) pairs and stores them times the key's scale, rounded
+ * once to f32 (then bf16 when asked). A fixed order, so reruns are bitwise identical. The fp8
+ * tensor core's partial sums are not the reference's exact dots, so the check holds the logits
+ * to calc_diff <= 5e-6 and identical masks (as for the decode kernel), not bit equality.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #include <stdlib.h>
@@ -63,7 +67,8 @@ struct pf_params {
     int M;
     long NK, stride;
     int clean;
-    long tiles, total; /* tiles per group, groups * tiles */
+    int tiles;  /* per group (cols <= 2^31 - 64, so keys and tiles fit an int) */
+    long total; /* groups * tiles */
 };
 
 /* the shared layout: STG K stages (1024-byte aligned), q (NC rows of 128 bytes, 1024-aligned
@@ -83,10 +88,16 @@ __device__ __forceinline__ int pf_lo(const pf_params &p, int m)
     return p.rs ? p.rs[m] : 0;
 }
 
-__device__ __forceinline__ bool pf_live(long tile, int kmin, int kmax, long NK)
+/* [la, lb): the live tiles of a group whose rows see the keys [kmin, kmax): those holding a
+   key < NK in that span (none when kmax <= kmin) */
+__device__ __forceinline__ void pf_live_span(const pf_params &p, int kmin, int kmax, int &la,
+                                             int &lb)
 {
-    const long t0 = tile * PF_KEYS;
-    return t0 < kmax && t0 + PF_KEYS > kmin && t0 < NK;
+    la = lb = 0;
+    if (kmax > kmin) {
+        la = kmin / PF_KEYS;
+        lb = (int)((min((long)kmax, p.NK) + PF_KEYS - 1) / PF_KEYS);
+    }
 }
 
 /* the 64 K rows from key t0 into dst (1024-byte aligned), 128-byte swizzled */
@@ -118,34 +129,66 @@ __device__ __forceinline__ void pf_group_span(const pf_params &p, int g, int &km
     kmin = lo, kmax = hi;
 }
 
-/* The copy warp: tiles [t_begin, t_end) into the stage ring; for each, wait for the stage to
-   be free (its empty barrier: the 128 consumer threads are done with it), then lane 0 issues
-   the TMA (live tile) or a plain arrive (dead tile, never loaded). */
+/* The stage ring's slot and phase, one step per live tile (both sides count the same tiles) */
+struct pf_ring {
+    int s;
+    uint32_t phase;
+};
+
+__device__ __forceinline__ void pf_ring_next(pf_ring &r)
+{
+    if (++r.s == PF_STG)
+        r.s = 0, r.phase ^= 1u;
+}
+
+/* One group's part of the CTA's range: its tiles [ta, tb), of which [la, lb) are live (la == lb
+   when none is); computed the same way by the copy warp and the consumers. */
+struct pf_seg {
+    int g, ta, tb, la, lb;
+};
+
+__device__ __forceinline__ pf_seg pf_seg_at(const pf_params &p, long t, long t_end)
+{
+    pf_seg q;
+    q.g = (int)(t / p.tiles);
+    q.ta = (int)(t - (long)q.g * p.tiles);
+    q.tb = (int)min((long)p.tiles, q.ta + (t_end - t));
+    return q;
+}
+
+__device__ __forceinline__ void pf_seg_live(const pf_params &p, pf_seg &q, int kmin, int kmax)
+{
+    pf_live_span(p, kmin, kmax, q.la, q.lb);
+    q.la = max(q.la, q.ta);
+    q.lb = max(q.la, min(q.lb, q.tb));
+}
+
+/* The copy warp: the live tiles of each group segment of [t_begin, t_end) into the stage ring;
+   for each, wait for the stage to be free (its empty barrier: the 128 consumer threads are done
+   with it), then lane 0 issues the TMA. Dead tiles are never loaded nor waited for. */
 template <int R>
 __device__ __forceinline__ void pf_producer(const pf_params &p, const CUtensorMap *map,
                                             long t_begin, long t_end, uint8_t *kst, uint64_t *full,
                                             uint64_t *empty)
 {
     const int lane = threadIdx.x & 31;
-    int cur_g = -1, kmin = 0, kmax = 0;
-    for (long t = t_begin, i = 0; t < t_end; t++, i++) {
-        const int g = (int)(t / p.tiles), s = (int)(i % PF_STG);
-        const long tile = t % p.tiles;
-        if (g != cur_g) {
-            cur_g = g;
-            pf_group_span<R>(p, g, kmin, kmax);
-        }
-        if (i >= PF_STG) /* the consumers' release of the stage's previous use */
-            dw_bar_wait(&empty[s], (uint32_t)(i / PF_STG - 1) & 1u);
-        if (lane == 0) {
-            if (pf_live(tile, kmin, kmax, p.NK)) {
-                dw_bar_expect(&full[s], PF_KBYTES);
-                pf_tma(kst + s * PF_KBYTES, map, (int)(tile * PF_KEYS), &full[s]);
-            } else {
-                dw_bar_arrive(&full[s]);
+    pf_ring ring = {0, 0u};
+    long n = 0; /* live tiles so far */
+    for (long t = t_begin; t < t_end;) {
+        pf_seg q = pf_seg_at(p, t, t_end);
+        int kmin, kmax;
+        pf_group_span<R>(p, q.g, kmin, kmax);
+        pf_seg_live(p, q, kmin, kmax);
+        for (int tile = q.la; tile < q.lb; tile++, n++, pf_ring_next(ring)) {
+            if (n >= PF_STG) /* the consumers' release of the stage's previous use */
+                dw_bar_wait_idle(&empty[ring.s], ring.phase ^ 1u);
+            if (lane == 0) {
+                dw_bar_expect(&full[ring.s], PF_KBYTES);
+                pf_tma(kst + ring.s * PF_KBYTES, map, tile * PF_KEYS, &full[ring.s]);
             }
+            __syncwarp();
         }
-        __syncwarp();
+        t += q.tb - q.ta;
     }
 }
 
@@ -193,40 +236,165 @@ __device__ __forceinline__ void pf_load_group(const pf_params &p, int g, uint8_t
     dw_consumers_sync();
 }
 
-/* The epilogue of one tile: rows row0 .. row0 + R - 1 from acc (column r * H + h), keys
-   t0 + 16 warp + grp (+ 8); lanes c 0 and 1 store keys grp and grp + 8, or the mask outside
-   the row's range when clean. Not live: masks only. */
-template <int H, int R>
-__device__ __forceinline__ void pf_epilogue(const pf_params &p, const float (&acc)[PF_NC / 2],
-                                            const float *ws, bool live, float kv0, float kv1,
-                                            int row0, long t0, const int *rng)
+/* Four lanes tig hold v[0 .. N) each; afterwards v[u] (u < N / 4) of lane tig is the sum over
+   the four of their v[4u + tig]: two xor-shuffle rounds, each lane sending the half it does not
+   keep (N/2 + N/4 shuffles instead of 2N for a full reduction). Each sum is formed on one lane
+   in a fixed order, so reruns are bitwise identical. */
+template <int N> __device__ __forceinline__ void pf_reduce_scatter(float (&v)[N], int tig)
 {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, grp = lane >> 2, tig = lane & 3;
+    const bool b0 = tig & 1, b1 = tig & 2;
 #pragma unroll
-    for (int r = 0; r < R; r++) {
-        float part0 = 0.0f, part1 = 0.0f; /* keys 16 warp + grp and + 8 */
-        if (live) {
-            dw_head_sum<H>(acc, r, ws, tig, part0, part1);
+    for (int k = 0; k < N / 2; k++) { /* v[k] becomes the pair sum of index 2k + b0 */
+        const float a = v[2 * k], c = v[2 * k + 1];
+        v[k] = __fadd_rn(b0 ? c : a, __shfl_xor_sync(0xffffffffu, b0 ? a : c, 1));
+    }
+#pragma unroll
+    for (int k = 0; k < N / 4; k++) { /* v[k] becomes the sum of index 4k + 2 b1 + b0 */
+        const float a = v[2 * k], c = v[2 * k + 1];
+        v[k] = __fadd_rn(b1 ? c : a, __shfl_xor_sync(0xffffffffu, b1 ? a : c, 2));
+    }
+}
+
+/* this lane's key scale in the tile from key t0 (key t0 + 16 warp + grp + 8 (tig & 1); 0 past
+   NK); loaded a tile ahead, so the load hides under the epilogue before it */
+__device__ __forceinline__ float pf_kv(const pf_params &p, int t0)
+{
+    const int lane = threadIdx.x & 31,
+              key = t0 + 16 * (threadIdx.x >> 5) + (lane >> 2) + 8 * (lane & 1);
+    return key < p.NK ? __ldg(p.ks + key) : 0.0f;
+}
+
+/* the 4 k32 steps of half HALF of the q columns over K stage s into acc, one commit group */
+template <int HALF>
+__device__ __forceinline__ void pf_issue(float (&acc)[PF_NC / 4], int s, const uint8_t *kst,
+                                         const uint8_t *qs)
+{
+    /* a k-step is 32 bytes further: 2 in the descriptor's address field (in 16 bytes) */
+    const uint64_t da = dw_desc(dw_smem(kst + s * PF_KBYTES)),
+                   db = dw_desc(dw_smem(qs + HALF * (PF_NC / 2) * 128));
+    dw_fence_acc(acc);
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        dw_mma<PF_NC / 2>::run(acc, da + 2 * k, db + 2 * k, k);
+    dw_commit();
+}
+
+/*
+ * The epilogue of half HALF of a live tile from key t0: its R/2 rows (columns rr * H + h of
+ * acc, rows row0 + HALF * R/2 + rr), keys t0 + 16 warp + grp (+ 8). Head dots per row, a
+ * reduce-scatter over the 4 lanes tig, after which lane tig holds key 8 (tig & 1) of rows
+ * 2u + (tig >> 1): every lane stores R/8 logits (the mask, when clean, outside the row's range),
+ * none idle. It runs while the other half's wgmmas are in flight, so it reads nothing of theirs
+ * and has one store per logit rather than branches around several.
+ */
+template <int H, int R, int HALF>
+__device__ __forceinline__ void pf_epilogue(const pf_params &p, const float (&acc)[PF_NC / 4],
+                                            const float *ws, int t0, float kv, int row0,
+                                            const int *rng)
+{
+    constexpr int RH = R / 2; /* rows of the half */
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tig = lane & 3;
+    float v[2 * RH];
+#pragma unroll
+    for (int rr = 0; rr < RH; rr++)
+        dw_head_dot<H>(acc, rr, ws + HALF * (PF_NC / 2), tig, v[2 * rr], v[2 * rr + 1]);
+    pf_reduce_scatter<2 * RH>(v, tig);
+    const int s = t0 + 16 * warp + (lane >> 2) + 8 * (tig & 1);
+#pragma unroll
+    for (int u = 0; u < RH / 2; u++) {
+        const int r = HALF * RH + 2 * u + (tig >> 1), m = row0 + r;
+        const bool in = s >= rng[r] && s < rng[R + r];
+        if (m < p.M && s < p.stride && (in || p.clean))
+            d_logit_store(p.out, (size_t)m * p.stride + s, p.lbf16,
+                          in ? __fmul_rn(kv, v[u]) : -INFINITY);
+    }
+}
+
+/* the masks of the dead tiles [ta, tb) of the group at row0 (clean only): no key there is seen */
+template <int R>
+__device__ __forceinline__ void pf_masks(const pf_params &p, int row0, int ta, int tb)
+{
+    for (int tile = ta; tile < tb; tile++)
+        for (int e = threadIdx.x; e < R * PF_KEYS; e += DW_THREADS) {
+            const int m = row0 + e / PF_KEYS;
+            const long s = (long)tile * PF_KEYS + e % PF_KEYS;
+            if (m < p.M && s < p.stride)
+                d_logit_mask(p.out, (size_t)m * p.stride + s, p.lbf16);
         }
-        const int m = row0 + r;
-        if (tig >= 2 || m >= p.M)
-            continue;
-        const long s = t0 + 16 * warp + grp + 8 * tig; /* lane tig 0 stores key grp, 1 grp+8 */
-        if (s >= p.stride)
-            continue;
-        const size_t o = (size_t)m * p.stride + s;
-        if (s >= rng[r] && s < rng[R + r])
-            d_logit_store(p.out, o, p.lbf16, __fmul_rn(tig ? kv1 : kv0, tig ? part1 : part0));
-        else if (p.clean)
-            d_logit_mask(p.out, o, p.lbf16);
+}
+
+/* wait for stage ring.s, then both halves of a tile into acc0 / acc1 (two commit groups) */
+__device__ __forceinline__ void pf_issue_tile(const pf_ring &ring, float (&acc0)[PF_NC / 4],
+                                              float (&acc1)[PF_NC / 4], const uint8_t *kst,
+                                              const uint8_t *qs, uint64_t *full)
+{
+    dw_bar_wait(&full[ring.s], ring.phase);
+    pf_issue<0>(acc0, ring.s, kst, qs);
+    pf_issue<1>(acc1, ring.s, kst, qs);
+}
+
+/*
+ * The live tiles [la, lb) of one group, two at a time, software-pipelined over the two halves
+ * of the q columns: half 0's epilogue of the first tile runs under its half 1's wgmmas, half 1's
+ * under the second tile's half 0, and that one's under its half 1; only the last half-epilogue
+ * of a pair has no wgmma of this warpgroup beneath it (the other CTA on the SM covers it). No
+ * wgmma is in flight across the loop's back edge: with one in flight there, ptxas serialises
+ * every wgmma of the kernel (ptxas -v: C7514), so each pair retires its own. An odd last tile
+ * goes alone (its half 0 under its half 1).
+ */
+template <int H, int R>
+__device__ __forceinline__ void
+pf_live_run(const pf_params &p, int row0, int la, int lb, pf_ring &ring, float (&acc0)[PF_NC / 4],
+            float (&acc1)[PF_NC / 4], const uint8_t *kst, const uint8_t *qs, const float *ws,
+            const int *rng, uint64_t *full, uint64_t *empty)
+{
+    int tile = la;
+    for (; tile + 1 < lb; tile += 2) {
+        pf_ring nxt = ring;
+        pf_ring_next(nxt);
+        const int t0 = tile * PF_KEYS, t1 = t0 + PF_KEYS;
+        const float kv0 = pf_kv(p, t0), kv1 = pf_kv(p, t1);
+        pf_issue_tile(ring, acc0, acc1, kst, qs, full);
+        dw_wait<1>(); /* first tile, half 0 */
+        dw_fence_acc(acc0);
+        pf_epilogue<H, R, 0>(p, acc0, ws, t0, kv0, row0, rng);
+        dw_bar_wait(&full[nxt.s], nxt.phase);
+        pf_issue<0>(acc0, nxt.s, kst, qs);
+        dw_wait<1>(); /* first tile, half 1 */
+        dw_fence_acc(acc1);
+        dw_bar_arrive(&empty[ring.s]); /* this thread's reads of the stage are done */
+        pf_epilogue<H, R, 1>(p, acc1, ws, t0, kv0, row0, rng);
+        pf_issue<1>(acc1, nxt.s, kst, qs);
+        dw_wait<1>(); /* second tile, half 0 */
+        dw_fence_acc(acc0);
+        pf_epilogue<H, R, 0>(p, acc0, ws, t1, kv1, row0, rng);
+        dw_wait<0>(); /* second tile, half 1 */
+        dw_fence_acc(acc1);
+        dw_bar_arrive(&empty[nxt.s]);
+        pf_epilogue<H, R, 1>(p, acc1, ws, t1, kv1, row0, rng);
+        pf_ring_next(nxt);
+        ring = nxt;
+    }
+    if (tile < lb) {
+        const float kv = pf_kv(p, tile * PF_KEYS);
+        pf_issue_tile(ring, acc0, acc1, kst, qs, full);
+        dw_wait<1>();
+        dw_fence_acc(acc0);
+        pf_epilogue<H, R, 0>(p, acc0, ws, tile * PF_KEYS, kv, row0, rng);
+        dw_wait<0>();
+        dw_fence_acc(acc1);
+        dw_bar_arrive(&empty[ring.s]);
+        pf_epilogue<H, R, 1>(p, acc1, ws, tile * PF_KEYS, kv, row0, rng);
+        pf_ring_next(ring);
     }
 }
 
 /*
  * H heads, R = 256 / H rows per group. Built for 2 CTAs per SM (a register cap of 204: the
- * 128 accumulator registers plus the epilogue's), so one CTA's epilogue runs while the
- * other's wgmmas do. Each tile: wait for its stage, 4 wgmma k32 steps, wait for them,
- * release the stage, epilogue.
+ * 128 accumulator registers plus the epilogue's). Per group segment of the CTA's range: the
+ * group's q (all wgmmas of the last one are complete), the masks of its dead tiles, then its
+ * live tiles, pipelined (pf_live_run).
  */
 template <int H>
 __global__ static void __launch_bounds__(DW_THREADS + 32, 2)
@@ -235,12 +403,11 @@ __global__ static void __launch_bounds__(DW_THREADS + 32, 2)
     constexpr int R = PF_NC / H;
     using L = pf_layout;
     extern __shared__ unsigned char smem_raw[];
-    uint8_t *sm = (uint8_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    uint8_t *sm = dw_align1024(smem_raw);
     uint8_t *kst = sm + L::k, *qs = sm + L::q;
     float *ws = (float *)(sm + L::w);
     int *rng = (int *)(sm + L::rng);
     uint64_t *full = (uint64_t *)(sm + L::bar), *empty = full + PF_STG;
-    const int warp = threadIdx.x >> 5, grp = (threadIdx.x & 31) >> 2;
     const long t_begin = (long)blockIdx.x * p.total / gridDim.x;
     const long t_end = (long)(blockIdx.x + 1) * p.total / gridDim.x;
 
@@ -252,42 +419,29 @@ __global__ static void __launch_bounds__(DW_THREADS + 32, 2)
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
-    if (warp == DW_THREADS / 32) { /* the copy warp */
+    if (threadIdx.x >= DW_THREADS) { /* the copy warp */
         pf_producer<R>(p, &map, t_begin, t_end, kst, full, empty);
         return;
     }
 
-    float acc[PF_NC / 2];
+    float acc0[PF_NC / 4], acc1[PF_NC / 4];
 #pragma unroll
-    for (int r = 0; r < PF_NC / 2; r++)
-        acc[r] = 0.0f;
-    int cur_g = -1, kmin = 0, kmax = 0;
-    for (long t = t_begin, i = 0; t < t_end; t++, i++) {
-        const int g = (int)(t / p.tiles), s = (int)(i % PF_STG);
-        const long tile = t % p.tiles, t0 = tile * PF_KEYS;
-        if (g != cur_g) {
-            cur_g = g;
-            pf_load_group<H, R>(p, g, qs, ws, rng, kmin, kmax);
+    for (int r = 0; r < PF_NC / 4; r++) /* the first k-step overwrites them; defined inputs */
+        acc0[r] = acc1[r] = 0.0f;
+    pf_ring ring = {0, 0u};
+    for (long t = t_begin; t < t_end;) {
+        pf_seg q = pf_seg_at(p, t, t_end);
+        int kmin, kmax;
+        pf_load_group<H, R>(p, q.g, qs, ws, rng, kmin, kmax);
+        pf_seg_live(p, q, kmin, kmax);
+        if (p.clean) {
+            pf_masks<R>(p, q.g * R, q.ta, q.la);
+            pf_masks<R>(p, q.g * R, q.lb, q.tb);
         }
-        const bool live = pf_live(tile, kmin, kmax, p.NK); /* uniform: the tile was loaded */
-        float kv0 = 0.0f, kv1 = 0.0f;
-        if (live) { /* the scales' loads overlap the stage wait and the wgmma */
-            const long k0 = t0 + 16 * warp + grp, k1 = k0 + 8;
-            kv0 = k0 < p.NK ? __ldg(p.ks + k0) : 0.0f;
-            kv1 = k1 < p.NK ? __ldg(p.ks + k1) : 0.0f;
-        }
-        dw_bar_wait(&full[s], (uint32_t)(i / PF_STG) & 1u);
-        if (live) {
-            const uint32_t ka = dw_smem(kst + s * PF_KBYTES), qa = dw_smem(qs);
-            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-            for (int k = 0; k < 4; k++)
-                dw_mma<PF_NC>::run(acc, dw_desc(ka + 32 * k), dw_desc(qa + 32 * k), k);
-            dw_commit();
-            dw_wait<0>();
-        }
-        dw_bar_arrive(&empty[s]); /* this thread's reads of stage s are done */
-        pf_epilogue<H, R>(p, acc, ws, live, kv0, kv1, g * R, t0, rng);
+        if (q.la < q.lb)
+            pf_live_run<H, R>(p, q.g * R, q.la, q.lb, ring, acc0, acc1, kst, qs, ws, rng, full,
+                              empty);
+        t += q.tb - q.ta;
     }
 }
 
@@ -335,14 +489,26 @@ template <int H> static int pf_launch(const pf_params &p, const CUtensorMap &map
 int dsa_cuda_prefill_wgmma_launch(const dsa_k_flags *f, const dsa_logits_prefill_args *a,
                                   cudaStream_t st)
 {
+    const long cols = a->clean ? a->stride : a->NK, col_max = 0x7fffffffL - PF_KEYS;
     if ((f->heads != 64 && f->heads != 32) || ((uintptr_t)a->k8 & 15) || a->NK <= 0 ||
-        a->NK > 0x7fffffffL)
+        a->NK > col_max || cols > col_max)
         return DSA_K_UNSUPPORTED;
     const int R = PF_NC / f->heads;
-    const long cols = a->clean ? a->stride : a->NK, groups = (a->M + R - 1) / R;
-    pf_params p = {a->q8,      a->w,      f->weights == DSA_K_BF16,       a->ks, a->row_start,
-                   a->row_end, a->logits, f->logits == DSA_K_BF16,        a->M,  a->NK,
-                   a->stride,  a->clean,  (cols + PF_KEYS - 1) / PF_KEYS, 0};
+    const long groups = (a->M + R - 1) / R;
+    pf_params p = {a->q8,
+                   a->w,
+                   f->weights == DSA_K_BF16,
+                   a->ks,
+                   a->row_start,
+                   a->row_end,
+                   a->logits,
+                   f->logits == DSA_K_BF16,
+                   a->M,
+                   a->NK,
+                   a->stride,
+                   a->clean,
+                   (int)((cols + PF_KEYS - 1) / PF_KEYS),
+                   0};
     p.total = p.tiles * groups;
     if (p.total <= 0)
         return DSA_K_OK;

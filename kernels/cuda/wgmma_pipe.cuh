@@ -2,10 +2,10 @@
  * The Hopper pipeline pieces shared by the fp8 wgmma kernels (decode_wgmma.cu, S3a, and
  * prefill_wgmma.cu, S3b): mbarrier init / expect-bytes / arrive / parity wait, the bulk copy
  * into shared memory, the wgmma operand descriptor of a 128-byte-swizzled K-major tile, the
- * wgmma commit / wait, the named barrier of the consumer warpgroup, and the host's lookup of
- * the driver's tensor-map encoder. Header-only (static inline): each kernel file gets its own
- * copy. Every shared-memory pointer passed in must point into the calling CTA's shared memory.
- * SPDX-License-Identifier: GPL-3.0-or-later
+ * wgmma commit / wait, the named barrier of the consumer warpgroup, the epilogue's head dot and
+ * the host's lookup of the driver's tensor-map encoder. Header-only (static inline): each kernel
+ * file gets its own copy. Every shared-memory pointer passed in must point into the calling CTA's
+ * shared memory. SPDX-License-Identifier: GPL-3.0-or-later
  */
 #ifndef DSA_KERNELS_CUDA_WGMMA_PIPE_CUH
 #define DSA_KERNELS_CUDA_WGMMA_PIPE_CUH
@@ -50,6 +50,22 @@ __device__ __forceinline__ void dw_bar_wait(uint64_t *bar, uint32_t parity)
                      "selp.u32 %0, 1, 0, p;\n}\n"
                      : "=r"(done)
                      : "r"(dw_smem(bar)), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
+/* dw_bar_wait for a thread with nothing else to do (a copy warp waiting for a free stage): each
+   try asks the hardware to suspend the thread until the phase completes (or ~10 ms pass), so
+   the wait does not spin on the issue slots its SM sub-partition shares with the consumers */
+__device__ __forceinline__ void dw_bar_wait_idle(uint64_t *bar, uint32_t parity)
+{
+    uint32_t done;
+    do {
+        asm volatile("{\n.reg .pred p;\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(dw_smem(bar)), "r"(parity), "r"(10000000u)
                      : "memory");
     } while (!done);
 }
@@ -105,14 +121,33 @@ static inline PFN_cuTensorMapEncodeTiled_v12000 dw_encoder(void)
     return encode;
 }
 
+/* an empty asm that claims to rewrite every register of acc: the compiler may not move the
+   accumulator's reads above the wgmma wait before it, nor keep copies of it across the next
+   wgmma (ptxas would then serialise every wgmma: ptxas -v reports C7514). After a wait, on the
+   registers it released; before an issue, on those it will write. */
+template <int N> __device__ __forceinline__ void dw_fence_acc(float (&acc)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        asm volatile("" : "+f"(acc[i])::"memory");
+}
+
+/* the first 1024-byte boundary at or after the dynamic shared array (the 128-byte swizzle's
+   atom); an offset from the array itself, not an integer cast, so the compiler still knows the
+   pointer is shared and reads through it with LDS rather than generic loads */
+__device__ __forceinline__ uint8_t *dw_align1024(unsigned char *smem_raw)
+{
+    return smem_raw + ((1024u - (dw_smem(smem_raw) & 1023u)) & 1023u);
+}
+
 /*
- * The epilogue's head sum shared by both wgmma kernels: for accumulator row group `row` (its H
- * columns, H/8 n8-tiles of the m64nNk32 layout), relu(dot) * w over the thread's H/4 heads in one
- * fma chain, then two xor-shuffles over the 4 lanes tig: part0 / part1 are the sums for the
- * thread's keys 16 warp + grp and + 8. A fixed order, so reruns are bitwise identical.
+ * The epilogue's head dot of both wgmma kernels: for accumulator row group `row` (its H columns,
+ * H/8 n8-tiles of the m64nNk32 layout), relu(dot) * w over the thread's H/4 heads in one fma
+ * chain: part0 / part1 for the thread's keys 16 warp + grp and + 8, before the sum over the 4
+ * lanes tig. A fixed order, so reruns are bitwise identical.
  */
 template <int H, int NACC>
-__device__ __forceinline__ void dw_head_sum(const float (&acc)[NACC], int row, const float *ws,
+__device__ __forceinline__ void dw_head_dot(const float (&acc)[NACC], int row, const float *ws,
                                             int tig, float &part0, float &part1)
 {
     part0 = 0.0f;
@@ -126,6 +161,14 @@ __device__ __forceinline__ void dw_head_sum(const float (&acc)[NACC], int row, c
         part1 = __fmaf_rn(wv.x, fmaxf(acc[4 * n8 + 2], 0.0f), part1);
         part1 = __fmaf_rn(wv.y, fmaxf(acc[4 * n8 + 3], 0.0f), part1);
     }
+}
+
+/* dw_head_dot, then two xor-shuffles over the 4 lanes tig: every lane gets the group's sums */
+template <int H, int NACC>
+__device__ __forceinline__ void dw_head_sum(const float (&acc)[NACC], int row, const float *ws,
+                                            int tig, float &part0, float &part1)
+{
+    dw_head_dot<H>(acc, row, ws, tig, part0, part1);
     part0 = __fadd_rn(part0, __shfl_xor_sync(0xffffffffu, part0, 1));
     part1 = __fadd_rn(part1, __shfl_xor_sync(0xffffffffu, part1, 1));
     part0 = __fadd_rn(part0, __shfl_xor_sync(0xffffffffu, part0, 2));
