@@ -148,7 +148,7 @@ static void row(struct ck *c, const char *stage, const char *name, const char *r
                 const char *err, const char *diff, const char *mask, const char *topk,
                 const char *det)
 {
-    fprintf(c->out, "%-15s %-40s %-6s %-11s %-10s %-4s %-4s %s\n", stage, name, result, err, diff,
+    fprintf(c->out, "%-15s %-48s %-6s %-11s %-10s %-4s %-4s %s\n", stage, name, result, err, diff,
             mask, topk, det);
     fflush(c->out);
     if (!strcmp(result, "PASS"))
@@ -794,11 +794,14 @@ static void check_decode(struct ck *c, int B, int N, long L, const struct dsa_k_
     free(again);
 }
 
-static void check_prefill(struct ck *c, int M, long NK, const struct dsa_k_flags *f)
+/* blocked: the two requests' rows one after the other (as a serving engine lays out a ragged
+   batch), so that the second request's row groups see no key of the first half (tiles dead
+   before the live ones); else interleaved (every group sees both halves) */
+static void check_prefill(struct ck *c, int M, long NK, const struct dsa_k_flags *f, int blocked)
 {
     char name[128], err[32] = "-", diff[32] = "-", mask[8] = "-", det[16] = "-";
-    snprintf(name, sizeof name, "M=%d NK=%ld H=%d w=%s logits=%s", M, NK, f->heads,
-             f->weights ? "bf16" : "f32", f->logits ? "bf16" : "f32");
+    snprintf(name, sizeof name, "M=%d NK=%ld H=%d w=%s logits=%s%s", M, NK, f->heads,
+             f->weights ? "bf16" : "f32", f->logits ? "bf16" : "f32", blocked ? " blocked" : "");
     if (!selected(c, "logits_prefill", name))
         return;
     if (!supported(c, f, DSA_K_STAGE_LOGITS_PREFILL, 0, 0)) {
@@ -821,7 +824,8 @@ static void check_prefill(struct ck *c, int M, long NK, const struct dsa_k_flags
     fill_weights(c, w, f->weights, (size_t)M * H);
     /* two ragged requests: keys [0, NK/2) and [NK/2, NK); causal ends within each */
     for (int m = 0; m < M; m++) {
-        long lo = (m & 1) ? NK / 2 : 0, hi = (m & 1) ? NK : NK / 2;
+        const int second = blocked ? m >= M / 2 : m & 1;
+        long lo = second ? NK / 2 : 0, hi = second ? NK : NK / 2;
         st[m] = (int32_t)lo;
         en[m] = (int32_t)(hi > lo ? lo + 1 + (long)(rnd(c) % (uint64_t)(hi - lo)) : lo);
     }
@@ -1013,7 +1017,7 @@ int dsa_kcheck_run(const struct dsa_kcheck_opts *o, FILE *out, struct dsa_kcheck
     c.cos = dsa_kutil_malloc((size_t)MAX_POS * 32 * 4);
     c.sin = dsa_kutil_malloc((size_t)MAX_POS * 32 * 4);
     dsa_proxy_rope_table(MAX_POS, c.cos, c.sin);
-    fprintf(out, "%-15s %-40s %-6s %-11s %-10s %-4s %-4s %s\n", "stage", "case", "result",
+    fprintf(out, "%-15s %-48s %-6s %-11s %-10s %-4s %-4s %s\n", "stage", "case", "result",
             "max_err", "calc_diff", "mask", "topk", "det");
 
     struct dsa_k_flags f;
@@ -1091,7 +1095,7 @@ int dsa_kcheck_run(const struct dsa_kcheck_opts *o, FILE *out, struct dsa_kcheck
         for (size_t j = 0; j < 3; j++) {
             dsa_k_flags_default(&f);
             f.weights = f.logits = (int)((i + j) & 1);
-            check_prefill(&c, Ms[i], NKs[j], &f);
+            check_prefill(&c, Ms[i], NKs[j], &f, 0);
         }
     /* the wgmma prefill kernel's groups of 256 / H rows: H = 32 (8 rows a group), M not a
        multiple of the group, NK not a multiple of the 64-key tile (the tensor copy's rows past
@@ -1100,14 +1104,16 @@ int dsa_kcheck_run(const struct dsa_kcheck_opts *o, FILE *out, struct dsa_kcheck
         dsa_k_flags_default(&f);
         f.heads = 32;
         f.weights = f.logits = i;
-        check_prefill(&c, i ? 13 : 37, i ? 1000 : 4096 + 77, &f);
+        check_prefill(&c, i ? 13 : 37, i ? 1000 : 4096 + 77, &f, 0);
+        check_prefill(&c, i ? 21 : 37, i ? 3000 : 4096 + 77, &f, 1);
     }
     dsa_k_flags_default(&f);
     f.weights = DSA_K_BF16;
-    check_prefill(&c, 37, 8192 + 77, &f);
+    check_prefill(&c, 37, 8192 + 77, &f, 0);
+    check_prefill(&c, 37, 8192 + 77, &f, 1);
     if (!o->vs_golden && !o->quick) {
         dsa_k_flags_default(&f);
-        check_prefill(&c, 512, 4096, &f);
+        check_prefill(&c, 512, 4096, &f, 0);
     }
 
     static const int Ks[] = {512, 1024, 2048};

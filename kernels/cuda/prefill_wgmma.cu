@@ -14,26 +14,29 @@
  * [64 keys x 128] by [128 x R*H] whose reduction over heads happens in the epilogue. So, as
  * in the decode kernel (decode_wgmma.cu), the K tile is wgmma's A (M = 64 keys) and the
  * group's R*H q rows its B (n = R*H = 256: R = 4 rows at H = 64, 8 at H = 32), both K-major
- * with the 128-byte swizzle in shared memory; 4 m64n256k32 instructions per tile, the
- * accumulator 64 keys x 256 columns (128 registers per thread). n = 256 is wgmma's largest
- * shape: it reads the K tile once per 256 q columns, and the operand bytes per FLOP from
- * shared memory (A 2 KB + B 8 KB per 1 MFLOP instruction) stay under the SM's 128 B/cycle at
- * the fp8 rate.
+ * with the 128-byte swizzle in shared memory; the accumulator is 64 keys x 256 columns (128
+ * registers per thread), issued as two halves of 128 columns (4 m64n128k32 instructions each)
+ * so that one half's epilogue can run under the other's wgmmas. A group of 256 q columns
+ * reads each K tile from L2 once per 256 columns; the operand bytes per FLOP from shared
+ * memory (A 2 KB + B 4 KB per 0.5 MFLOP instruction) stay under the SM's 128 B/cycle at the
+ * fp8 rate.
  * - One CTA is one consumer warpgroup and one copy warp, persistent over a contiguous range
  *   of the flat list of groups * tiles (tiles = ceil(cols / 64), cols = stride when clean,
  *   else NK). q and w of a group stay in shared memory for all its tiles of the range
  *   (ceil(NK/64) tiles per group: 2,048 at 128K, so q is reloaded about once per CTA).
  * - A tile is live when it holds a key < NK that some row of the group sees ([kmin, kmax)
- *   over the group's rows). Only live tiles are loaded (TMA, 2-D tensor map over k8, box 128
- *   bytes x 64 rows; rows past NK are zero-filled by the copy engine) and multiplied; the
- *   others only write their masks (clean). Causal prefill leaves the tiles above each
- *   group's diagonal dead, so they cost no copy and no tensor work.
+ *   over the group's rows: contiguous). Only live tiles are loaded (TMA, 2-D tensor map over
+ *   k8, box 128 bytes x 64 rows; rows past NK are zero-filled by the copy engine) and
+ *   multiplied; the others only get their masks (clean), written apart from the pipeline.
+ *   Causal prefill leaves the tiles above each group's diagonal dead, a ragged batch those of
+ *   the other requests, so they cost no copy and no tensor work.
  * - K tiles in STG stages, full / empty mbarrier pairs; each consumer thread arrives on the
  *   stage's empty barrier once its wgmma has completed (racecheck follows per-thread
  *   arrivals, decode_wgmma.cu says why).
- * - The 256 q columns are two halves of 128 (two accumulators of 64 registers, two wgmma
- *   commit groups per tile), software-pipelined: a half's epilogue runs while the other
- *   half's wgmmas do, so the tensor cores are not idle through the epilogue.
+ * - The two halves are two accumulators of 64 registers and two wgmma commit groups per
+ *   tile, software-pipelined over chunks of live tiles (pf_chunk): a half's epilogue runs
+ *   while the other half's or the next tile's wgmmas do, so the tensor cores are rarely idle
+ *   through the epilogue.
  * Epilogue of a half: thread (warp w, g, c) holds keys 16w + g and 16w + g + 8 and, of each
  * row r, heads 8i + 2c + {0, 1}; relu(dot) * w over its H/4 heads in that order (one fma
  * chain), a reduce-scatter over the 4 lanes c (two xor-shuffle rounds), after which every lane
@@ -284,11 +287,11 @@ __device__ __forceinline__ void pf_issue(float (&acc)[PF_NC / 4], int s, const u
  * The epilogue of half HALF of a live tile from key t0: its R/2 rows (columns rr * H + h of
  * acc, rows row0 + HALF * R/2 + rr), keys t0 + 16 warp + grp (+ 8). Head dots per row, a
  * reduce-scatter over the 4 lanes tig, after which lane tig holds key 8 (tig & 1) of rows
- * 2u + (tig >> 1): every lane stores R/8 logits (the mask, when clean, outside the row's range),
- * none idle. It runs while the other half's wgmmas are in flight, so it reads nothing of theirs
- * and has one store per logit rather than branches around several.
+ * 2u + (tig >> 1): every lane stores R/8 logits (LB: bf16) or, when clean, the mask outside the
+ * row's range, none idle. It runs while the other half's wgmmas are in flight, so it reads
+ * nothing of theirs and has one store per logit rather than branches around several.
  */
-template <int H, int R, int HALF>
+template <int H, int R, int HALF, bool LB>
 __device__ __forceinline__ void pf_epilogue(const pf_params &p, const float (&acc)[PF_NC / 4],
                                             const float *ws, int t0, float kv, int row0,
                                             const int *rng)
@@ -306,13 +309,13 @@ __device__ __forceinline__ void pf_epilogue(const pf_params &p, const float (&ac
         const int r = HALF * RH + 2 * u + (tig >> 1), m = row0 + r;
         const bool in = s >= rng[r] && s < rng[R + r];
         if (m < p.M && s < p.stride && (in || p.clean))
-            d_logit_store(p.out, (size_t)m * p.stride + s, p.lbf16,
+            d_logit_store(p.out, (size_t)m * p.stride + s, LB,
                           in ? __fmul_rn(kv, v[u]) : -INFINITY);
     }
 }
 
 /* the masks of the dead tiles [ta, tb) of the group at row0 (clean only): no key there is seen */
-template <int R>
+template <int R, bool LB>
 __device__ __forceinline__ void pf_masks(const pf_params &p, int row0, int ta, int tb)
 {
     for (int tile = ta; tile < tb; tile++)
@@ -320,83 +323,80 @@ __device__ __forceinline__ void pf_masks(const pf_params &p, int row0, int ta, i
             const int m = row0 + e / PF_KEYS;
             const long s = (long)tile * PF_KEYS + e % PF_KEYS;
             if (m < p.M && s < p.stride)
-                d_logit_mask(p.out, (size_t)m * p.stride + s, p.lbf16);
+                d_logit_mask(p.out, (size_t)m * p.stride + s, LB);
         }
 }
 
-/* wait for stage ring.s, then both halves of a tile into acc0 / acc1 (two commit groups) */
-__device__ __forceinline__ void pf_issue_tile(const pf_ring &ring, float (&acc0)[PF_NC / 4],
-                                              float (&acc1)[PF_NC / 4], const uint8_t *kst,
-                                              const uint8_t *qs, uint64_t *full)
+/*
+ * NT consecutive live tiles from `tile`, software-pipelined over the two halves of the q
+ * columns: half 0's epilogue of a tile runs under its half 1's wgmmas, half 1's under the next
+ * tile's half 0; only the last half-epilogue of the chunk has no wgmma of this warpgroup beneath
+ * it (the other CTA on the SM covers it). Unrolled: which waits and issues follow is fixed at
+ * compile time, so no wgmma is under a branch, and the chunk retires its own wgmmas, so none is
+ * in flight across a loop's back edge (either makes ptxas serialise every wgmma of the kernel:
+ * ptxas -v reports C7514 / C7518 / C7520). Each tile's key scale is loaded a tile ahead.
+ */
+template <int H, int R, bool LB, int NT>
+__device__ __forceinline__ void pf_chunk(const pf_params &p, int tile, pf_ring &ring,
+                                         float (&acc0)[PF_NC / 4], float (&acc1)[PF_NC / 4],
+                                         const uint8_t *kst, const uint8_t *qs, const float *ws,
+                                         int row0, const int *rng, uint64_t *full, uint64_t *empty)
 {
+    float kv = pf_kv(p, tile * PF_KEYS);
     dw_bar_wait(&full[ring.s], ring.phase);
     pf_issue<0>(acc0, ring.s, kst, qs);
     pf_issue<1>(acc1, ring.s, kst, qs);
-}
-
-/*
- * The live tiles [la, lb) of one group, two at a time, software-pipelined over the two halves
- * of the q columns: half 0's epilogue of the first tile runs under its half 1's wgmmas, half 1's
- * under the second tile's half 0, and that one's under its half 1; only the last half-epilogue
- * of a pair has no wgmma of this warpgroup beneath it (the other CTA on the SM covers it). No
- * wgmma is in flight across the loop's back edge: with one in flight there, ptxas serialises
- * every wgmma of the kernel (ptxas -v: C7514), so each pair retires its own. An odd last tile
- * goes alone (its half 0 under its half 1).
- */
-template <int H, int R>
-__device__ __forceinline__ void
-pf_live_run(const pf_params &p, int row0, int la, int lb, pf_ring &ring, float (&acc0)[PF_NC / 4],
-            float (&acc1)[PF_NC / 4], const uint8_t *kst, const uint8_t *qs, const float *ws,
-            const int *rng, uint64_t *full, uint64_t *empty)
-{
-    int tile = la;
-    for (; tile + 1 < lb; tile += 2) {
+#pragma unroll
+    for (int j = 0; j < NT; j++) {
+        const int t0 = (tile + j) * PF_KEYS;
         pf_ring nxt = ring;
         pf_ring_next(nxt);
-        const int t0 = tile * PF_KEYS, t1 = t0 + PF_KEYS;
-        const float kv0 = pf_kv(p, t0), kv1 = pf_kv(p, t1);
-        pf_issue_tile(ring, acc0, acc1, kst, qs, full);
-        dw_wait<1>(); /* first tile, half 0 */
+        const float kv_next = j + 1 < NT ? pf_kv(p, t0 + PF_KEYS) : 0.0f;
+        dw_wait<1>(); /* half 0 of tile j */
         dw_fence_acc(acc0);
-        pf_epilogue<H, R, 0>(p, acc0, ws, t0, kv0, row0, rng);
-        dw_bar_wait(&full[nxt.s], nxt.phase);
-        pf_issue<0>(acc0, nxt.s, kst, qs);
-        dw_wait<1>(); /* first tile, half 1 */
+        pf_epilogue<H, R, 0, LB>(p, acc0, ws, t0, kv, row0, rng);
+        if (j + 1 < NT) {
+            dw_bar_wait(&full[nxt.s], nxt.phase);
+            pf_issue<0>(acc0, nxt.s, kst, qs);
+            dw_wait<1>(); /* half 1 of tile j */
+        } else {
+            dw_wait<0>();
+        }
         dw_fence_acc(acc1);
         dw_bar_arrive(&empty[ring.s]); /* this thread's reads of the stage are done */
-        pf_epilogue<H, R, 1>(p, acc1, ws, t0, kv0, row0, rng);
-        pf_issue<1>(acc1, nxt.s, kst, qs);
-        dw_wait<1>(); /* second tile, half 0 */
-        dw_fence_acc(acc0);
-        pf_epilogue<H, R, 0>(p, acc0, ws, t1, kv1, row0, rng);
-        dw_wait<0>(); /* second tile, half 1 */
-        dw_fence_acc(acc1);
-        dw_bar_arrive(&empty[nxt.s]);
-        pf_epilogue<H, R, 1>(p, acc1, ws, t1, kv1, row0, rng);
-        pf_ring_next(nxt);
-        ring = nxt;
-    }
-    if (tile < lb) {
-        const float kv = pf_kv(p, tile * PF_KEYS);
-        pf_issue_tile(ring, acc0, acc1, kst, qs, full);
-        dw_wait<1>();
-        dw_fence_acc(acc0);
-        pf_epilogue<H, R, 0>(p, acc0, ws, tile * PF_KEYS, kv, row0, rng);
-        dw_wait<0>();
-        dw_fence_acc(acc1);
-        dw_bar_arrive(&empty[ring.s]);
-        pf_epilogue<H, R, 1>(p, acc1, ws, tile * PF_KEYS, kv, row0, rng);
-        pf_ring_next(ring);
+        pf_epilogue<H, R, 1, LB>(p, acc1, ws, t0, kv, row0, rng);
+        if (j + 1 < NT)
+            pf_issue<1>(acc1, nxt.s, kst, qs);
+        ring = nxt, kv = kv_next;
     }
 }
 
+/* the live tiles [la, lb) of one group: chunks of NT, then (NT = 4) one of 2, and one of 1 */
+template <int H, int R, bool LB>
+__device__ __forceinline__ void
+pf_live_run(const pf_params &p, int la, int lb, pf_ring &ring, float (&acc0)[PF_NC / 4],
+            float (&acc1)[PF_NC / 4], const uint8_t *kst, const uint8_t *qs, const float *ws,
+            int row0, const int *rng, uint64_t *full, uint64_t *empty)
+{
+    constexpr int NT = H == 64 ? 4 : 2; /* at H = 32 a chunk of 4 spills (R = 8 rows) */
+    int tile = la;
+    for (; tile + NT <= lb; tile += NT)
+        pf_chunk<H, R, LB, NT>(p, tile, ring, acc0, acc1, kst, qs, ws, row0, rng, full, empty);
+    if (NT > 2 && tile + 2 <= lb) {
+        pf_chunk<H, R, LB, 2>(p, tile, ring, acc0, acc1, kst, qs, ws, row0, rng, full, empty);
+        tile += 2;
+    }
+    if (tile < lb)
+        pf_chunk<H, R, LB, 1>(p, tile, ring, acc0, acc1, kst, qs, ws, row0, rng, full, empty);
+}
+
 /*
- * H heads, R = 256 / H rows per group. Built for 2 CTAs per SM (a register cap of 204: the
- * 128 accumulator registers plus the epilogue's). Per group segment of the CTA's range: the
- * group's q (all wgmmas of the last one are complete), the masks of its dead tiles, then its
- * live tiles, pipelined (pf_live_run).
+ * H heads, R = 256 / H rows per group, LB: bf16 logits. Built for 2 CTAs per SM (ptxas then
+ * allots 168 registers a thread: the 128 accumulator registers plus the epilogue's). Per group
+ * segment of the CTA's range: the group's q (all wgmmas of the last one are complete), the masks of
+ * its dead tiles, then its live tiles, pipelined (pf_live_run).
  */
-template <int H>
+template <int H, bool LB>
 __global__ static void __launch_bounds__(DW_THREADS + 32, 2)
     prefill_wgmma_kernel(const __grid_constant__ CUtensorMap map, const pf_params p)
 {
@@ -435,12 +435,12 @@ __global__ static void __launch_bounds__(DW_THREADS + 32, 2)
         pf_load_group<H, R>(p, q.g, qs, ws, rng, kmin, kmax);
         pf_seg_live(p, q, kmin, kmax);
         if (p.clean) {
-            pf_masks<R>(p, q.g * R, q.ta, q.la);
-            pf_masks<R>(p, q.g * R, q.lb, q.tb);
+            pf_masks<R, LB>(p, q.g * R, q.ta, q.la);
+            pf_masks<R, LB>(p, q.g * R, q.lb, q.tb);
         }
         if (q.la < q.lb)
-            pf_live_run<H, R>(p, q.g * R, q.la, q.lb, ring, acc0, acc1, kst, qs, ws, rng, full,
-                              empty);
+            pf_live_run<H, R, LB>(p, q.la, q.lb, ring, acc0, acc1, kst, qs, ws, q.g * R, rng, full,
+                                  empty);
         t += q.tb - q.ta;
     }
 }
@@ -465,24 +465,25 @@ static int pf_map(CUtensorMap *map, const uint8_t *k8, long NK)
     return DSA_K_OK;
 }
 
-template <int H> static int pf_launch(const pf_params &p, const CUtensorMap &map, cudaStream_t st)
+template <int H, bool LB>
+static int pf_launch(const pf_params &p, const CUtensorMap &map, cudaStream_t st)
 {
     static int slots; /* resident CTAs on the whole device */
     if (!slots) {
         int dev, sms, per_sm;
         CUDA_CHECK(cudaGetDevice(&dev));
         CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-        CUDA_CHECK(cudaFuncSetAttribute(prefill_wgmma_kernel<H>,
+        CUDA_CHECK(cudaFuncSetAttribute(prefill_wgmma_kernel<H, LB>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)pf_layout::alloc));
         CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &per_sm, prefill_wgmma_kernel<H>, DW_THREADS + 32, pf_layout::alloc));
+            &per_sm, prefill_wgmma_kernel<H, LB>, DW_THREADS + 32, pf_layout::alloc));
         slots = sms * (per_sm > 0 ? per_sm : 1);
     }
     long grid = d_forced_decode_ctas() ? d_forced_decode_ctas() : slots;
     if (grid > p.total)
         grid = p.total;
-    prefill_wgmma_kernel<H><<<(unsigned)grid, DW_THREADS + 32, pf_layout::alloc, st>>>(map, p);
+    prefill_wgmma_kernel<H, LB><<<(unsigned)grid, DW_THREADS + 32, pf_layout::alloc, st>>>(map, p);
     return DSA_K_OK;
 }
 
@@ -516,5 +517,7 @@ int dsa_cuda_prefill_wgmma_launch(const dsa_k_flags *f, const dsa_logits_prefill
     int rc = pf_map(&map, a->k8, a->NK);
     if (rc != DSA_K_OK)
         return rc;
-    return f->heads == 64 ? pf_launch<64>(p, map, st) : pf_launch<32>(p, map, st);
+    if (f->heads == 64)
+        return p.lbf16 ? pf_launch<64, true>(p, map, st) : pf_launch<64, false>(p, map, st);
+    return p.lbf16 ? pf_launch<32, true>(p, map, st) : pf_launch<32, false>(p, map, st);
 }
