@@ -162,7 +162,9 @@ __device__ __forceinline__ pf_seg pf_seg_at(const pf_params &p, long t, long t_e
 __device__ __forceinline__ void pf_seg_live(const pf_params &p, pf_seg &q, int kmin, int kmax)
 {
     pf_live_span(p, kmin, kmax, q.la, q.lb);
-    q.la = max(q.la, q.ta);
+    /* within [ta, tb) even when the live span lies wholly before or after it: the masks of
+       [ta, la) and [lb, tb) must not reach tiles of another CTA's range */
+    q.la = min(max(q.la, q.ta), q.tb);
     q.lb = max(q.la, min(q.lb, q.tb));
 }
 
