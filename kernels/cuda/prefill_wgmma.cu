@@ -91,18 +91,6 @@ __device__ __forceinline__ int pf_lo(const pf_params &p, int m)
     return p.rs ? p.rs[m] : 0;
 }
 
-/* [la, lb): the live tiles of a group whose rows see the keys [kmin, kmax): those holding a
-   key < NK in that span (none when kmax <= kmin) */
-__device__ __forceinline__ void pf_live_span(const pf_params &p, int kmin, int kmax, int &la,
-                                             int &lb)
-{
-    la = lb = 0;
-    if (kmax > kmin) {
-        la = kmin / PF_KEYS;
-        lb = (int)((min((long)kmax, p.NK) + PF_KEYS - 1) / PF_KEYS);
-    }
-}
-
 /* the 64 K rows from key t0 into dst (1024-byte aligned), 128-byte swizzled */
 __device__ __forceinline__ void pf_tma(void *dst, const CUtensorMap *map, int t0, uint64_t *bar)
 {
@@ -159,11 +147,16 @@ __device__ __forceinline__ pf_seg pf_seg_at(const pf_params &p, long t, long t_e
     return q;
 }
 
+/* [la, lb) of segment q whose rows see the keys [kmin, kmax): the tiles holding a key < NK in
+   that span (none when kmax <= kmin), kept within [ta, tb) even when the span lies wholly before
+   or after it, so that the masks of [ta, la) and [lb, tb) reach no tile of another CTA's range */
 __device__ __forceinline__ void pf_seg_live(const pf_params &p, pf_seg &q, int kmin, int kmax)
 {
-    pf_live_span(p, kmin, kmax, q.la, q.lb);
-    /* within [ta, tb) even when the live span lies wholly before or after it: the masks of
-       [ta, la) and [lb, tb) must not reach tiles of another CTA's range */
+    q.la = q.lb = 0;
+    if (kmax > kmin) {
+        q.la = kmin / PF_KEYS;
+        q.lb = (int)((min((long)kmax, p.NK) + PF_KEYS - 1) / PF_KEYS);
+    }
     q.la = min(max(q.la, q.ta), q.tb);
     q.lb = max(q.la, min(q.lb, q.tb));
 }
@@ -260,12 +253,19 @@ template <int N> __device__ __forceinline__ void pf_reduce_scatter(float (&v)[N]
     }
 }
 
-/* this lane's key scale in the tile from key t0 (key t0 + 16 warp + grp + 8 (tig & 1); 0 past
-   NK); loaded a tile ahead, so the load hides under the epilogue before it */
+/* this lane's key in the tile from key t0 after the epilogue's reduce-scatter: 16 warp + grp,
+   + 8 on odd lanes tig */
+__device__ __forceinline__ int pf_key(int t0)
+{
+    const int lane = threadIdx.x & 31;
+    return t0 + 16 * (threadIdx.x >> 5) + (lane >> 2) + 8 * (lane & 1);
+}
+
+/* that key's scale (0 past NK); loaded a tile ahead, so the load hides under the epilogue
+   before it */
 __device__ __forceinline__ float pf_kv(const pf_params &p, int t0)
 {
-    const int lane = threadIdx.x & 31,
-              key = t0 + 16 * (threadIdx.x >> 5) + (lane >> 2) + 8 * (lane & 1);
+    const int key = pf_key(t0);
     return key < p.NK ? __ldg(p.ks + key) : 0.0f;
 }
 
@@ -299,13 +299,13 @@ __device__ __forceinline__ void pf_epilogue(const pf_params &p, const float (&ac
                                             const int *rng)
 {
     constexpr int RH = R / 2; /* rows of the half */
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tig = lane & 3;
+    const int tig = threadIdx.x & 3;
     float v[2 * RH];
 #pragma unroll
     for (int rr = 0; rr < RH; rr++)
         dw_head_dot<H>(acc, rr, ws + HALF * (PF_NC / 2), tig, v[2 * rr], v[2 * rr + 1]);
     pf_reduce_scatter<2 * RH>(v, tig);
-    const int s = t0 + 16 * warp + (lane >> 2) + 8 * (tig & 1);
+    const int s = pf_key(t0);
 #pragma unroll
     for (int u = 0; u < RH / 2; u++) {
         const int r = HALF * RH + 2 * u + (tig >> 1), m = row0 + r;

@@ -1,11 +1,13 @@
 /*
  * The Hopper pipeline pieces shared by the fp8 wgmma kernels (decode_wgmma.cu, S3a, and
- * prefill_wgmma.cu, S3b): mbarrier init / expect-bytes / arrive / parity wait, the bulk copy
- * into shared memory, the wgmma operand descriptor of a 128-byte-swizzled K-major tile, the
- * wgmma commit / wait, the named barrier of the consumer warpgroup, the epilogue's head dot and
- * the host's lookup of the driver's tensor-map encoder. Header-only (static inline): each kernel
- * file gets its own copy. Every shared-memory pointer passed in must point into the calling CTA's
- * shared memory. SPDX-License-Identifier: GPL-3.0-or-later
+ * prefill_wgmma.cu, S3b): mbarrier init / expect-bytes / arrive / parity wait (spinning, or
+ * suspended for a copy warp), the bulk copy into shared memory, the wgmma operand descriptor of
+ * a 128-byte-swizzled K-major tile, the wgmma commit / wait and the accumulator fence around
+ * them, the 1024-byte alignment of the dynamic shared array, the named barrier of the consumer
+ * warpgroup, the epilogue's head dot and sum, and the host's lookup of the driver's tensor-map
+ * encoder. Header-only (static inline): each kernel file gets its own copy. Every shared-memory
+ * pointer passed in must point into the calling CTA's shared memory.
+ * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #ifndef DSA_KERNELS_CUDA_WGMMA_PIPE_CUH
 #define DSA_KERNELS_CUDA_WGMMA_PIPE_CUH

@@ -283,22 +283,27 @@ static void test_topk_adversarial(void **state)
     assert_int_equal(dsa_cpu_topk(&f, &a), DSA_K_UNSUPPORTED);
 }
 
+/* `kernels check` as o says, its report discarded; asserts that the run itself completed */
+static struct dsa_kcheck_result kcheck_quiet(struct dsa_kcheck_opts o)
+{
+    struct dsa_kcheck_result res;
+    FILE *out = fopen("/dev/null", "w");
+    assert_non_null(out);
+    assert_int_equal(dsa_kcheck_run(&o, out, &res), 0);
+    fclose(out);
+    return res;
+}
+
 /* the whole `kernels check --device cpu --quick` table passes (random shapes vs golden) */
 static void test_reference_vs_golden(void **state)
 {
     (void)state;
-    struct dsa_kcheck_opts o = {dsa_kernels_cpu(), 1, NULL, 1, 3, 1};
-    struct dsa_kcheck_result res;
-    FILE *out = fopen("/dev/null", "w");
-    assert_int_equal(dsa_kcheck_run(&o, out, &res), 0);
-    fclose(out);
+    struct dsa_kcheck_result res =
+        kcheck_quiet((struct dsa_kcheck_opts){dsa_kernels_cpu(), 1, NULL, 1, 3, 1});
     assert_int_equal(res.failed, 0);
     assert_true(res.passed > 70);
     /* and the 64K contexts (decode next_n 1 and 4 at 65537 / 65535) */
-    struct dsa_kcheck_opts big = {dsa_kernels_cpu(), 1, "L=6553", 1, 3, 0};
-    out = fopen("/dev/null", "w");
-    assert_int_equal(dsa_kcheck_run(&big, out, &res), 0);
-    fclose(out);
+    res = kcheck_quiet((struct dsa_kcheck_opts){dsa_kernels_cpu(), 1, "L=6553", 1, 3, 0});
     assert_int_equal(res.failed, 0);
     assert_int_equal(res.passed, 2);
 }
@@ -433,19 +438,6 @@ static void test_flags(void **state)
                              "weights=bf16,logits=f32,heads=32");
 }
 
-/* `kernels check` of implementation p on the cases matching f (one rerun, seed 5, the quick
-   shapes), its report discarded; asserts that the run itself completed */
-static struct dsa_kcheck_result kcheck_quiet(const struct dsa_kernels_api *p, const char *f)
-{
-    struct dsa_kcheck_opts o = {p, 0, f, 1, 5, 1};
-    struct dsa_kcheck_result res;
-    FILE *out = fopen("/dev/null", "w");
-    assert_non_null(out);
-    assert_int_equal(dsa_kcheck_run(&o, out, &res), 0);
-    fclose(out);
-    return res;
-}
-
 /* a second build of the reference, loaded as a plugin, gives the same bytes */
 static void test_plugin_abi(void **state)
 {
@@ -458,11 +450,12 @@ static void test_plugin_abi(void **state)
     assert_true(p != dsa_kernels_cpu());
     assert_string_equal(p->name, "test-plugin (cpu reference copy)");
     assert_true(p->k_prep != dsa_kernels_cpu()->k_prep); /* its own copy of the code */
-    struct dsa_kcheck_result res = kcheck_quiet(p, "logits_decode");
+    struct dsa_kcheck_result res =
+        kcheck_quiet((struct dsa_kcheck_opts){p, 0, "logits_decode", 1, 5, 1});
     assert_int_equal(res.failed, 0);
     assert_true(res.passed >= 20);
     /* S1 + S2 in one call: the plugin's prep slot against its own two calls */
-    res = kcheck_quiet(p, "prep/Tk=");
+    res = kcheck_quiet((struct dsa_kcheck_opts){p, 0, "prep/Tk=", 1, 5, 1});
     assert_int_equal(res.failed, 0);
     assert_int_equal(res.skipped, 0);
     assert_int_equal(res.passed, 6);
@@ -482,7 +475,8 @@ static void test_plugin_v1(void **state)
     const struct dsa_kernels_api *p = dsa_kernels_load(so);
     assert_non_null(p);
     assert_int_equal(p->struct_size, DSA_KERNELS_API_SIZE_V1);
-    struct dsa_kcheck_result res = kcheck_quiet(p, "prep/Tk=");
+    struct dsa_kcheck_result res =
+        kcheck_quiet((struct dsa_kcheck_opts){p, 0, "prep/Tk=", 1, 5, 1});
     assert_int_equal(res.failed, 0);
     assert_int_equal(res.passed, 0);
     assert_int_equal(res.skipped, 6);
