@@ -33,6 +33,10 @@ int dsa_cuda_decode_pipe_launch(const dsa_k_flags *f, const dsa_logits_decode_ar
    16-byte aligned, NK past int32) */
 int dsa_cuda_prefill_wgmma_launch(const dsa_k_flags *f, const dsa_logits_prefill_args *a,
                                   cudaStream_t st);
+/* the four-warpgroup S3b kernel (prefill_wg4.cu; the launch above calls it at H = 64 unless
+   DSA_CUDA_PREFILL=two): the same contract; DSA_K_UNSUPPORTED at H != 64 or 2^31 tiles */
+int dsa_cuda_prefill_wg4_launch(const dsa_k_flags *f, const dsa_logits_prefill_args *a,
+                                cudaStream_t st);
 int dsa_cuda_logits_prefill_launch(const dsa_k_flags *f, const dsa_logits_prefill_args *a,
                                    cudaStream_t st);
 int dsa_cuda_topk_launch(const dsa_k_flags *f, const dsa_topk_args *a, cudaStream_t st);

@@ -1,7 +1,8 @@
 /*
  * S3b ragged prefill logits on Hopper's fp8 tensor-core path (wgmma e4m3 x e4m3 -> f32, SASS
- * QGMMA): the default at H = 32 or 64 (DSA_CUDA_LOGITS=mma selects the mma.sync kernel of
- * logits.cu, =simt its CUDA-core kernel).
+ * QGMMA): the default at H = 32, and at H = 64 with DSA_CUDA_PREFILL=two (else prefill_wg4.cu's
+ * four-warpgroup kernel runs there, launched from here; DSA_CUDA_LOGITS=mma selects the mma.sync
+ * kernel of logits.cu, =simt its CUDA-core kernel).
  *
  * Contract (dsa_kernels.h, dsa_logits_prefill_args): q8 [M,H,128] e4m3, w [M,H] f32|bf16,
  * k8 [NK,128] e4m3 (16-byte aligned, else the mma.sync kernel runs), ks [NK] f32, row_start /
@@ -49,30 +50,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.cuh"
-#include "dsa_cuda.h"
+#include "prefill_common.cuh"
 #include "wgmma_fp8.cuh"
-#include "wgmma_pipe.cuh"
 
 #define PF_KEYS   64
 #define PF_KBYTES (PF_KEYS * 128) /* one K tile: 8192 bytes */
 #define PF_NC     256             /* q columns of a group: R * H */
 #define PF_STG    6               /* K stages per CTA */
-
-struct pf_params {
-    const uint8_t *q8;
-    const void *w;
-    int wbf16;
-    const float *ks;
-    const int32_t *rs, *re; /* row start (NULL = 0) and end */
-    void *out;
-    int lbf16;
-    int M;
-    long NK, stride;
-    int clean;
-    int tiles;  /* per group (cols <= 2^31 - 64, so keys and tiles fit an int) */
-    long total; /* groups * tiles */
-};
 
 /* the shared layout: STG K stages (1024-byte aligned), q (NC rows of 128 bytes, 1024-aligned
    as the stages are), w, the group rows' key ranges (lo, hi: at most 8 rows each), the full
@@ -83,14 +67,6 @@ struct pf_layout {
                             bytes = bar + 2 * PF_STG * 8, alloc = bytes + 1024; /* for alignment */
 };
 
-/* [kmin, kmax) of the keys that the rows row0 .. row0 + R - 1 (those < M) see; kmax 0 when
-   none sees any. The same function for the copy warp and the consumers, so both agree on
-   which tiles are live. */
-__device__ __forceinline__ int pf_lo(const pf_params &p, int m)
-{
-    return p.rs ? p.rs[m] : 0;
-}
-
 /* the 64 K rows from key t0 into dst (1024-byte aligned), 128-byte swizzled */
 __device__ __forceinline__ void pf_tma(void *dst, const CUtensorMap *map, int t0, uint64_t *bar)
 {
@@ -98,67 +74,6 @@ __device__ __forceinline__ void pf_tma(void *dst, const CUtensorMap *map, int t0
                  " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dw_smem(dst)),
                  "l"((uint64_t)map), "r"(0), "r"(t0), "r"(dw_smem(bar))
                  : "memory");
-}
-
-/* the copy warp's view of group g: lanes < R load a row's range, a warp reduction gives
-   [kmin, kmax) (every lane gets it) */
-template <int R>
-__device__ __forceinline__ void pf_group_span(const pf_params &p, int g, int &kmin, int &kmax)
-{
-    const int lane = threadIdx.x & 31, m = g * R + lane;
-    int lo = 0x7fffffff, hi = 0;
-    if (lane < R && m < p.M) {
-        const int a = pf_lo(p, m), b = p.re[m];
-        if (b > a)
-            lo = a, hi = b;
-    }
-#pragma unroll
-    for (int o = 16; o; o >>= 1) {
-        lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, o));
-        hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, o));
-    }
-    kmin = lo, kmax = hi;
-}
-
-/* The stage ring's slot and phase, one step per live tile (both sides count the same tiles) */
-struct pf_ring {
-    int s;
-    uint32_t phase;
-};
-
-__device__ __forceinline__ void pf_ring_next(pf_ring &r)
-{
-    if (++r.s == PF_STG)
-        r.s = 0, r.phase ^= 1u;
-}
-
-/* One group's part of the CTA's range: its tiles [ta, tb), of which [la, lb) are live (la == lb
-   when none is); computed the same way by the copy warp and the consumers. */
-struct pf_seg {
-    int g, ta, tb, la, lb;
-};
-
-__device__ __forceinline__ pf_seg pf_seg_at(const pf_params &p, long t, long t_end)
-{
-    pf_seg q;
-    q.g = (int)(t / p.tiles);
-    q.ta = (int)(t - (long)q.g * p.tiles);
-    q.tb = (int)min((long)p.tiles, q.ta + (t_end - t));
-    return q;
-}
-
-/* [la, lb) of segment q whose rows see the keys [kmin, kmax): the tiles holding a key < NK in
-   that span (none when kmax <= kmin), kept within [ta, tb) even when the span lies wholly before
-   or after it, so that the masks of [ta, la) and [lb, tb) reach no tile of another CTA's range */
-__device__ __forceinline__ void pf_seg_live(const pf_params &p, pf_seg &q, int kmin, int kmax)
-{
-    q.la = q.lb = 0;
-    if (kmax > kmin) {
-        q.la = kmin / PF_KEYS;
-        q.lb = (int)((min((long)kmax, p.NK) + PF_KEYS - 1) / PF_KEYS);
-    }
-    q.la = min(max(q.la, q.ta), q.tb);
-    q.lb = max(q.la, min(q.lb, q.tb));
 }
 
 /* The copy warp: the live tiles of each group segment of [t_begin, t_end) into the stage ring;
@@ -176,8 +91,8 @@ __device__ __forceinline__ void pf_producer(const pf_params &p, const CUtensorMa
         pf_seg q = pf_seg_at(p, t, t_end);
         int kmin, kmax;
         pf_group_span<R>(p, q.g, kmin, kmax);
-        pf_seg_live(p, q, kmin, kmax);
-        for (int tile = q.la; tile < q.lb; tile++, n++, pf_ring_next(ring)) {
+        pf_seg_live<PF_KEYS>(p, q, kmin, kmax);
+        for (int tile = q.la; tile < q.lb; tile++, n++, pf_ring_next<PF_STG>(ring)) {
             if (n >= PF_STG) /* the consumers' release of the stage's previous use */
                 dw_bar_wait_idle(&empty[ring.s], ring.phase ^ 1u);
             if (lane == 0) {
@@ -352,7 +267,7 @@ __device__ __forceinline__ void pf_chunk(const pf_params &p, int tile, pf_ring &
     for (int j = 0; j < NT; j++) {
         const int t0 = (tile + j) * PF_KEYS;
         pf_ring nxt = ring;
-        pf_ring_next(nxt);
+        pf_ring_next<PF_STG>(nxt);
         const float kv_next = j + 1 < NT ? pf_kv(p, t0 + PF_KEYS) : 0.0f;
         dw_wait<1>(); /* half 0 of tile j */
         dw_fence_acc(acc0);
@@ -410,8 +325,8 @@ __global__ static void __launch_bounds__(DW_THREADS + 32, 2)
     float *ws = (float *)(sm + L::w);
     int *rng = (int *)(sm + L::rng);
     uint64_t *full = (uint64_t *)(sm + L::bar), *empty = full + PF_STG;
-    const long t_begin = (long)blockIdx.x * p.total / gridDim.x;
-    const long t_end = (long)(blockIdx.x + 1) * p.total / gridDim.x;
+    long t_begin, t_end;
+    pf_cta_range(p, t_begin, t_end);
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < PF_STG; s++) {
@@ -435,7 +350,7 @@ __global__ static void __launch_bounds__(DW_THREADS + 32, 2)
         pf_seg q = pf_seg_at(p, t, t_end);
         int kmin, kmax;
         pf_load_group<H, R>(p, q.g, qs, ws, rng, kmin, kmax);
-        pf_seg_live(p, q, kmin, kmax);
+        pf_seg_live<PF_KEYS>(p, q, kmin, kmax);
         if (p.clean) {
             pf_masks<R, LB>(p, q.g * R, q.ta, q.la);
             pf_masks<R, LB>(p, q.g * R, q.lb, q.tb);
@@ -447,41 +362,13 @@ __global__ static void __launch_bounds__(DW_THREADS + 32, 2)
     }
 }
 
-/* the tensor map of k8: 128 bytes x NK rows (128 apart), box 128 x 64, 128-byte swizzle;
-   encoded per launch (a host call of a few microseconds against milliseconds of kernel) */
-static int pf_map(CUtensorMap *map, const uint8_t *k8, long NK)
-{
-    PFN_cuTensorMapEncodeTiled_v12000 encode = dw_encoder();
-    if (!encode)
-        return DSA_K_EDEVICE;
-    const cuuint64_t dims[2] = {128, (cuuint64_t)NK};
-    const cuuint64_t strides[1] = {128};
-    const cuuint32_t box[2] = {128, PF_KEYS}, estr[2] = {1, 1};
-    CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)k8, dims, strides, box, estr,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) {
-        fprintf(stderr, "dsa-eval: cuTensorMapEncodeTiled failed (%d)\n", (int)r);
-        return DSA_K_EDEVICE;
-    }
-    return DSA_K_OK;
-}
-
 template <int H, bool LB>
 static int pf_launch(const pf_params &p, const CUtensorMap &map, cudaStream_t st)
 {
     static int slots; /* resident CTAs on the whole device */
-    if (!slots) {
-        int dev, sms, per_sm;
-        CUDA_CHECK(cudaGetDevice(&dev));
-        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-        CUDA_CHECK(cudaFuncSetAttribute(prefill_wgmma_kernel<H, LB>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)pf_layout::alloc));
-        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &per_sm, prefill_wgmma_kernel<H, LB>, DW_THREADS + 32, pf_layout::alloc));
-        slots = sms * (per_sm > 0 ? per_sm : 1);
-    }
+    int rc = pf_slots(prefill_wgmma_kernel<H, LB>, DW_THREADS + 32, pf_layout::alloc, slots);
+    if (rc != DSA_K_OK)
+        return rc;
     long grid = d_forced_decode_ctas() ? d_forced_decode_ctas() : slots;
     if (grid > p.total)
         grid = p.total;
@@ -489,34 +376,40 @@ static int pf_launch(const pf_params &p, const CUtensorMap &map, cudaStream_t st
     return DSA_K_OK;
 }
 
+/* The four-warpgroup kernel (prefill_wg4.cu) is the default where it runs (H = 64): 3-6 %
+   faster than this one at M = 1024, 2048 and 4096 on the H200 (bench/RESULTS.md, round 10).
+   DSA_CUDA_PREFILL=two selects this one. */
+static int pf_use_wg4(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("DSA_CUDA_PREFILL");
+        v = !(e && !strcmp(e, "two"));
+    }
+    return v;
+}
+
 int dsa_cuda_prefill_wgmma_launch(const dsa_k_flags *f, const dsa_logits_prefill_args *a,
                                   cudaStream_t st)
 {
-    const long cols = a->clean ? a->stride : a->NK, col_max = 0x7fffffffL - PF_KEYS;
+    const long cols = a->clean ? a->stride : a->NK, col_max = 0x7fffffffL - 256;
     if ((f->heads != 64 && f->heads != 32) || ((uintptr_t)a->k8 & 15) || a->NK <= 0 ||
         a->NK > col_max || cols > col_max)
         return DSA_K_UNSUPPORTED;
+    if (pf_use_wg4()) {
+        const int rc = dsa_cuda_prefill_wg4_launch(f, a, st);
+        if (rc != DSA_K_UNSUPPORTED) /* else (2^31 tiles or more) the kernel below */
+            return rc;
+    }
     const int R = PF_NC / f->heads;
     const long groups = (a->M + R - 1) / R;
-    pf_params p = {a->q8,
-                   a->w,
-                   f->weights == DSA_K_BF16,
-                   a->ks,
-                   a->row_start,
-                   a->row_end,
-                   a->logits,
-                   f->logits == DSA_K_BF16,
-                   a->M,
-                   a->NK,
-                   a->stride,
-                   a->clean,
-                   (int)((cols + PF_KEYS - 1) / PF_KEYS),
-                   0};
+    pf_params p = pf_params_of(f, a);
+    p.tiles = (int)((cols + PF_KEYS - 1) / PF_KEYS);
     p.total = p.tiles * groups;
     if (p.total <= 0)
         return DSA_K_OK;
     CUtensorMap map;
-    int rc = pf_map(&map, a->k8, a->NK);
+    int rc = pf_map(&map, a->k8, a->NK, PF_KEYS);
     if (rc != DSA_K_OK)
         return rc;
     if (f->heads == 64)
