@@ -453,20 +453,10 @@ __global__ static void __launch_bounds__(DW_THREADS + 32, dw_ovl_ctas<N, P>())
    H200-sized cache needs (no access goes past a page the block table names) */
 static int dw_map(CUtensorMap *map, const uint8_t *cache)
 {
-    PFN_cuTensorMapEncodeTiled_v12000 encode = dw_encoder();
-    if (!encode)
-        return DSA_K_EDEVICE;
     const cuuint64_t dims[3] = {128, DSA_K_PAGE, 1u << 25};
     const cuuint64_t strides[2] = {128, DSA_K_PAGE_BYTES};
-    const cuuint32_t box[3] = {128, DSA_K_PAGE, 1}, estr[3] = {1, 1, 1};
-    CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, (void *)cache, dims, strides, box,
-                        estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) {
-        fprintf(stderr, "dsa-eval: cuTensorMapEncodeTiled failed (%d)\n", (int)r);
-        return DSA_K_EDEVICE;
-    }
-    return DSA_K_OK;
+    const cuuint32_t box[3] = {128, DSA_K_PAGE, 1};
+    return dw_map_u8(map, 3, cache, dims, strides, box);
 }
 
 /* The maps of the last DW_MAPS caches, by address: a serving stack calls the indexer once per

@@ -113,20 +113,9 @@ __device__ __forceinline__ void pf_seg_live(const pf_params &p, pf_seg &q, int k
    host call of a few microseconds against milliseconds of kernel) */
 static inline int pf_map(CUtensorMap *map, const uint8_t *base, long rows, int box_rows)
 {
-    PFN_cuTensorMapEncodeTiled_v12000 encode = dw_encoder();
-    if (!encode)
-        return DSA_K_EDEVICE;
-    const cuuint64_t dims[2] = {128, (cuuint64_t)rows};
-    const cuuint64_t strides[1] = {128};
-    const cuuint32_t box[2] = {128, (cuuint32_t)box_rows}, estr[2] = {1, 1};
-    CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)base, dims, strides, box,
-                        estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) {
-        fprintf(stderr, "dsa-eval: cuTensorMapEncodeTiled failed (%d)\n", (int)r);
-        return DSA_K_EDEVICE;
-    }
-    return DSA_K_OK;
+    const cuuint64_t dims[2] = {128, (cuuint64_t)rows}, strides[1] = {128};
+    const cuuint32_t box[2] = {128, (cuuint32_t)box_rows};
+    return dw_map_u8(map, 2, base, dims, strides, box);
 }
 
 /* the launch's parameters from the arguments (tiles and total left 0: each kernel's tile size

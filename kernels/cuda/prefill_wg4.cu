@@ -151,6 +151,19 @@ template <int STG> __device__ __forceinline__ void p4_wait_free(uint8_t *sm, siz
         dw_bar_wait_idle(p4_b(sm, empty, p4_slot<STG>(n)), p4_phase<STG>(n) ^ 1u);
 }
 
+/* the group segment at t with its live tiles, t moved past it; the same for every role, the
+   span made warp-uniform (uniform registers) */
+template <int R>
+__device__ __forceinline__ pf_seg p4_next_seg(const pf_params &p, int &t, int t_end)
+{
+    pf_seg q = pf_seg_at(p, t, t_end);
+    int kmin, kmax;
+    pf_group_span<R>(p, q.g, kmin, kmax);
+    pf_seg_live<P4_KEYS>(p, q, p4_uniform(kmin), p4_uniform(kmax));
+    t += q.tb - q.ta;
+    return q;
+}
+
 /* The copy warp: per group segment with live tiles, the group's q, then its live K tiles. */
 template <int R>
 __device__ __forceinline__ void p4_copy(const pf_params &p, const CUtensorMap *kmap,
@@ -161,11 +174,7 @@ __device__ __forceinline__ void p4_copy(const pf_params &p, const CUtensorMap *k
     int t, t_end, nk = 0, nq = 0; /* uses of the K ring and of the q ring */
     p4_range(p, t, t_end);
     while (t < t_end) {
-        pf_seg q = pf_seg_at(p, t, t_end);
-        int kmin, kmax;
-        pf_group_span<R>(p, q.g, kmin, kmax);
-        pf_seg_live<P4_KEYS>(p, q, p4_uniform(kmin), p4_uniform(kmax));
-        t += q.tb - q.ta;
+        const pf_seg q = p4_next_seg<R>(p, t, t_end);
         if (q.la == q.lb)
             continue;
         p4_wait_free<L::qstg>(sm, L::qempty, nq);
@@ -267,11 +276,7 @@ template <int H, int R> __device__ __forceinline__ void p4_math(const pf_params 
     p4_range(p, t, t_end);
     int nq = 0; /* uses of the q ring */
     while (t < t_end) {
-        pf_seg q = pf_seg_at(p, t, t_end);
-        int kmin, kmax;
-        pf_group_span<R>(p, q.g, kmin, kmax);
-        pf_seg_live<P4_KEYS>(p, q, p4_uniform(kmin), p4_uniform(kmax));
-        t += q.tb - q.ta;
+        const pf_seg q = p4_next_seg<R>(p, t, t_end);
         if (q.la == q.lb)
             continue;
         p4_weights<H, R>(p, q.g, wr);
@@ -365,11 +370,7 @@ template <int R, bool LB> __device__ __forceinline__ void p4_store(const pf_para
     p4_range(p, t, t_end);
     int n = 0; /* uses of the partials' ring */
     while (t < t_end) {
-        pf_seg q = pf_seg_at(p, t, t_end);
-        int kmin, kmax;
-        pf_group_span<R>(p, q.g, kmin, kmax);
-        pf_seg_live<P4_KEYS>(p, q, p4_uniform(kmin), p4_uniform(kmax));
-        t += q.tb - q.ta;
+        const pf_seg q = p4_next_seg<R>(p, t, t_end);
         const int row0 = q.g * R;
         if (p.clean) {
             p4_masks<R, LB>(p, row0, q.ta, q.la, tid);

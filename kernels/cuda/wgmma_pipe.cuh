@@ -1,12 +1,13 @@
 /*
  * The Hopper pipeline pieces shared by the fp8 wgmma kernels (decode_wgmma.cu, S3a, and
- * prefill_wgmma.cu, S3b): mbarrier init / expect-bytes / arrive / parity wait (spinning, or
- * suspended for a copy warp), the bulk copy into shared memory, the wgmma operand descriptor of
- * a 128-byte-swizzled K-major tile, the wgmma commit / wait and the accumulator fence around
- * them, the 1024-byte alignment of the dynamic shared array, the named barrier of the consumer
- * warpgroup, the epilogue's head dot and sum, and the host's lookup of the driver's tensor-map
- * encoder. Header-only (static inline): each kernel file gets its own copy. Every shared-memory
- * pointer passed in must point into the calling CTA's shared memory.
+ * prefill_wgmma.cu and prefill_wg4.cu, S3b): mbarrier init / expect-bytes / arrive / parity
+ * wait (spinning, or suspended for a copy warp), the bulk copy into shared memory, the wgmma
+ * operand descriptor of a 128-byte-swizzled K-major tile, the wgmma commit / wait and the
+ * accumulator fence around them, the 1024-byte alignment of the dynamic shared array, the named
+ * barrier of the consumer warpgroup, the epilogue's head dot and sum, and on the host the
+ * driver's tensor-map encoder and the encoding of a byte tensor map with the options all of
+ * them use. Header-only (static inline): each kernel file gets its own copy. Every
+ * shared-memory pointer passed in must point into the calling CTA's shared memory.
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 #ifndef DSA_KERNELS_CUDA_WGMMA_PIPE_CUH
@@ -16,6 +17,8 @@
 #include <cudaTypedefs.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "dsa_kernels.h" /* DSA_K_EDEVICE */
 
 #define DW_THREADS 128 /* one consumer warpgroup */
 
@@ -121,6 +124,27 @@ static inline PFN_cuTensorMapEncodeTiled_v12000 dw_encoder(void)
         encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
     }
     return encode;
+}
+
+/* a tensor map of bytes (rank 2 or 3: dims, the strides of dims 1.., box) with the options every
+   wgmma operand here uses: 128-byte swizzle, 256-byte L2 promotion, zero fill past the end;
+   DSA_K_EDEVICE with a message when the driver refuses */
+static inline int dw_map_u8(CUtensorMap *map, int rank, const void *base, const cuuint64_t *dims,
+                            const cuuint64_t *strides, const cuuint32_t *box)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 encode = dw_encoder();
+    if (!encode)
+        return DSA_K_EDEVICE;
+    const cuuint32_t estr[3] = {1, 1, 1};
+    CUresult r =
+        encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, (cuuint32_t)rank, (void *)base, dims, strides,
+               box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+        fprintf(stderr, "dsa-eval: cuTensorMapEncodeTiled failed (%d)\n", (int)r);
+        return DSA_K_EDEVICE;
+    }
+    return DSA_K_OK;
 }
 
 /* an empty asm that claims to rewrite every register of acc: the compiler may not move the
