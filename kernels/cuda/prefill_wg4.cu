@@ -69,7 +69,8 @@
    reads of 32 consecutive keys hit 32 banks), then the barriers. One K stage and one partials'
    stage per live tile, so both rings step together (one ring state in the math threads); q
    has 2 stages at R = 2 and 1 at R = 4, where the partials take 17 KB a stage (the next group's
-   q is then loaded after the last one's wgmmas: once per group segment, ~500 tiles apart). */
+   q is then loaded after the last one's wgmmas: once per group segment, ~500 tiles apart).
+   R = 4 (H = 32) is laid out but not launched: its math threads spill 8 bytes at 104. */
 template <int R> struct p4_layout {
     static constexpr int es = 4 * R + 1, qstg = R == 2 ? 2 : 1;
     static constexpr size_t ebytes = (size_t)P4_KEYS * es * 4;
@@ -88,8 +89,10 @@ __device__ __forceinline__ uint64_t *p4_b(uint8_t *sm, size_t off, int s)
     return (uint64_t *)(sm + off) + s;
 }
 
+/* P4_REGS_MOVE=0: no setmaxnreg, every role at the launch's 80 registers (spilling): a build
+   that tells a hang in the register moves from one elsewhere */
 #ifndef P4_REGS_MOVE
-#define P4_REGS_MOVE 1 /* 0: no setmaxnreg (every role at 80 registers, spilling; for tests) */
+#define P4_REGS_MOVE 1
 #endif
 
 template <int N> __device__ __forceinline__ void p4_regs_inc(void)
@@ -426,6 +429,16 @@ static int p4_launch(const pf_params &p, const CUtensorMap &kmap, const CUtensor
 {
     using L = p4_layout<P4_NC / H>;
     static int slots; /* resident CTAs on the whole device: one per SM */
+    static int regs;  /* registers a thread at launch, as the compiler built the kernel */
+    if (!regs) {
+        cudaFuncAttributes fa;
+        CUDA_CHECK(cudaFuncGetAttributes(&fa, prefill_wg4_kernel<H, LB>));
+        regs = fa.numRegs;
+    }
+    /* the setmaxnreg moves need the CTA's allotment to hold them, else the math threads' increase
+       waits forever: another compiler's count takes the other kernel rather than hang */
+    if (regs * P4_THREADS < P4_MATH * P4_MREGS + 128 * (P4_SREGS + P4_CREGS))
+        return DSA_K_UNSUPPORTED;
     int rc = pf_slots(prefill_wg4_kernel<H, LB>, P4_THREADS, L::alloc, slots);
     if (rc != DSA_K_OK)
         return rc;
