@@ -28,9 +28,10 @@ int dsa_cuda_decode_wgmma_launch(const dsa_k_flags *f, const dsa_logits_decode_a
 /* the pipelined S3a kernel (decode.cu); DSA_K_UNSUPPORTED for shapes it leaves to logits.cu */
 int dsa_cuda_decode_pipe_launch(const dsa_k_flags *f, const dsa_logits_decode_args *a,
                                 cudaStream_t st);
-/* the fp8 wgmma S3b kernel (prefill_wgmma.cu, the default; DSA_CUDA_LOGITS=mma|simt select
-   logits.cu's); DSA_K_UNSUPPORTED for shapes it does not take (heads other than 32, 64, k8 not
-   16-byte aligned, NK past int32) */
+/* the fp8 wgmma S3b kernels' entry (prefill_wgmma.cu; the default, DSA_CUDA_LOGITS=mma|simt
+   select logits.cu's): the four-warpgroup kernel below at H = 64, the two-half kernel of
+   prefill_wgmma.cu at H = 32 and with DSA_CUDA_PREFILL=two; DSA_K_UNSUPPORTED for shapes
+   neither takes (heads other than 32, 64, k8 not 16-byte aligned, NK past int32) */
 int dsa_cuda_prefill_wgmma_launch(const dsa_k_flags *f, const dsa_logits_prefill_args *a,
                                   cudaStream_t st);
 /* the four-warpgroup S3b kernel (prefill_wg4.cu; the launch above calls it at H = 64 unless

@@ -108,6 +108,16 @@ __device__ __forceinline__ void pf_seg_live(const pf_params &p, pf_seg &q, int k
     q.lb = max(q.la, min(q.lb, q.tb));
 }
 
+/* a 2-D TMA of one box of map (pf_map: 128-byte rows) from row `row` into dst (1024-byte
+   aligned), completing its bytes on bar */
+__device__ __forceinline__ void pf_tma(void *dst, const CUtensorMap *map, int row, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dw_smem(dst)),
+                 "l"((uint64_t)map), "r"(0), "r"(row), "r"(dw_smem(bar))
+                 : "memory");
+}
+
 /* the tensor map of `rows` rows of 128 bytes (128 apart) at base, box 128 x box_rows,
    128-byte swizzle, rows past the end zero-filled by the copy engine; encoded per launch (a
    host call of a few microseconds against milliseconds of kernel) */

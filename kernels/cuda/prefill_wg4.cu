@@ -89,33 +89,14 @@ __device__ __forceinline__ uint64_t *p4_b(uint8_t *sm, size_t off, int s)
     return (uint64_t *)(sm + off) + s;
 }
 
-/* P4_REGS_MOVE=0: no setmaxnreg, every role at the launch's 80 registers (spilling): a build
-   that tells a hang in the register moves from one elsewhere */
-#ifndef P4_REGS_MOVE
-#define P4_REGS_MOVE 1
-#endif
-
 template <int N> __device__ __forceinline__ void p4_regs_inc(void)
 {
-#if P4_REGS_MOVE
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
-#endif
 }
 
 template <int N> __device__ __forceinline__ void p4_regs_dec(void)
 {
-#if P4_REGS_MOVE
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
-#endif
-}
-
-/* a 2-D TMA of box rows from row `row` of map into dst (1024-byte aligned) */
-__device__ __forceinline__ void p4_tma(void *dst, const CUtensorMap *map, int row, uint64_t *bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dw_smem(dst)),
-                 "l"((uint64_t)map), "r"(0), "r"(row), "r"(dw_smem(bar))
-                 : "memory");
 }
 
 /* the CTA's range of the flat list in int (the launch takes no shape with 2^31 tiles or more):
@@ -184,7 +165,7 @@ __device__ __forceinline__ void p4_copy(const pf_params &p, const CUtensorMap *k
         if (lead) {
             const int s = p4_slot<L::qstg>(nq);
             dw_bar_expect(p4_b(sm, L::qfull, s), P4_QBYTES);
-            p4_tma(sm + L::q + s * P4_QBYTES, qmap, q.g * P4_NC, p4_b(sm, L::qfull, s));
+            pf_tma(sm + L::q + s * P4_QBYTES, qmap, q.g * P4_NC, p4_b(sm, L::qfull, s));
         }
         nq++;
         for (int tile = q.la; tile < q.lb; tile++, nk++) {
@@ -192,7 +173,7 @@ __device__ __forceinline__ void p4_copy(const pf_params &p, const CUtensorMap *k
             if (lead) {
                 const int s = p4_slot<P4_STG>(nk);
                 dw_bar_expect(p4_b(sm, L::kfull, s), P4_KBYTES);
-                p4_tma(sm + L::k + s * P4_KBYTES, kmap, tile * P4_KEYS, p4_b(sm, L::kfull, s));
+                pf_tma(sm + L::k + s * P4_KBYTES, kmap, tile * P4_KEYS, p4_b(sm, L::kfull, s));
             }
         }
         __syncwarp();
@@ -233,14 +214,14 @@ __device__ __forceinline__ void p4_issue(float (&acc)[32], uint32_t ka, uint32_t
 }
 
 /* Half HALF's head sums into the partials' stage ep: for its R/2 rows r, the thread's keys kw
-   (and kw + 8) get relu(dot) * w over the thread's H/4 heads (H = 64: even and odd heads in two
-   chains, added; H = 32: one chain), at slot r*4 + c. */
+   (and kw + 8) get relu(dot) * w over the thread's H/4 heads, even and odd heads in two chains,
+   added, at slot r*4 + c. */
 template <int H, int R, int HALF>
 __device__ __forceinline__ void p4_partials(const float (&acc)[32], const float (&wr)[R][H / 4],
                                             float *ep, int kw)
 {
     using L = p4_layout<R>;
-    constexpr bool TWO = H == 64; /* H = 32: one chain a key (two rows a half, fewer registers) */
+    static_assert(H == 64, "launched at H = 64 only (H = 32 spills at 104 registers)");
     const int tig = threadIdx.x & 3;
 #pragma unroll
     for (int rr = 0; rr < R / 2; rr++) {
@@ -251,16 +232,11 @@ __device__ __forceinline__ void p4_partials(const float (&acc)[32], const float 
             const int n8 = rr * (H / 8) + i;
             a0 = __fmaf_rn(wr[r][2 * i], fmaxf(acc[4 * n8], 0.0f), a0);
             a1 = __fmaf_rn(wr[r][2 * i], fmaxf(acc[4 * n8 + 2], 0.0f), a1);
-            if (TWO) {
-                b0 = __fmaf_rn(wr[r][2 * i + 1], fmaxf(acc[4 * n8 + 1], 0.0f), b0);
-                b1 = __fmaf_rn(wr[r][2 * i + 1], fmaxf(acc[4 * n8 + 3], 0.0f), b1);
-            } else {
-                a0 = __fmaf_rn(wr[r][2 * i + 1], fmaxf(acc[4 * n8 + 1], 0.0f), a0);
-                a1 = __fmaf_rn(wr[r][2 * i + 1], fmaxf(acc[4 * n8 + 3], 0.0f), a1);
-            }
+            b0 = __fmaf_rn(wr[r][2 * i + 1], fmaxf(acc[4 * n8 + 1], 0.0f), b0);
+            b1 = __fmaf_rn(wr[r][2 * i + 1], fmaxf(acc[4 * n8 + 3], 0.0f), b1);
         }
-        ep[kw * L::es + 4 * r + tig] = TWO ? __fadd_rn(a0, b0) : a0;
-        ep[(kw + 8) * L::es + 4 * r + tig] = TWO ? __fadd_rn(a1, b1) : a1;
+        ep[kw * L::es + 4 * r + tig] = __fadd_rn(a0, b0);
+        ep[(kw + 8) * L::es + 4 * r + tig] = __fadd_rn(a1, b1);
     }
 }
 

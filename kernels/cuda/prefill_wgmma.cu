@@ -67,15 +67,6 @@ struct pf_layout {
                             bytes = bar + 2 * PF_STG * 8, alloc = bytes + 1024; /* for alignment */
 };
 
-/* the 64 K rows from key t0 into dst (1024-byte aligned), 128-byte swizzled */
-__device__ __forceinline__ void pf_tma(void *dst, const CUtensorMap *map, int t0, uint64_t *bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dw_smem(dst)),
-                 "l"((uint64_t)map), "r"(0), "r"(t0), "r"(dw_smem(bar))
-                 : "memory");
-}
-
 /* The copy warp: the live tiles of each group segment of [t_begin, t_end) into the stage ring;
    for each, wait for the stage to be free (its empty barrier: the 128 consumer threads are done
    with it), then lane 0 issues the TMA. Dead tiles are never loaded nor waited for. */
