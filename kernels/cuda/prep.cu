@@ -113,10 +113,10 @@ __global__ static void k_prep_kernel(const dsa_k_flags f, dsa_k_prep_args a)
     k_prep_block(f, a, blockIdx.x);
 }
 
-/* QV (token, head) vectors a warp: their loads in flight together (a decode step's few
-   thousand vectors then fit one wave of resident warps) */
-#define QV 4
-
+/* QV (token, head) vectors a warp, their loads in flight together. 2 by default (q_qv): 4
+   made fewer, longer warps and was 0.5-1.2 us slower at T = 256 / 64 tokens on the H200
+   (bench/RESULTS.md, round 11), 1 was no faster than 2; DSA_CUDA_PREP_QV=1|4 for timings */
+template <int QV>
 __device__ __forceinline__ void q_prep_block(const dsa_k_flags &f, const dsa_q_prep_args &a,
                                              unsigned blk)
 {
@@ -156,15 +156,16 @@ __device__ __forceinline__ void q_prep_block(const dsa_k_flags &f, const dsa_q_p
     }
 }
 
-__global__ static void q_prep_kernel(const dsa_k_flags f, dsa_q_prep_args a)
+template <int QV> __global__ static void q_prep_kernel(const dsa_k_flags f, dsa_q_prep_args a)
 {
     d_pdl_launch_next();
-    q_prep_block(f, a, blockIdx.x);
+    q_prep_block<QV>(f, a, blockIdx.x);
 }
 
 /* S1 and S2 of a step in one grid: blocks [0, kb) are k_prep's, the rest q_prep's. The two
    write disjoint buffers (the API's contract), so their blocks need no order; in one launch
    the short k chains run beside the q chains instead of after a second launch's latency */
+template <int QV>
 __global__ static void prep_kernel(const dsa_k_flags f, dsa_k_prep_args k, dsa_q_prep_args q,
                                    unsigned kb)
 {
@@ -172,7 +173,7 @@ __global__ static void prep_kernel(const dsa_k_flags f, dsa_k_prep_args k, dsa_q
     if (blockIdx.x < kb)
         k_prep_block(f, k, blockIdx.x);
     else
-        q_prep_block(f, q, blockIdx.x - kb);
+        q_prep_block<QV>(f, q, blockIdx.x - kb);
 }
 
 __global__ static void fill_kernel(int32_t *p, long n)
@@ -188,10 +189,32 @@ static unsigned k_blocks(const dsa_k_prep_args *a)
     return a->T > 0 ? (unsigned)((a->T + 3) / 4) : 0;
 }
 
+static int q_qv(void)
+{
+    static int v;
+    if (!v) {
+        const char *e = getenv("DSA_CUDA_PREP_QV");
+        v = e && (atoi(e) == 1 || atoi(e) == 4) ? atoi(e) : 2;
+    }
+    return v;
+}
+
 static unsigned q_blocks(const dsa_k_flags *f, const dsa_q_prep_args *a)
 {
-    long warps = a->T > 0 ? ((long)a->T * f->heads + QV - 1) / QV : 0;
+    const int qv = q_qv();
+    long warps = a->T > 0 ? ((long)a->T * f->heads + qv - 1) / qv : 0;
     return (unsigned)((warps + 3) / 4);
+}
+
+typedef void (*q_kern_t)(const dsa_k_flags, dsa_q_prep_args);
+typedef void (*p_kern_t)(const dsa_k_flags, dsa_k_prep_args, dsa_q_prep_args, unsigned);
+static q_kern_t q_kern(void)
+{
+    return q_qv() == 1 ? q_prep_kernel<1> : q_qv() == 2 ? q_prep_kernel<2> : q_prep_kernel<4>;
+}
+static p_kern_t p_kern(void)
+{
+    return q_qv() == 1 ? prep_kernel<1> : q_qv() == 2 ? prep_kernel<2> : prep_kernel<4>;
 }
 
 /* q_prep's -1 fill of the top-k buffer, after its kernel */
@@ -220,7 +243,7 @@ int dsa_cuda_q_prep_launch(const dsa_k_flags *f, const dsa_q_prep_args *a, cudaS
         return DSA_K_OK;
     cudaLaunchAttribute pdl;
     const cudaLaunchConfig_t c = d_pdl_config(dim3(q_blocks(f, a)), dim3(128), 0, st, &pdl);
-    CUDA_CHECK(cudaLaunchKernelEx(&c, q_prep_kernel, *f, *a));
+    CUDA_CHECK(cudaLaunchKernelEx(&c, q_kern(), *f, *a));
     fill_topk(a, st);
     return DSA_K_OK;
 }
@@ -243,7 +266,7 @@ int dsa_cuda_prep_launch(const dsa_k_flags *f, const dsa_k_prep_args *k, const d
         return kb ? dsa_cuda_k_prep_launch(f, k, st) : dsa_cuda_q_prep_launch(f, q, st);
     cudaLaunchAttribute pdl;
     const cudaLaunchConfig_t c = d_pdl_config(dim3(kb + qb), dim3(128), 0, st, &pdl);
-    CUDA_CHECK(cudaLaunchKernelEx(&c, prep_kernel, *f, *k, *q, kb));
+    CUDA_CHECK(cudaLaunchKernelEx(&c, p_kern(), *f, *k, *q, kb));
     fill_topk(q, st);
     return DSA_K_OK;
 }
