@@ -2,17 +2,21 @@
  * S4 top-k on CUDA: three launches per call, several CTAs per row, one full read of the
  * logits.
  *
- *   1. sample  (one CTA per row): the order keys of 4096 evenly spaced values of the row (all
- *              of them when the row is shorter) and, by a radix select in shared memory, the
- *              m-th largest of them, m = 1.5·k·4096/len + 16 (k when the sample is the
- *              whole row): a threshold t that about 1.5k + 16·len/4096 values of the row
- *              reach, and at least k of them with overwhelming probability for any row whose
- *              values are not arranged against the sample's stride;
+ *   1. sample  (one CTA per row): the order keys of 4096 values of the row (1024 evenly
+ *              spaced runs of 4 adjacent values, one 16-byte load each, in rows of 8192 or
+ *              more; 4096 evenly spaced single values in shorter rows, all of them when the
+ *              row is shorter still) and, by a radix select in shared memory, the m-th
+ *              largest of them, m = 1.5·k·4096/len + 16 (k when the sample is the whole
+ *              row): a threshold t that about 1.5k + 16·len/4096 values of the row reach, and
+ *              at least k of them with overwhelming probability for any row whose values are
+ *              not arranged against the sample's stride (runs of correlated neighbours make
+ *              the estimate noisier; a miss costs time, not correctness: see below);
  *   2. gather  (slices x rows CTAs of 8 warps, gather_warps_kernel): each warp reads its
  *              eighth of the CTA's slice once, 512 values an iteration (four 16-byte loads a
  *              lane in flight), and writes, in index order, the (index, fp32 order key) of
  *              every value whose key is >= t into its own staging segment (a warp scan gives
- *              the positions; no CTA barrier);
+ *              the positions; no CTA barrier; a lane's stores loop over its candidates only,
+ *              warp_take_mask);
  *   3. final   (one CTA per row): loads the candidates of all segments into shared memory in
  *              segment order (= index order), selects the k largest by a radix select on their
  *              keys in 11-bit digits from their highest varying bit, and writes those above
@@ -58,6 +62,12 @@
 #define SEG_W       (PASS_T / 32) /* warps (segments) a CTA of gather_warps_kernel */
 #define SLICE_ALIGN 2048
 #define CTAS_PER_SM 4 /* gather: 4 CTAs of 256 threads (64 registers) fit an SM */
+#define SAMPLE_RUN  4 /* sampled values in a run of adjacent ones (one 16-byte load) */
+
+/* DSA_CUDA_TOPK_R11's bits (r11_set on the host): 1 = the final finds each candidate's
+   segment by its own binary search (round 10), 2 = the sample takes single values evenly
+   spaced instead of runs of SAMPLE_RUN, 4 = the gather takes every chunk by warp_take */
+__constant__ int d_tk_r11;
 
 /* ---- loads ---- */
 
@@ -256,8 +266,21 @@ __device__ __forceinline__ float sample_at(const void *logits, int lbf16, size_t
     return lbf16 ? d_bf16_to_f32(((const uint16_t *)logits)[at]) : ((const float *)logits)[at];
 }
 
+/* the start of sampled run c of SAMPLE / SAMPLE_RUN in a row of len >= 2 * SAMPLE values at
+   base: evenly spaced, moved up by at most 3 so that an fp32 run is one 16-byte aligned load.
+   The even starts are >= 8 apart, so the runs never overlap, and the last ends inside the row. */
+__device__ __forceinline__ long sample_run_at(size_t base, long len, int c)
+{
+    const long i = (long)((long long)c * len / (SAMPLE / SAMPLE_RUN));
+    return i + (long)((4u - ((base + (size_t)i) & 3u)) & 3u);
+}
+
 /* the threshold key of the row at base (len > k values), computed by the T threads of a CTA
-   (all of them call it); the same value in every CTA that computes it */
+   (all of them call it); the same value in every CTA that computes it. The sample is SAMPLE /
+   SAMPLE_RUN runs of SAMPLE_RUN adjacent values in rows of 2 * SAMPLE or more, else single
+   values evenly spaced (the whole row when it is shorter than SAMPLE): one CTA's loads of 4096
+   single values were 4096 sectors, which took 3 us at one row (round 11's marks); the runs are a
+   quarter of the sectors. */
 template <int T>
 __device__ uint32_t row_threshold(const void *logits, int lbf16, size_t base, long len, int k,
                                   sample_smem<T> &sm)
@@ -266,11 +289,22 @@ __device__ uint32_t row_threshold(const void *logits, int lbf16, size_t base, lo
     const int m = sample_rank(len, k, &n);
     /* SAMPLE / T loads per thread, all in flight before the first store */
     float v[SAMPLE / T];
+    if (len < 2 * SAMPLE || (d_tk_r11 & 2)) {
 #pragma unroll
-    for (int u = 0; u < SAMPLE / T; u++) {
-        const int i = (int)threadIdx.x + u * T;
-        v[u] = i < n ? sample_at(logits, lbf16, base, len, n, i) : 0.0f;
+        for (int u = 0; u < SAMPLE / T; u++) {
+            const int i = (int)threadIdx.x + u * T;
+            v[u] = i < n ? sample_at(logits, lbf16, base, len, n, i) : 0.0f;
+        }
+    } else {
+#pragma unroll
+        for (int u = 0; u < SAMPLE / T / SAMPLE_RUN; u++) {
+            const int c = (int)threadIdx.x + u * T;
+            load4(logits, lbf16, base, sample_run_at(base, len, c), len, &v[SAMPLE_RUN * u]);
+        }
     }
+    /* value u of this thread is sample entry threadIdx.x + u * T (single values) or entry
+       SAMPLE_RUN * (threadIdx.x + (u / SAMPLE_RUN) * T) + u % SAMPLE_RUN (runs): the order of
+       the keys does not matter to the select */
 #pragma unroll
     for (int u = 0; u < SAMPLE / T; u++)
         if ((int)threadIdx.x + u * T < n)
@@ -522,10 +556,10 @@ __device__ void take_candidates(const uint32_t *ck, const int32_t *ci, int n, ui
     }
 }
 
-/* the segment holding element j of the concatenation: the last s with off[s] <= j */
-__device__ __forceinline__ int seg_of(const int *off, int segs, int j)
+/* the segment holding element j of the concatenation: the last s in [lo, hi) with off[s] <= j,
+   given off[lo] <= j < off[hi] (off[segs] = the total) */
+__device__ __forceinline__ int seg_in(const int *off, int lo, int hi, int j)
 {
-    int lo = 0, hi = segs; /* off[lo] <= j < off[hi] (off[segs] = the total) */
     while (hi - lo > 1) {
         int mid = (lo + hi) / 2;
         if (off[mid] <= j)
@@ -536,18 +570,42 @@ __device__ __forceinline__ int seg_of(const int *off, int segs, int j)
     return lo;
 }
 
+/* seg[j] = the segment of candidate j < n. Each thread takes a run of adjacent candidates:
+   one binary search for its first, then the next segment or, past empty ones, a search from
+   there. A search per candidate (round 10, DSA_CUDA_TOPK_R11 bit 0) was 4 searches of 9
+   dependent shared-memory steps a thread at one row, and the copy took 4.1 us of the final's
+   10.5 (round 11's marks). Ends with a barrier. */
+template <int T> __device__ void seg_ids(const int *off, int segs, int n, int32_t *seg)
+{
+    const int per = (n + T - 1) / T, lo = (int)threadIdx.x * per;
+    const int hi = lo + per < n ? lo + per : n;
+    int s = lo < hi ? seg_in(off, 0, segs, lo) : 0;
+    for (int j = lo; j < hi; j++) {
+        if (off[s + 1] <= j) /* off[s + 1] <= j < total: s + 1 < segs */
+            s = off[s + 2] > j ? s + 1 : seg_in(off, s + 1, segs, j);
+        seg[j] = s;
+    }
+    __syncthreads();
+}
+
 /* the candidates (key, index) into shared memory, in segment order (= index order); through
-   the L2 (__ldcg), as other CTAs of this grid may have written them (gather_warps_kernel<true>) */
+   the L2 (__ldcg), as other CTAs of this grid may have written them (gather_warps_kernel<true>).
+   Candidate j's segment is read from ci[j] (seg_ids) and ci[j] then overwritten by its index,
+   both by the thread that copies j; or, with DSA_CUDA_TOPK_R11 bit 0, searched for here. */
 template <int T>
 __device__ void copy_candidates(const staging &sg, size_t slot0, const int *off, int n,
                                 uint32_t *ck, int32_t *ci)
 {
+    const bool search = d_tk_r11 & 1;
+    if (!search)
+        seg_ids<T>(off, sg.segs, n, ci);
     for (int j0 = 0; j0 < n; j0 += 4 * T) {
         uint32_t kk[4];
         int32_t ii[4];
 #pragma unroll
         for (int u = 0; u < 4; u++) {
-            int j = j0 + u * T + (int)threadIdx.x, s = j < n ? seg_of(off, sg.segs, j) : 0;
+            const int j = j0 + u * T + (int)threadIdx.x;
+            const int s = j >= n ? 0 : search ? seg_in(off, 0, sg.segs, j) : ci[j];
             size_t at = (slot0 + s) * sg.cap + (j - off[s]);
             kk[u] = j < n ? __ldcg(sg.key + at) : 0;
             ii[u] = j < n ? __ldcg(sg.idx + at) : 0;
@@ -632,21 +690,170 @@ __global__ static void __launch_bounds__(FINAL_T)
     final_row<FINAL_T, ADAPT>(logits, lbf16, (size_t)r * stride + st, len, k, sg, r, out);
 }
 
+/* a warp's chunk of 512 values from i0 (v[u][j] = element i0 + 128 u + 4 lane + j, 0 past
+   hi): four 16-byte loads a lane, issued together */
+__device__ __forceinline__ void warp_load(const void *logits, int lbf16, size_t base, long i0,
+                                          long hi, float (&v)[4][4])
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        const long i = i0 + u * 128 + 4L * lane;
+        if (i < hi)
+            load4(logits, lbf16, base, i, hi, v[u]);
+        else
+            v[u][0] = v[u][1] = v[u][2] = v[u][3] = 0.0f;
+    }
+}
+
+/* the candidates (key >= t) of the chunk at i0 into the warp's segment (oi, ok: cap slots)
+   from position off, in index order; returns the position after them (may pass cap: the
+   final then takes the full-row path). Positions from one warp scan of the 4 sub-tiles'
+   counts (<= 4 a lane) packed in 8-bit fields (<= 128 a warp). */
+__device__ __forceinline__ int warp_take(const float (&v)[4][4], long i0, long hi, uint32_t t,
+                                         int off, int32_t *oi, uint32_t *ok, int cap)
+{
+    const int lane = threadIdx.x & 31;
+    uint32_t c = 0;
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        const long i = i0 + u * 128 + 4L * lane;
+        const int n = i < hi ? (hi - i >= 4 ? 4 : (int)(hi - i)) : 0;
+        uint32_t cu = 0;
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            cu += j < n && d_order_key(v[u][j]) >= t;
+        c |= cu << (8 * u);
+    }
+    uint32_t incl = c;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const uint32_t y = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= d)
+            incl += y;
+    }
+    const uint32_t pre = incl - c, tot = __shfl_sync(0xffffffffu, incl, 31);
+    int p = off;
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        int q = p + (int)((pre >> (8 * u)) & 255);
+        const long i = i0 + u * 128 + 4L * lane;
+        const int n = i < hi ? (hi - i >= 4 ? 4 : (int)(hi - i)) : 0;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint32_t kk = d_order_key(v[u][j]);
+            if (j < n && kk >= t) {
+                if (q < cap) {
+                    oi[q] = (int32_t)(i + j);
+                    ok[q] = kk;
+                }
+                q++;
+            }
+        }
+        p += (int)((tot >> (8 * u)) & 255);
+    }
+    return p;
+}
+
+/* signed_key(v) >= signed_thr(t) exactly when d_order_key(v) >= t, for every bit pattern of
+   v (NaNs too), in 3 instructions instead of d_order_key's 6 and a compare: the order key with
+   its top bit flipped, read as a signed int, except that -0 gets -1 (d_order_key gives it +0's
+   key), so a threshold of +0's key becomes -1; no other value maps to -1 or 0 but -0 and +0 */
+__device__ __forceinline__ int32_t signed_key(float v)
+{
+    const int32_t u = __float_as_int(v);
+    return u ^ ((u >> 31) & 0x7fffffff);
+}
+
+__device__ __forceinline__ int32_t signed_thr(uint32_t t)
+{
+    const int32_t ts = (int32_t)(t ^ 0x80000000u);
+    return ts == 0 ? -1 : ts;
+}
+
+/* a full chunk (warp_load's layout) of a 16-byte aligned fp32 row: the loads and nothing else */
+__device__ __forceinline__ void warp_load_full(const float *row, long i0, float (&v)[4][4])
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        const float4 q = __ldg((const float4 *)(row + i0 + u * 128 + 4L * lane));
+        v[u][0] = q.x, v[u][1] = q.y, v[u][2] = q.z, v[u][3] = q.w;
+    }
+}
+
+/* warp_take for a full chunk of an fp32 row (i0 + 512 <= hi), in fewer instructions: each
+   lane's candidates as a 16-bit mask (bit 4u + j: value (u, j)), the counts from its nibbles,
+   and the stores in a loop over the set bits only, each value read again (an L1 hit: the
+   chunk was just loaded) instead of selected from the registers. warp_take's stores, one
+   predicated sequence for each of the 16 values of every lane whether or not it is a
+   candidate (about 1 in 64 at 256K), made the 64-row gather issue-bound (round 11: ncu 69 %
+   SM throughput, 38 % of DRAM's). Same positions, same bytes. */
+__device__ __forceinline__ int warp_take_mask(const float (&v)[4][4], const float *row, long i0,
+                                              uint32_t t, int off, int32_t *oi, uint32_t *ok,
+                                              int cap)
+{
+    const int lane = threadIdx.x & 31;
+    const int32_t ts = signed_thr(t);
+    uint32_t m = 0;
+#pragma unroll
+    for (int u = 0; u < 4; u++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            m |= (uint32_t)(signed_key(v[u][j]) >= ts) << (4 * u + j);
+    uint32_t c = 0;
+#pragma unroll
+    for (int u = 0; u < 4; u++)
+        c |= (uint32_t)__popc((m >> (4 * u)) & 15u) << (8 * u);
+    uint32_t incl = c;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const uint32_t y = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= d)
+            incl += y;
+    }
+    const uint32_t pre = incl - c, tot = __shfl_sync(0xffffffffu, incl, 31);
+    /* p[u] = the position of this lane's first candidate of sub-tile u */
+    int p[4], at = off;
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        p[u] = at + (int)((pre >> (8 * u)) & 255);
+        at += (int)((tot >> (8 * u)) & 255);
+    }
+    for (uint32_t rest = m; rest; rest &= rest - 1) {
+        const int b = __ffs((int)rest) - 1, u = b >> 2;
+        const int q = (u == 0   ? p[0]
+                       : u == 1 ? p[1]
+                       : u == 2 ? p[2]
+                                : p[3]) +
+                      __popc(m & ~(~0u << b) & (15u << (4 * u)));
+        const long i = i0 + u * 128 + 4L * lane + (b & 3);
+        if (q < cap) {
+            oi[q] = (int32_t)i;
+            ok[q] = d_order_key(__ldg(row + i));
+        }
+    }
+    return at;
+}
+
 /* The default gather: each warp of a CTA owns a contiguous eighth of the CTA's slice and its
    own staging segment, so the positions come from a warp scan (shuffles) and no barrier of the
    CTA ever stalls the loads (gather_kernel's block scan, one an iteration, held each CTA's
-   next loads until all its warps had written). The first iteration's loads (4 of 16 bytes a
-   lane) are issued before d_pdl_wait: the logits were complete before the sample kernel (an
-   ordinary launch) started, which this kernel depends on, so only the threshold waits.
-   LAST: the last CTA of a row to finish (a counter per row, sg.done, reset by that CTA) runs
-   the final's work for the row (final_row, 256 threads, CAND_CAP * 8 bytes of dynamic shared
-   memory), so no final launch waits for this grid to end; idx is only written then. */
+   next loads until all its warps had written). A warp walks its part in chunks of 512 values
+   (four 16-byte loads a lane, in flight together; the next chunk's are issued after this
+   one's candidates are taken: issuing them before, with the registers of two chunks, measured
+   slower in round 11). The first chunk's loads are issued before d_pdl_wait: the logits were
+   complete before the sample kernel (an ordinary launch) started, which this kernel depends on, so
+   only the threshold waits. LAST: the last CTA of a row to finish (a counter per row, sg.done,
+   reset by that CTA) runs the final's work for the row (final_row, 256 threads, CAND_CAP * 8 bytes
+   of dynamic shared memory), so no final launch waits for this grid to end; idx is only written
+   then. */
 template <bool LAST>
 __global__ static void __launch_bounds__(PASS_T, LAST ? 2 : CTAS_PER_SM)
     gather_warps_kernel(const void *logits, int lbf16, long stride, const int32_t *start,
                         const int32_t *end, int k, long slice, staging sg, int32_t *idx)
 {
-    const int r = blockIdx.y, s = blockIdx.x, w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int r = blockIdx.y, s = blockIdx.x, w = threadIdx.x >> 5;
     d_pdl_launch_next();
     const long st = start[r], len = end[r] - st, wlen = slice / SEG_W;
     const long lo = s * slice + w * wlen, hi = lo + wlen < len ? lo + wlen : len;
@@ -659,64 +866,31 @@ __global__ static void __launch_bounds__(PASS_T, LAST ? 2 : CTAS_PER_SM)
                 idx[(size_t)r * k + i] = i < len ? (int32_t)i : -1;
         return;
     }
-    if (lo >= hi) /* past the row's end: no loop below, an empty segment */
-        d_pdl_wait();
     const size_t base = (size_t)r * stride + st;
+    const float *row = (const float *)logits + base;
     int32_t *oi = sg.idx + seg * sg.cap;
     uint32_t *ok = sg.key + seg * sg.cap;
-    uint32_t t = 0;
+    /* full chunks of an fp32 row aligned to 16 bytes take the short path (warp_take_mask);
+       round 10's (warp_take for every chunk) with DSA_CUDA_TOPK_R11 bit 2 */
+    const bool fast = !lbf16 && !((uintptr_t)(row + lo) & 15) && !(d_tk_r11 & 4);
+    float v[4][4];
+    if (fast && lo + 512 <= hi)
+        warp_load_full(row, lo, v);
+    else if (lo < hi) /* past the row's end: no loop below, an empty segment */
+        warp_load(logits, lbf16, base, lo, hi, v);
+    d_pdl_wait(); /* the sample's thresholds */
+    const uint32_t t = sg.thr[r];
     int off = 0;
-    for (long i0 = lo; i0 < hi; i0 += 16 * 32) {
-        float v[4][4];
-        int n[4];
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            const long i = i0 + u * 128 + 4L * lane;
-            n[u] = i < hi ? load4(logits, lbf16, base, i, hi, v[u]) : 0;
-        }
-        if (i0 == lo) {
-            d_pdl_wait(); /* the sample's thresholds */
-            t = sg.thr[r];
-        }
-        /* the four sub-tiles' counts (<= 4 each) in 8-bit fields: <= 128 a warp */
-        uint32_t c = 0;
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            uint32_t cu = 0;
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                cu += j < n[u] && d_order_key(v[u][j]) >= t;
-            c |= cu << (8 * u);
-        }
-        uint32_t incl = c;
-#pragma unroll
-        for (int d = 1; d < 32; d <<= 1) {
-            const uint32_t y = __shfl_up_sync(0xffffffffu, incl, d);
-            if (lane >= d)
-                incl += y;
-        }
-        const uint32_t pre = incl - c, tot = __shfl_sync(0xffffffffu, incl, 31);
-        int p = off;
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            int q = p + (int)((pre >> (8 * u)) & 255);
-            const long i = i0 + u * 128 + 4L * lane;
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const uint32_t kk = d_order_key(v[u][j]);
-                if (j < n[u] && kk >= t) {
-                    if (q < sg.cap) {
-                        oi[q] = (int32_t)(i + j);
-                        ok[q] = kk;
-                    }
-                    q++;
-                }
-            }
-            p += (int)((tot >> (8 * u)) & 255);
-        }
-        off = p;
+    for (long i0 = lo; i0 < hi; i0 += 512) {
+        off = fast && i0 + 512 <= hi ? warp_take_mask(v, row, i0, t, off, oi, ok, sg.cap)
+                                     : warp_take(v, i0, hi, t, off, oi, ok, sg.cap);
+        const long i1 = i0 + 512;
+        if (fast && i1 + 512 <= hi)
+            warp_load_full(row, i1, v);
+        else if (i1 < hi)
+            warp_load(logits, lbf16, base, i1, hi, v);
     }
-    if (lane == 0)
+    if ((threadIdx.x & 31) == 0)
         sg.cnt[seg] = off;
     if constexpr (LAST) {
         __shared__ int s_last;
@@ -933,6 +1107,16 @@ static int sm_count(void)
  * 25.3 -> 24.9 us, 8 x 256K rows 31.4 -> 38.6 us (each of the 64 slices of a row repeats the
  * 4096 scattered loads and the select), so it stays off by default.
  */
+/* DSA_CUDA_TOPK_SLICES=N: N slices a row (before the caps below) instead of the one-wave count,
+   for timings of the slice geometry */
+static int slices_env(void)
+{
+    static int v = -1;
+    if (v < 0)
+        v = d_env_count("DSA_CUDA_TOPK_SLICES");
+    return v;
+}
+
 static int fuse_rows(void)
 {
     static int v = -1;
@@ -955,6 +1139,26 @@ static int last_rows(void)
     if (v < 0)
         v = d_env_count("DSA_CUDA_TOPK_LAST");
     return v;
+}
+
+/*
+ * DSA_CUDA_TOPK_R11 = a bit mask (default 0) that puts back round 10's parts, for A/B timings
+ * in one call: bit 0 the final's binary search per candidate for its segment (copy_candidates),
+ * bit 1 the sample of single values evenly spaced (row_threshold), bit 2 the gather's take of
+ * every chunk by warp_take (no warp_take_mask). Measured on the H200 (bench/RESULTS.md, round
+ * 11, call C): 7 (round 10) 22.5 / 27.6 / 65.1-65.2 us at 1 x 128K, 8 x 256K, 64 x 256K, 4
+ * 19.6 / 25.0-25.1 / 58.4-58.6, 0 19.6 / 23.7-23.8 / 40.7, in the same call. Read once and
+ * copied to d_tk_r11, ordered before the launches by the stream.
+ */
+static int r11_set(cudaStream_t st)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("DSA_CUDA_TOPK_R11");
+        v = e ? atoi(e) & 7 : 0; /* static: the asynchronous copy reads it later */
+        CUDA_CHECK(cudaMemcpyToSymbolAsync(d_tk_r11, &v, sizeof v, 0, cudaMemcpyHostToDevice, st));
+    }
+    return DSA_K_OK;
 }
 
 /*
@@ -1019,6 +1223,9 @@ int dsa_cuda_topk_launch(const dsa_k_flags *f, const dsa_topk_args *a, cudaStrea
     static int attr_set;
     if (a->rows <= 0)
         return DSA_K_OK;
+    const int rc11 = r11_set(st);
+    if (rc11 != DSA_K_OK)
+        return rc11;
     const int cslice = cluster_slice(a->rows, a->stride);
     if (cslice > 0) {
         cluster_kernel<<<dim3(CL_N, (unsigned)a->rows), CL_T, (size_t)cslice * 4, st>>>(
@@ -1044,6 +1251,8 @@ int dsa_cuda_topk_launch(const dsa_k_flags *f, const dsa_topk_args *a, cudaStrea
     const long max_n = old_gather ? MAX_SLICES : MAX_SEGS / SEG_W;
     long per_row = (long)(last ? 2 : CTAS_PER_SM) * sm_count() / a->rows,
          max_sl = (a->stride + SLICE_ALIGN - 1) / SLICE_ALIGN;
+    if (slices_env() > 0)
+        per_row = slices_env();
     long n = per_row < max_sl ? per_row : max_sl;
     if (n > max_n)
         n = max_n;
