@@ -1152,6 +1152,15 @@ int dsa_kcheck_run(const struct dsa_kcheck_opts *o, FILE *out, struct dsa_kcheck
     f.heads = 32;
     f.weights = DSA_K_BF16;
     check_prep(&c, 63, 63, &f);
+    /* the Hadamard rotation with each RoPE layout at 64 heads (S2's half-warp layout keeps
+       three of its stages in registers and four across lanes) */
+    for (int rope = 0; rope < 2 && !c.device_error; rope++) {
+        dsa_k_flags_default(&f);
+        f.rope = rope;
+        f.hadamard = 1;
+        f.bf16_round = 1;
+        check_q_prep(&c, 33, &f, false);
+    }
 
     free(c.cos);
     free(c.sin);

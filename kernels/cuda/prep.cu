@@ -113,9 +113,10 @@ __global__ static void k_prep_kernel(const dsa_k_flags f, dsa_k_prep_args a)
     k_prep_block(f, a, blockIdx.x);
 }
 
-/* QV (token, head) vectors a warp, their loads in flight together. 2 by default (q_qv): 4
-   made fewer, longer warps and was 0.5-1.2 us slower at T = 256 / 64 tokens on the H200
-   (bench/RESULTS.md, round 11), 1 was no faster than 2; DSA_CUDA_PREP_QV=1|4 for timings */
+/* The whole-warp layout (lane l holds elements l + 32 j), QV (token, head) vectors a warp,
+   their loads in flight together: DSA_CUDA_PREP_QV=1|2|4 (q_qv; the default is the half-warp
+   layout below). 4 was the default until round 11, when 2 measured 0.2-1.5 us faster at T =
+   256 / 64 tokens on the H200 (bench/RESULTS.md) and 1 no faster than 2. */
 template <int QV>
 __device__ __forceinline__ void q_prep_block(const dsa_k_flags &f, const dsa_q_prep_args &a,
                                              unsigned blk)
@@ -156,10 +157,147 @@ __device__ __forceinline__ void q_prep_block(const dsa_k_flags &f, const dsa_q_p
     }
 }
 
+/* ---- S2 in the half-warp layout: lane L (0..15) of each half-warp holds elements 8L .. 8L+7
+   of one vector, so a warp works on two vectors with one 16-byte load and one 8-byte store a
+   lane, three of the Hadamard's seven stages in registers and four over the half's lanes
+   (xor 1 .. 8), and the per-vector work (scale, weight, position) shared by 16 lanes, not 32.
+   Every element gets the same operations in the same order as rope_rotate_quant (each stage
+   h: the element with bit h clear becomes lower + upper, the other lower - upper; the stages
+   in the order h = 1, 2, ..., 64), so the bytes are the same. All 32 lanes call the shuffles,
+   an out-of-range half on a copy of the last vector. */
+__device__ static float rope_rotate_quant8(const dsa_k_flags f, float v[8], const float *cs,
+                                           const float *sn, uint8_t q[8])
+{
+    const int L = threadIdx.x & 15;
+    if (f.rope == DSA_K_ROPE_NEOX) { /* pairs (i, i + 32): lanes 0-3 hold x1, lanes 4-7 x2 */
+        float o[8];
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            o[r] = __shfl_xor_sync(0xffffffffu, v[r], 4);
+        if (L < 8)
+#pragma unroll
+            for (int r = 0; r < 8; r++) {
+                const int i = 8 * (L & 3) + r;
+                const float c = cs[i], sn_i = sn[i];
+                v[r] = L < 4 ? __fsub_rn(__fmul_rn(v[r], c), __fmul_rn(o[r], sn_i))
+                             : __fadd_rn(__fmul_rn(v[r], c), __fmul_rn(o[r], sn_i));
+            }
+    } else if (L < 8) { /* pairs (2p, 2p + 1), p < 32: in this lane's registers */
+#pragma unroll
+        for (int r = 0; r < 8; r += 2) {
+            const int pi = 4 * L + r / 2;
+            const float c = cs[pi], sn_i = sn[pi], x1 = v[r], x2 = v[r + 1];
+            v[r] = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, sn_i));
+            v[r + 1] = __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, sn_i));
+        }
+    }
+    if (f.bf16_round)
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            v[r] = d_round_bf16(v[r]);
+    if (f.hadamard) {
+#pragma unroll
+        for (int h = 1; h < 8; h *= 2)
+#pragma unroll
+            for (int r = 0; r < 8; r++)
+                if (!(r & h)) {
+                    const float a = v[r], b = v[r | h];
+                    v[r] = __fadd_rn(a, b);
+                    v[r | h] = __fsub_rn(a, b);
+                }
+#pragma unroll
+        for (int m = 1; m < 16; m *= 2)
+#pragma unroll
+            for (int r = 0; r < 8; r++) {
+                const float other = __shfl_xor_sync(0xffffffffu, v[r], m);
+                v[r] = (L & m) ? __fsub_rn(other, v[r]) : __fadd_rn(v[r], other);
+            }
+#pragma unroll
+        for (int r = 0; r < 8; r++) {
+            v[r] = __fmul_rn(v[r], DSA_INV_SQRT_128F);
+            if (f.bf16_round)
+                v[r] = d_round_bf16(v[r]);
+        }
+    }
+    float amax = fabsf(v[0]);
+#pragma unroll
+    for (int r = 1; r < 8; r++)
+        amax = fmaxf(amax, fabsf(v[r]));
+#pragma unroll
+    for (int m = 8; m >= 1; m /= 2)
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, m));
+    const float sc = d_quant_scale(amax, f.scale == DSA_K_SCALE_UE8M0);
+#pragma unroll
+    for (int r = 0; r < 8; r++)
+        q[r] = d_f32_to_e4m3(__fdiv_rn(v[r], sc));
+    return sc;
+}
+
+__device__ __forceinline__ void q_prep_half(const dsa_k_flags &f, const dsa_q_prep_args &a,
+                                            unsigned blk)
+{
+    const int L = threadIdx.x & 15, H = f.heads;
+    const long n = (long)a.T * H, th = ((long)blk * (blockDim.x / 32) + threadIdx.x / 32) * 2 +
+                                       ((threadIdx.x >> 4) & 1);
+    const long tc = th < n ? th : n - 1; /* the other half may be in range: it computes too */
+    const uint16_t *src = a.q_raw + tc * 128 + 8 * L;
+    float v[8];
+    if (!((uintptr_t)a.q_raw & 15)) {
+        const uint4 w4 = __ldg((const uint4 *)src);
+        const uint32_t w[4] = {w4.x, w4.y, w4.z, w4.w};
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            v[2 * r] = d_bf16_to_f32((uint16_t)(w[r] & 0xffffu));
+            v[2 * r + 1] = d_bf16_to_f32((uint16_t)(w[r] >> 16));
+        }
+    } else
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            v[r] = d_bf16_to_f32(src[r]);
+    const long t = tc / H;
+    uint8_t q[8];
+    const float sc = rope_rotate_quant8(f, v, a.cos + a.pos[t] * 32, a.sin + a.pos[t] * 32, q);
+    const float wr = a.w_raw_dtype == DSA_K_BF16 ? d_bf16_to_f32(((const uint16_t *)a.w_raw)[tc])
+                                                 : ((const float *)a.w_raw)[tc];
+    const float hs = H == 64 ? 0.125f : 0.1767766952966369f;
+    const float wv = __fmul_rn(__fmul_rn(__fmul_rn(wr, sc), DSA_INV_SQRT_128F), hs);
+    d_pdl_wait();
+    if (th >= n)
+        return;
+    uint8_t *dst = a.q8 + th * DSA_K_HEAD_DIM + 8 * L;
+    if (!((uintptr_t)a.q8 & 7)) {
+        uint2 o;
+        o.x = q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
+        o.y = q[4] | (uint32_t)q[5] << 8 | (uint32_t)q[6] << 16 | (uint32_t)q[7] << 24;
+        *(uint2 *)dst = o;
+    } else
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            dst[r] = q[r];
+    if (L == 0) {
+        a.qs[th] = sc;
+        if (f.weights == DSA_K_BF16)
+            ((uint16_t *)a.w)[th] = d_f32_to_bf16(wv);
+        else
+            ((float *)a.w)[th] = wv;
+    }
+}
+
+/* QV = 0: the half-warp layout (q_prep_half), else QV vectors a warp (q_prep_block) */
+template <int QV>
+__device__ __forceinline__ void q_prep_any(const dsa_k_flags &f, const dsa_q_prep_args &a,
+                                           unsigned blk)
+{
+    if constexpr (QV == 0)
+        q_prep_half(f, a, blk);
+    else
+        q_prep_block<QV>(f, a, blk);
+}
+
 template <int QV> __global__ static void q_prep_kernel(const dsa_k_flags f, dsa_q_prep_args a)
 {
     d_pdl_launch_next();
-    q_prep_block<QV>(f, a, blockIdx.x);
+    q_prep_any<QV>(f, a, blockIdx.x);
 }
 
 /* S1 and S2 of a step in one grid: blocks [0, kb) are k_prep's, the rest q_prep's. The two
@@ -173,7 +311,7 @@ __global__ static void prep_kernel(const dsa_k_flags f, dsa_k_prep_args k, dsa_q
     if (blockIdx.x < kb)
         k_prep_block(f, k, blockIdx.x);
     else
-        q_prep_block<QV>(f, q, blockIdx.x - kb);
+        q_prep_any<QV>(f, q, blockIdx.x - kb);
 }
 
 __global__ static void fill_kernel(int32_t *p, long n)
@@ -183,7 +321,8 @@ __global__ static void fill_kernel(int32_t *p, long n)
         p[i] = -1;
 }
 
-/* blocks of 128 threads (4 warps) for each side: k one token a warp, q QV vectors a warp */
+/* blocks of 128 threads (4 warps) for each side: k one token a warp, q two vectors a warp (the
+   half-warp layout) or QV (DSA_CUDA_PREP_QV) */
 static unsigned k_blocks(const dsa_k_prep_args *a)
 {
     return a->T > 0 ? (unsigned)((a->T + 3) / 4) : 0;
@@ -191,17 +330,17 @@ static unsigned k_blocks(const dsa_k_prep_args *a)
 
 static int q_qv(void)
 {
-    static int v;
-    if (!v) {
+    static int v = -1;
+    if (v < 0) {
         const char *e = getenv("DSA_CUDA_PREP_QV");
-        v = e && (atoi(e) == 1 || atoi(e) == 4) ? atoi(e) : 2;
+        v = e && (atoi(e) == 1 || atoi(e) == 2 || atoi(e) == 4) ? atoi(e) : 0;
     }
     return v;
 }
 
 static unsigned q_blocks(const dsa_k_flags *f, const dsa_q_prep_args *a)
 {
-    const int qv = q_qv();
+    const int qv = q_qv() ? q_qv() : 2; /* the half-warp layout: 2 vectors a warp */
     long warps = a->T > 0 ? ((long)a->T * f->heads + qv - 1) / qv : 0;
     return (unsigned)((warps + 3) / 4);
 }
@@ -210,11 +349,19 @@ typedef void (*q_kern_t)(const dsa_k_flags, dsa_q_prep_args);
 typedef void (*p_kern_t)(const dsa_k_flags, dsa_k_prep_args, dsa_q_prep_args, unsigned);
 static q_kern_t q_kern(void)
 {
-    return q_qv() == 1 ? q_prep_kernel<1> : q_qv() == 2 ? q_prep_kernel<2> : q_prep_kernel<4>;
+    const int v = q_qv();
+    return v == 1   ? q_prep_kernel<1>
+           : v == 2 ? q_prep_kernel<2>
+           : v == 4 ? q_prep_kernel<4>
+                    : q_prep_kernel<0>;
 }
 static p_kern_t p_kern(void)
 {
-    return q_qv() == 1 ? prep_kernel<1> : q_qv() == 2 ? prep_kernel<2> : prep_kernel<4>;
+    const int v = q_qv();
+    return v == 1   ? prep_kernel<1>
+           : v == 2 ? prep_kernel<2>
+           : v == 4 ? prep_kernel<4>
+                    : prep_kernel<0>;
 }
 
 /* q_prep's -1 fill of the top-k buffer, after its kernel */
