@@ -68,6 +68,9 @@
    segment by its own binary search (round 10), 2 = the sample takes single values evenly
    spaced instead of runs of SAMPLE_RUN, 4 = the gather takes every chunk by warp_take */
 __constant__ int d_tk_r11;
+/* DSA_CUDA_TOPK_R12=1 (r11_set): every select pass a histogram, as in round 11 (no rank_bin) */
+__constant__ int d_tk_r12;
+#define LIST_CAP 64 /* keys of a bin that select_bits resolves by ranking instead of a pass */
 
 /* ---- loads ---- */
 
@@ -106,6 +109,47 @@ __device__ __forceinline__ void hist_add(int *h, uint32_t d, bool valid)
         atomicAdd(&h[d], __popc(peers));
 }
 
+/* rank_bin's list counter; select_bits' finder zeroes it before the barrier that ends a pass */
+__shared__ int s_at[1];
+
+/* The rest of select_bits once the need-th largest key lies in a bin of at most LIST_CAP keys
+   (those under `mask` equal to `prefix`): the bin's keys into a list (h, free after the pass),
+   then each list entry's thread counts the entries above its own key and its equals before it,
+   on the keys with the bits under floor_bit cleared, and the first entry of the key that holds
+   rank `need` writes *s_key and *s_need, as further passes would have. Two barriers instead of
+   the 4 of a histogram pass (clearing, counting, the scan, the digit); the list's order (by
+   atomics) does not change the answer. The final's second pass nearly always ends here (its
+   ~1.5k-4k candidates spread over 2048 bins); measured on the H200 (round 12, against
+   DSA_CUDA_TOPK_R12=1 in the same call): S4 1 x 128K -0.4..-0.6 us, 8 x 256K 0..-0.4, 64 x 256K
+   -0.1..-0.4. Ends with a barrier. */
+__device__ __forceinline__ void rank_bin(const uint32_t *keys, int n, int need, uint32_t prefix,
+                                         uint32_t mask, int floor_bit, int *h, uint32_t *s_key,
+                                         int *s_need)
+{
+    const int tid = threadIdx.x, nt = blockDim.x;
+    for (int i = tid; i < n; i += nt)
+        if ((keys[i] & mask) == prefix)
+            h[atomicAdd(s_at, 1)] = (int)keys[i];
+    __syncthreads();
+    const int c = *s_at;
+    const uint32_t low = floor_bit > 0 ? ~0u << floor_bit : ~0u;
+    if (tid < c) {
+        const uint32_t my = (uint32_t)h[tid] & low;
+        int gt = 0, eq = 0, before = 0;
+        for (int j = 0; j < c; j++) {
+            const uint32_t kj = (uint32_t)h[j] & low;
+            gt += kj > my;
+            eq += kj == my;
+            before += kj == my && j < tid;
+        }
+        if (!before && gt < need && need <= gt + eq) {
+            *s_key = my;
+            *s_need = need - gt;
+        }
+    }
+    __syncthreads();
+}
+
 /* One radix pass per digit, from bit hb down to bit floor_bit, over the keys in keys[0..n)
    (shared memory) whose bits under `mask` equal `prefix`: afterwards *s_key is the need-th
    largest of those keys with the bits under floor_bit cleared and *s_need how many of its ties
@@ -119,9 +163,11 @@ __device__ void select_bits(const uint32_t *keys, int n, int need, uint32_t pref
 {
     constexpr int per = BINS / T;
     const int tid = threadIdx.x;
-    if (tid == 0) { /* the answer when no pass runs (every key equal above floor_bit) */
+    __shared__ int s_cnt[1]; /* the keys of the bin the finder chose */
+    if (tid == 0) {          /* the answer when no pass runs (every key equal above floor_bit) */
         *s_key = prefix;
         *s_need = need;
+        *s_cnt = LIST_CAP + 1;
     }
 #pragma unroll 1
     for (int hi = hb; hi >= floor_bit; hi -= 11) {
@@ -145,6 +191,8 @@ __device__ void select_bits(const uint32_t *keys, int n, int need, uint32_t pref
                 if (acc + cnt >= need) {
                     *s_key = prefix | ((uint32_t)(top - j) << sh);
                     *s_need = need - acc;
+                    *s_cnt = cnt;
+                    s_at[0] = 0;
                     break;
                 }
                 acc += cnt;
@@ -153,6 +201,10 @@ __device__ void select_bits(const uint32_t *keys, int n, int need, uint32_t pref
         prefix = *s_key;
         need = *s_need;
         mask |= (uint32_t)(nb - 1) << sh;
+        if (hi - 11 >= floor_bit && *s_cnt <= LIST_CAP && !(d_tk_r12 & 1)) {
+            rank_bin(keys, n, need, prefix, mask, floor_bit, h, s_key, s_need);
+            return; /* rank_bin ends with a barrier */
+        }
     }
     __syncthreads();
 }
@@ -648,6 +700,9 @@ __device__ void final_row(const void *logits, int lbf16, size_t base, long len, 
         c[q] = s < sg.segs ? __ldcg(sg.cnt + slot0 + s) : 0;
         over |= c[q] > sg.cap;
     }
+    /* one load a thread, all in one L2 round trip: warp 0 alone (a lane's run of the counts,
+       then a shuffle scan) took 2-3 dependent round trips and measured 0.6-1.1 us slower at 1
+       and 8 rows (round 12) */
     const int overflow = __syncthreads_or(over);
     cub::BlockScan<long long, T>(t.ll).ExclusiveSum(c, pre, tot);
 #pragma unroll
@@ -1148,15 +1203,19 @@ static int last_rows(void)
  * every chunk by warp_take (no warp_take_mask). Measured on the H200 (bench/RESULTS.md, round
  * 11, call C): 7 (round 10) 22.5 / 27.6 / 65.1-65.2 us at 1 x 128K, 8 x 256K, 64 x 256K, 4
  * 19.6 / 25.0-25.1 / 58.4-58.6, 0 19.6 / 23.7-23.8 / 40.7, in the same call. Read once and
- * copied to d_tk_r11, ordered before the launches by the stream.
+ * copied to d_tk_r11, ordered before the launches by the stream. DSA_CUDA_TOPK_R12=1 the same
+ * way (d_tk_r12) puts back round 11's select: a histogram for every pass (no rank_bin).
  */
 static int r11_set(cudaStream_t st)
 {
-    static int v = -1;
+    static int v = -1, v12;
     if (v < 0) {
-        const char *e = getenv("DSA_CUDA_TOPK_R11");
-        v = e ? atoi(e) & 7 : 0; /* static: the asynchronous copy reads it later */
+        const char *e = getenv("DSA_CUDA_TOPK_R11"), *e12 = getenv("DSA_CUDA_TOPK_R12");
+        v = e ? atoi(e) & 7 : 0; /* static: the asynchronous copies read them later */
+        v12 = e12 ? atoi(e12) & 1 : 0;
         CUDA_CHECK(cudaMemcpyToSymbolAsync(d_tk_r11, &v, sizeof v, 0, cudaMemcpyHostToDevice, st));
+        CUDA_CHECK(
+            cudaMemcpyToSymbolAsync(d_tk_r12, &v12, sizeof v12, 0, cudaMemcpyHostToDevice, st));
     }
     return DSA_K_OK;
 }
