@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # One device call for round 12 of the indexer kernels (bench/RESULTS.md "Issue #13, round 12"):
-# builds the kernels-only tool; `kernels check` on everything, then the top-k cases with round
-# 11's select put back (DSA_CUDA_TOPK_R12=1) and on the other paths that share its select
-# (the last-CTA final, round 4's digits, the fused threshold), the prep cases on S2's whole-warp
-# layouts (DSA_CUDA_PREP_QV=2|4); compute-sanitizer on both; the whole `kernels bench`; A/B
-# rounds in the same call, alternating the variants: S4 (--iters 200), S1+S2 (--iters 500), the
-# layer (--iters 100); ncu durations of the three top-k kernels at 8 and 64 rows; the torch.topk
-# peer. Everything it prints goes to $OUT/log.txt too; the logs come back as one archive. Past
+# builds the kernels-only tool; `kernels check` on everything, then the top-k cases with
+# round 11's select put back (DSA_CUDA_TOPK_R12=1)
+# and on the other paths that share them (the last-CTA final, round 4's digits, the fused
+# threshold), the prep cases on S2's whole-warp layouts (DSA_CUDA_PREP_QV=2|4);
+# compute-sanitizer on both; the whole `kernels bench`; A/B rounds in the same call,
+# alternating the variants: S4 (--iters 200), S1+S2 (--iters 500), the layer (--iters 100);
+# ncu durations and instruction counts of the three top-k kernels at 8 and 64 rows; the
+# torch.topk peer. Everything it prints goes to $OUT/log.txt too; the logs come back as one archive. Past
 # TIME_S seconds (default 450) the later parts are skipped, so the logs still come back.
 #   bash bench/topk_r12_device.sh
-# (Call 1 of the round ran it with two more variants, R12=2|3, of a switch bit since removed
-# with the part it selected: bench/RESULTS.md says which.)
+# (Calls 1 and 4 of the round ran earlier forms, whose switch bits selected parts since
+# removed: bench/RESULTS.md says which.)
 # SPDX-License-Identifier: GPL-3.0-or-later
 set -u
 OUT=${OUT:-/tmp/out}
@@ -27,8 +28,8 @@ D=/tmp/kb/dsa-eval
 echo "build done at ${SECONDS}s"
 $D kernels check >"$OUT/check.txt" 2>&1
 echo "check rc=$?"; tail -1 "$OUT/check.txt"; grep -E 'FAIL|SKIP' "$OUT/check.txt" | head
-for v in DSA_CUDA_TOPK_R12=0 DSA_CUDA_TOPK_R12=1 DSA_CUDA_TOPK_LAST=64 DSA_CUDA_TOPK_R4=6 \
-    DSA_CUDA_TOPK_FUSE=64; do
+for v in DSA_CUDA_TOPK_R12=0 DSA_CUDA_TOPK_R12=1 DSA_CUDA_TOPK_LAST=64 \
+    DSA_CUDA_TOPK_R4=6 DSA_CUDA_TOPK_FUSE=64; do
     env $v $D kernels check -k topk --reruns 20 >"$OUT/check-v.txt" 2>&1
     echo "check -k topk $v rc=$?"; tail -1 "$OUT/check-v.txt"; grep FAIL "$OUT/check-v.txt" | head -3
 done
@@ -39,7 +40,7 @@ for q in 0 2 4; do
 done
 echo "checks done at ${SECONDS}s"
 S="timeout 60 compute-sanitizer"
-for v in DSA_CUDA_TOPK_R12=0 DSA_CUDA_TOPK_R12=1; do
+for v in DSA_CUDA_TOPK_R12=0 DSA_CUDA_TOPK_R12=1 DSA_CUDA_TOPK_LAST=64; do
     env $v $S --tool memcheck $D kernels check --quick --reruns 1 -k topk >"$OUT/san.txt" 2>&1
     echo "memcheck -k topk $v rc=$?"; grep -E 'ERROR SUMMARY|passed' "$OUT/san.txt"
     env $v $S --tool racecheck $D kernels check --quick --reruns 0 -k topk/k=2048 >"$OUT/san.txt" 2>&1
@@ -60,7 +61,7 @@ for round in 1 2; do
     done
 done >"$OUT/ab-s4.txt" 2>&1
 cat "$OUT/ab-s4.txt"
-for round in 1 2 3; do
+for round in 1; do
     late "S1+S2 round $round" && break
     for q in 0 2; do
         echo "== S1+S2 round $round DSA_CUDA_PREP_QV=$q"
@@ -76,13 +77,13 @@ for round in 1 2; do
     done
 done >"$OUT/ab-layer.txt" 2>&1
 cat "$OUT/ab-layer.txt"
-NCU="timeout 40 ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel"
+NCU="timeout 40 ncu --clock-control none --metrics gpu__time_duration.sum,smsp__inst_executed.sum --print-summary per-kernel"
 for v in DSA_CUDA_TOPK_R12=0 DSA_CUDA_TOPK_R12=1; do
     for rows in 8 64; do
         late "ncu" && break 2
         echo "== ncu $v S4 rows=$rows"
         env $v $NCU $D kernels bench -k "S4/k=2048 rows=$rows " 2>&1 |
-            grep -E '\)x\(|gpu__time_duration|==ERR|rror'
+            grep -E '\)x\(|gpu__time_duration|inst_executed|==ERR|rror'
     done
 done >"$OUT/ncu.txt" 2>&1
 cat "$OUT/ncu.txt"
