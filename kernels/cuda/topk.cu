@@ -748,6 +748,20 @@ __global__ static void __launch_bounds__(FINAL_T)
     final_row<FINAL_T, ADAPT>(logits, lbf16, (size_t)r * stride + st, len, k, sg, r, out);
 }
 
+/* the inclusive sum of c over the warp's lanes up to this one (shuffles); all 32 lanes call it */
+__device__ __forceinline__ uint32_t warp_incl_sum(uint32_t c)
+{
+    const int lane = threadIdx.x & 31;
+    uint32_t incl = c;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const uint32_t y = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= d)
+            incl += y;
+    }
+    return incl;
+}
+
 /* a warp's chunk of 512 values from i0 (v[u][j] = element i0 + 128 u + 4 lane + j, 0 past
    hi): four 16-byte loads a lane, issued together */
 __device__ __forceinline__ void warp_load(const void *logits, int lbf16, size_t base, long i0,
@@ -783,13 +797,7 @@ __device__ __forceinline__ int warp_take(const float (&v)[4][4], long i0, long h
             cu += j < n && d_order_key(v[u][j]) >= t;
         c |= cu << (8 * u);
     }
-    uint32_t incl = c;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        const uint32_t y = __shfl_up_sync(0xffffffffu, incl, d);
-        if (lane >= d)
-            incl += y;
-    }
+    const uint32_t incl = warp_incl_sum(c);
     const uint32_t pre = incl - c, tot = __shfl_sync(0xffffffffu, incl, 31);
     int p = off;
 #pragma unroll
@@ -863,13 +871,7 @@ __device__ __forceinline__ int warp_take_mask(const float (&v)[4][4], const floa
 #pragma unroll
     for (int u = 0; u < 4; u++)
         c |= (uint32_t)__popc((m >> (4 * u)) & 15u) << (8 * u);
-    uint32_t incl = c;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        const uint32_t y = __shfl_up_sync(0xffffffffu, incl, d);
-        if (lane >= d)
-            incl += y;
-    }
+    const uint32_t incl = warp_incl_sum(c);
     const uint32_t pre = incl - c, tot = __shfl_sync(0xffffffffu, incl, 31);
     /* p[u] = the position of this lane's first candidate of sub-tile u */
     int p[4], at = off;
