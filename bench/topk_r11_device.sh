@@ -12,19 +12,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 set -u
 OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-exec > >(tee "$OUT/log.txt") 2>&1
 . "$(dirname "$0")/kernels_build.sh"
-LATE=${TIME_S:-420}
-late() { [ "$SECONDS" -gt "$LATE" ] && { echo "skipped at ${SECONDS}s: $1"; return 0; }; return 1; }
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
-kbuild . /tmp/kb 16 >"$OUT/build.txt" 2>&1
-cat "$OUT/build.txt"
-[ -x /tmp/kb/dsa-eval ] || exit 1
-D=/tmp/kb/dsa-eval
-echo "build done at ${SECONDS}s"
-$D kernels check >"$OUT/check.txt" 2>&1
-echo "check rc=$?"; tail -1 "$OUT/check.txt"; grep -E 'FAIL|SKIP' "$OUT/check.txt" | head
+kdev_begin 420 || exit 1
 for v in DSA_CUDA_TOPK_R11=4 DSA_CUDA_TOPK_R11=7 DSA_CUDA_TOPK_SLICES=7 DSA_CUDA_TOPK_SLICES=3 \
     DSA_CUDA_TOPK_LAST=64 DSA_CUDA_PDL=0; do
     env $v $D kernels check -k topk --reruns 20 >"$OUT/check-v.txt" 2>&1
@@ -36,43 +25,16 @@ for q in 1 4; do
     grep FAIL "$OUT/check-v.txt" | head -3
 done
 echo "checks done at ${SECONDS}s"
-S="timeout 60 compute-sanitizer"
-for v in "" DSA_CUDA_TOPK_R11=4 DSA_CUDA_TOPK_SLICES=7; do
-    env $v $S --tool memcheck $D kernels check --quick --reruns 1 -k topk >"$OUT/san.txt" 2>&1
-    echo "memcheck -k topk ${v:-default} rc=$?"; grep -E 'ERROR SUMMARY|passed' "$OUT/san.txt"
-    env $v $S --tool racecheck $D kernels check --quick --reruns 0 -k topk/k=2048 >"$OUT/san.txt" 2>&1
-    echo "racecheck -k topk/k=2048 ${v:-default} rc=$?"; grep -E 'RACECHECK SUMMARY|passed' "$OUT/san.txt"
-done
-$S --tool memcheck $D kernels check --quick --reruns 1 -k prep >"$OUT/san.txt" 2>&1
-echo "memcheck -k prep rc=$?"; grep -E 'ERROR SUMMARY|passed' "$OUT/san.txt"
-$S --tool racecheck $D kernels check --quick --reruns 0 -k q_prep >"$OUT/san.txt" 2>&1
-echo "racecheck -k q_prep rc=$?"; grep -E 'RACECHECK SUMMARY|passed' "$OUT/san.txt"
+ksan_topk "" DSA_CUDA_TOPK_R11=4 DSA_CUDA_TOPK_SLICES=7
+ksan_prep
 echo "sanitizers done at ${SECONDS}s"
 $D kernels bench >"$OUT/bench.txt" 2>&1
 echo "bench rc=$?"; cat "$OUT/bench.txt"
-for round in 1 2; do
-    late "S4 round $round" && break
-    for v in "" DSA_CUDA_TOPK_R11=4 DSA_CUDA_TOPK_R11=7 DSA_CUDA_TOPK_SLICES=16; do
-        echo "== S4 round $round ${v:-default}"
-        env $v $D kernels bench -k S4 --iters 200 2>&1 | grep -E '^S4'
-    done
-done >"$OUT/ab-s4.txt" 2>&1
+kab S4 S4 200 2 "" DSA_CUDA_TOPK_R11=4 DSA_CUDA_TOPK_R11=7 DSA_CUDA_TOPK_SLICES=16 >"$OUT/ab-s4.txt" 2>&1
 cat "$OUT/ab-s4.txt"
-for round in 1 2; do
-    late "S1+S2 round $round" && break
-    for q in 2 4 1; do
-        echo "== S1+S2 round $round DSA_CUDA_PREP_QV=$q"
-        DSA_CUDA_PREP_QV=$q $D kernels bench -k S1 --iters 500 2>&1 | grep -E '^S1'
-    done
-done >"$OUT/ab-prep.txt" 2>&1
+kab S1+S2 S1 500 2 DSA_CUDA_PREP_QV=2 DSA_CUDA_PREP_QV=4 DSA_CUDA_PREP_QV=1 >"$OUT/ab-prep.txt" 2>&1
 cat "$OUT/ab-prep.txt"
-for round in 1 2; do
-    late "layer round $round" && break
-    for v in "" DSA_CUDA_TOPK_R11=4 "DSA_CUDA_TOPK_R11=7 DSA_CUDA_PREP_QV=4"; do
-        echo "== layer round $round ${v:-default}"
-        env $v $D kernels bench -k layer --iters 100 2>&1 | grep -E '^layer'
-    done
-done >"$OUT/ab-layer.txt" 2>&1
+kab layer layer 100 2 "" DSA_CUDA_TOPK_R11=4 "DSA_CUDA_TOPK_R11=7 DSA_CUDA_PREP_QV=4" >"$OUT/ab-layer.txt" 2>&1
 cat "$OUT/ab-layer.txt"
 NCU="timeout 40 ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel"
 for v in "" DSA_CUDA_TOPK_R11=4; do
